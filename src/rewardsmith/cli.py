@@ -1,0 +1,183 @@
+"""The `rewardsmith` command line.
+
+rewardsmith score --spec SPEC --input IN.jsonl --output OUT.jsonl [--workers N] [--resume]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import IO, Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from . import __version__
+from ._exceptions import ConfigError, InputError
+from .engine import Engine
+from .io import count_lines, read_samples, resume_point, write_result
+from .models import Result
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_INPUT, EXIT_CONFIG = 0, 1, 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args))
+    except ConfigError as exc:
+        Console(stderr=True).print(f"[red]spec error:[/] {exc}", highlight=False)
+        return EXIT_CONFIG
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rewardsmith", description=__doc__.split("\n")[1])
+    parser.add_argument("--version", action="version", version=f"rewardsmith {__version__}")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+    score = commands.add_parser("score", help="score a JSONL file of samples against a spec")
+    score.add_argument("--spec", required=True, help="reward spec (YAML)")
+    score.add_argument("--input", required=True, help="samples, JSON Lines ('-' for stdin)")
+    score.add_argument("--output", required=True, help="results, JSON Lines ('-' for stdout)")
+    score.add_argument(
+        "--workers", type=int, default=None, help="worker processes (default: cores)"
+    )
+    score.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    score.add_argument("--strict", action="store_true", help="stop at the first malformed line")
+    score.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    score.set_defaults(run=_score)
+    return parser
+
+
+def _score(args: argparse.Namespace) -> int:
+    console = Console(stderr=True, highlight=False)
+    engine = Engine(args.spec, workers=args.workers)
+    to_stdout = args.output == "-"
+    if args.resume and (to_stdout or args.input == "-"):
+        raise ConfigError("--resume needs --input and --output to be files")
+    done = resume_point(Path(args.output)) if args.resume else []
+    summary = _Summary(list(engine.spec.rewards))
+    with ExitStack() as stack:
+        stack.enter_context(engine)
+        source: IO[str] = (
+            sys.stdin
+            if args.input == "-"
+            else stack.enter_context(open(args.input, encoding="utf-8"))
+        )
+        if done:
+            _check_resume(Path(args.input), done)
+            console.print(f"resuming after {len(done)} finished samples")
+        sink: IO[str] = (
+            sys.stdout
+            if to_stdout
+            else stack.enter_context(open(args.output, "a" if done else "w", encoding="utf-8"))
+        )
+        records = _report_bad_lines(read_samples(source, skip=len(done)), console, args.strict)
+        total = None if args.input == "-" else count_lines(Path(args.input)) - len(done)
+        progress = Progress(
+            TextColumn("scoring"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+            disable=args.quiet,
+        )
+        with progress:
+            bar = progress.add_task("score", total=total)
+            try:
+                for result in engine.iter_score(records):
+                    write_result(sink, result)
+                    summary.add(result)
+                    progress.advance(bar)
+            except _StrictStop as stop:
+                console.print(f"[red]stopped:[/] {stop} (--strict)")
+                return EXIT_INPUT
+    if not args.quiet:
+        console.print(summary.table())
+    return EXIT_OK
+
+
+class _StrictStop(Exception):
+    pass
+
+
+def _report_bad_lines(
+    records: Iterator[dict[str, Any] | InputError], console: Console, strict: bool
+) -> Iterator[dict[str, Any] | InputError]:
+    for record in records:
+        if isinstance(record, InputError):
+            if strict:
+                raise _StrictStop(str(record))
+            console.print(f"[yellow]skipped malformed input[/] {record}")
+        yield record
+
+
+def _check_resume(input_path: Path, done: list[str]) -> None:
+    """Refuse to resume into an output that was written for another input."""
+    with input_path.open(encoding="utf-8") as handle:
+        for position, record in enumerate(read_samples(handle)):
+            if position == len(done) - 1:
+                found = str(record.line) if isinstance(record, InputError) else str(record["id"])
+                if found != done[-1]:
+                    raise ConfigError(
+                        f"--resume: output line {len(done)} has id {done[-1]!r} but input "
+                        f"sample {len(done)} has id {found!r}; not the same input"
+                    )
+                return
+    raise ConfigError(f"--resume: the output has {len(done)} results, more than the input has")
+
+
+class _Summary:
+    """Mean per component, status counts and speed, for the end of a run."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.started = time.perf_counter()
+        self.count = 0
+        self.sums: Counter[str] = Counter()
+        self.oks: Counter[str] = Counter()
+        self.statuses: dict[str, Counter[str]] = {n: Counter() for n in ["reward", *names]}
+
+    def add(self, result: Result) -> None:
+        self.count += 1
+        self.statuses["reward"][result.status] += 1
+        if result.reward is not None:
+            self.sums["reward"] += result.reward
+            self.oks["reward"] += 1
+        for name, score in result.components.items():
+            self.statuses[name][score.status] += 1
+            if score.score is not None:
+                self.sums[name] += score.score
+                self.oks[name] += 1
+
+    def table(self) -> Table:
+        elapsed = time.perf_counter() - self.started
+        rate = self.count / elapsed if elapsed > 0 else 0.0
+        table = Table(title=f"{self.count} samples in {elapsed:.1f}s ({rate:.0f} samples/s)")
+        table.add_column("component")
+        table.add_column("mean", justify="right")
+        for status in ("ok", "not_applicable", "invalid", "error", "timeout"):
+            table.add_column(status, justify="right")
+        for name in ["reward", *self.names]:
+            mean = f"{self.sums[name] / self.oks[name]:.4f}" if self.oks[name] else "-"
+            counts = self.statuses[name]
+            table.add_row(
+                name,
+                mean,
+                *(str(counts[s]) for s in ("ok", "not_applicable", "invalid", "error", "timeout")),
+            )
+        return table
+
+
+if __name__ == "__main__":
+    sys.exit(main())

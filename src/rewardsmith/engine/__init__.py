@@ -1,0 +1,6 @@
+"""Execution: the engine and its hard-timeout worker pool."""
+
+from ._engine import Engine, ascore, invalid_result, score
+from ._pool import Task, TimeoutPool, default_workers
+
+__all__ = ["Engine", "Task", "TimeoutPool", "ascore", "default_workers", "invalid_result", "score"]

@@ -1,0 +1,196 @@
+"""The engine: samples in, ordered results out, CPU rewards in a hard-timeout process pool.
+
+`Engine.iter_score` is the one core: it streams its input, keeps at most `window` samples in
+flight (so memory stays bounded on any input size) and yields results in input order.
+`score`, `ascore` and the CLI are thin layers over it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from pydantic import ValidationError
+
+from .._exceptions import InputError
+from ..combine import combine
+from ..models import Result, Sample, Score
+from ..spec import RewardSpec, load_spec
+from ._pool import Task, TimeoutPool
+
+__all__ = ["Engine", "ascore", "invalid_result", "score"]
+
+_WINDOW = 4_096
+"""Most samples read ahead of the oldest unfinished one."""
+
+SampleLike = Sample | dict[str, Any] | InputError
+"""What the engine accepts: a sample, its dict form, or a line that failed to parse."""
+
+
+def invalid_result(spec: RewardSpec, sample_id: str, reason: str) -> Result:
+    """The result of an input that is not a valid sample: every component `invalid`."""
+    failed = Score.failed("invalid", reason)
+    return Result(
+        id=sample_id,
+        reward=spec.on_error,
+        status="invalid",
+        components=dict.fromkeys(spec.rewards, failed),
+    )
+
+
+class Engine:
+    """Scores samples against one spec. Reuse it: the worker pool starts once.
+
+    >>> with Engine("spec.yaml") as engine:          # doctest: +SKIP
+    ...     results = engine.score([{"completion": "\\\\boxed{4}", "reference": "4"}])
+    """
+
+    def __init__(
+        self,
+        spec: RewardSpec | dict[str, Any] | str,
+        *,
+        workers: int | None = None,
+        window: int = _WINDOW,
+    ) -> None:
+        """Validate the spec; workers start on first use.
+
+        Args:
+            spec: a `RewardSpec`, its dict form, a YAML string or a path to a YAML file.
+            workers: worker processes (default: one per core).
+            window: most samples in flight at once (bounds memory on large inputs).
+        """
+        self.spec = load_spec(spec)
+        self._workers = workers
+        self._window = window
+        self._pool: TimeoutPool | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def pool(self) -> TimeoutPool:
+        """The worker pool, started on first use."""
+        if self._pool is None:
+            self._pool = TimeoutPool(self.spec.rewards, self._workers)
+        return self._pool
+
+    def iter_score(
+        self,
+        samples: Iterable[SampleLike],
+        on_result: Callable[[Result], None] | None = None,
+    ) -> Iterator[Result]:
+        """Score a stream of samples, yielding one result per input, in input order.
+
+        Inputs that are dicts are validated here; an invalid one (or an `InputError` from a
+        reader) yields an `invalid` result in its place and the run goes on.
+        """
+        with self._lock:
+            yield from self._run(iter(samples), on_result)
+
+    def _run(
+        self, samples: Iterator[SampleLike], on_result: Callable[[Result], None] | None
+    ) -> Iterator[Result]:
+        names = list(self.spec.rewards)
+        timeout = self.spec.timeout_s
+        pool = self.pool
+        ready: dict[int, Result] = {}
+        partial: dict[int, tuple[str, dict[str, Score]]] = {}
+        next_out = 0
+        counter = itertools.count()
+        exhausted = False
+        while True:
+            while not exhausted and len(ready) + len(partial) < self._window:
+                item = next(samples, None)
+                if item is None:
+                    exhausted = True
+                    break
+                index = next(counter)
+                sample = self._as_sample(item, index)
+                if isinstance(sample, Result):
+                    ready[index] = sample
+                    continue
+                partial[index] = (sample.id, {})
+                pool.submit([Task((index, name), name, sample, timeout) for name in names])
+            while next_out in ready:
+                result = ready.pop(next_out)
+                next_out += 1
+                if on_result is not None:
+                    on_result(result)
+                yield result
+            if exhausted and not partial and not ready:
+                return
+            if partial:
+                for (index, name), score in pool.poll():
+                    sample_id, scores = partial[index]
+                    scores[name] = score
+                    if len(scores) == len(names):
+                        del partial[index]
+                        ordered = {n: scores[n] for n in names}
+                        reward, status = combine(self.spec, ordered)
+                        ready[index] = Result(
+                            id=sample_id, reward=reward, status=status, components=ordered
+                        )
+
+    def _as_sample(self, item: SampleLike, index: int) -> Sample | Result:
+        if isinstance(item, Sample):
+            return item
+        if isinstance(item, InputError):
+            line = str(item.line) if item.line is not None else str(index + 1)
+            return invalid_result(self.spec, line, str(item))
+        if not isinstance(item, dict):
+            return invalid_result(self.spec, str(index + 1), f"not a JSON object: {item!r:.80}")
+        data = item if "id" in item else {**item, "id": str(index + 1)}
+        try:
+            return Sample.model_validate(data)
+        except ValidationError as exc:
+            sample_id = str(data.get("id"))
+            return invalid_result(self.spec, sample_id, _first_error(exc))
+
+    def score(self, samples: Iterable[SampleLike]) -> list[Result]:
+        """Score samples; one result per input, in input order."""
+        return list(self.iter_score(samples))
+
+    async def ascore(self, samples: Iterable[SampleLike]) -> list[Result]:
+        """`score` for async callers: the event loop stays free while workers run."""
+        return await asyncio.to_thread(self.score, list(samples))
+
+    def close(self) -> None:
+        """Stop the workers."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    field = ".".join(str(p) for p in error["loc"]) or "sample"
+    return f"invalid sample: {field}: {error['msg']}"
+
+
+def score(
+    samples: Iterable[SampleLike],
+    spec: RewardSpec | dict[str, Any] | str,
+    *,
+    workers: int | None = None,
+) -> list[Result]:
+    """Score samples against a spec in one call (starts and stops a worker pool)."""
+    with Engine(spec, workers=workers) as engine:
+        return engine.score(samples)
+
+
+async def ascore(
+    samples: Iterable[SampleLike],
+    spec: RewardSpec | dict[str, Any] | str,
+    *,
+    workers: int | None = None,
+) -> list[Result]:
+    """Async `score`."""
+    with Engine(spec, workers=workers) as engine:
+        return await engine.ascore(samples)

@@ -1,0 +1,140 @@
+"""The data contract: samples in, scores and results out. No I/O here.
+
+Input (one JSON object per line)::
+
+    {"id": "q1-0", "prompt": "..." | [messages], "completion": "..." | [messages],
+     "reference": <anything the reward needs>, "metadata": {...}, "group": "q1"}
+
+Output (one per input, same order)::
+
+    {"id": "q1-0", "reward": 0.9 | null, "status": "ok" | "timeout" | ...,
+     "components": {"correct": {"score": 1.0, "status": "ok", "detail": {...}}}}
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "FAILURE_STATUSES",
+    "Message",
+    "Result",
+    "Sample",
+    "Score",
+    "Status",
+]
+
+Status = Literal["ok", "timeout", "error", "invalid", "not_applicable"]
+"""How a score came about. Only `ok` carries a number that means what it says."""
+
+FAILURE_STATUSES: tuple[Status, ...] = ("timeout", "error", "invalid")
+"""Statuses that say the reward could not be computed (never to be read as a 0)."""
+
+REFERENCE_ALIASES = ("reference", "answer", "solution", "ground_truth", "label")
+"""Names trainers use for the gold field; all are read as `reference`."""
+
+
+_SAMPLE_KEYS = frozenset({"id", "completion", "prompt", "metadata", "group", *REFERENCE_ALIASES})
+
+
+class Message(BaseModel):
+    """One chat message."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: str
+    """Speaker: `system`, `user`, `assistant`, `tool`..."""
+    content: str | None = None
+    """Text of the message (None for tool-call-only messages)."""
+
+
+class Sample(BaseModel):
+    """One model completion to reward, with what the reward needs to judge it."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    id: str
+    """Stable identifier; defaults to the 1-based input line number."""
+    completion: str | list[Message]
+    """The text to reward, or a conversation whose last assistant turn is rewarded."""
+    prompt: str | list[Message] | None = None
+    """The prompt that produced the completion."""
+    reference: Any = Field(default=None, validation_alias=AliasChoices(*REFERENCE_ALIASES))
+    """Gold answer, tests, rubric: whatever the reward needs (aliases: answer, solution,
+    ground_truth, label)."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Free-form extras, passed through to rewards."""
+    group: str | None = None
+    """Samples sharing a group answer the same prompt (for group transforms)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _extra_columns_to_metadata(cls, data: Any) -> Any:
+        """Dataset columns we do not know (e.g. `level`) travel in `metadata`, as in TRL."""
+        if not isinstance(data, dict):
+            return data
+        extra = {k: v for k, v in data.items() if k not in _SAMPLE_KEYS}
+        if not extra:
+            return data
+        known = {k: v for k, v in data.items() if k in _SAMPLE_KEYS}
+        metadata = known.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            return data  # let field validation report the bad metadata
+        known["metadata"] = {**extra, **metadata}
+        return known
+
+    @field_validator("id", "group", mode="before")
+    @classmethod
+    def _ids_as_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @property
+    def text(self) -> str:
+        """The completion as text: the string itself, or the last assistant message."""
+        if isinstance(self.completion, str):
+            return self.completion
+        for message in reversed(self.completion):
+            if message.role == "assistant":
+                return message.content or ""
+        return self.completion[-1].content or "" if self.completion else ""
+
+
+class Score(BaseModel):
+    """What one reward component says about one sample."""
+
+    score: float | None
+    """The value; None unless status is `ok`."""
+    status: Status = "ok"
+    """`ok`, or why there is no score."""
+    detail: dict[str, Any] = Field(default_factory=dict)
+    """Evidence: the extracted answer, the reason, per-test outcomes..."""
+
+    @classmethod
+    def ok(cls, value: float, **detail: Any) -> Score:
+        """A computed score."""
+        return cls(score=float(value), status="ok", detail=detail)
+
+    @classmethod
+    def failed(cls, status: Status, reason: str, **detail: Any) -> Score:
+        """No score, with the reason why (`timeout`, `error`, `invalid`, `not_applicable`)."""
+        return cls(score=None, status=status, detail={"reason": reason, **detail})
+
+    @property
+    def passed(self) -> bool:
+        """True when the component scored above zero (the meaning of a gate passing)."""
+        return self.status == "ok" and self.score is not None and self.score > 0
+
+
+class Result(BaseModel):
+    """The combined reward of one sample, with every component's score."""
+
+    id: str
+    """The sample's id."""
+    reward: float | None
+    """Combined reward; None when a component failed and the spec gives no fallback."""
+    status: Status
+    """`ok`, or the status of the failure that decided the total."""
+    components: dict[str, Score]
+    """Every component of the spec, in spec order, for every sample."""

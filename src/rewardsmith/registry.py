@@ -1,0 +1,149 @@
+"""One registry of reward types: name -> factory.
+
+A reward type is a factory. Its keyword arguments are the reward's configuration (the keys a
+spec may set); it returns the function that scores one sample::
+
+    @reward("shouting")
+    def shouting(*, threshold: float = 0.5) -> RewardFn:
+        def score(sample: Sample) -> Score:
+            letters = [c for c in sample.text if c.isalpha()]
+            upper = sum(c.isupper() for c in letters) / max(len(letters), 1)
+            return Score.ok(1.0 if upper < threshold else 0.0, upper_ratio=upper)
+        return score
+
+Built-in types are registered lazily as ``"module:attr"`` strings, so `import rewardsmith`
+does not import sympy. A spec may also name any importable factory as ``"package.module:attr"``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ._exceptions import ConfigError, UnknownRewardError
+from .models import Sample, Score
+
+__all__ = ["Registry", "RewardFn", "RewardInfo", "registry", "reward"]
+
+RewardFn = Callable[[Sample], Score]
+"""Scores one sample. Runs in a worker process under a hard timeout; may raise (-> `error`)."""
+
+RewardFactory = Callable[..., RewardFn]
+F = TypeVar("F", bound=RewardFactory)
+
+
+@dataclass(frozen=True)
+class RewardInfo:
+    """Everything known about one reward type."""
+
+    name: str
+    """The `type:` a spec uses."""
+    factory: RewardFactory
+    """Builds the scoring function from the spec's parameters."""
+
+    @property
+    def params(self) -> dict[str, inspect.Parameter]:
+        """The configuration keys this type accepts, with their defaults."""
+        return {
+            name: p
+            for name, p in inspect.signature(self.factory).parameters.items()
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+        }
+
+    @property
+    def description(self) -> str:
+        """First line of the factory's docstring."""
+        return (inspect.getdoc(self.factory) or "").split("\n", 1)[0]
+
+
+class Registry:
+    """Thread-safe name -> reward factory map with lazy ``"module:attr"`` entries."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, RewardFactory | str] = {}
+        self._lock = threading.Lock()
+
+    def register(self, name: str, target: RewardFactory | str) -> None:
+        """Add a type. Registering a name twice with a different target is an error."""
+        with self._lock:
+            current = self._entries.get(name)
+            if current is None or current is target:
+                self._entries[name] = target
+                return
+            if isinstance(current, str) and _path_of(target) == current:
+                self._entries[name] = target  # the lazy placeholder resolving to itself
+                return
+            raise ValueError(f"reward type {name!r} is already registered to {current!r}")
+
+    def names(self) -> list[str]:
+        """Registered type names, sorted."""
+        with self._lock:
+            return sorted(self._entries)
+
+    def get(self, name: str) -> RewardInfo:
+        """Resolve a type name (or an importable ``"module:attr"`` path) to its info."""
+        with self._lock:
+            target = self._entries.get(name)
+        if target is None:
+            if ":" in name:
+                return RewardInfo(name, _import(name, name))
+            hint = difflib.get_close_matches(name, self.names(), n=1)
+            did_you_mean = f" Did you mean: {hint[0]}?" if hint else ""
+            raise UnknownRewardError(
+                f"unknown reward type {name!r}.{did_you_mean} "
+                f"Allowed: {', '.join(self.names())} (or an importable 'module:factory')"
+            )
+        if isinstance(target, str):
+            factory = _import(target, name)
+            self.register(name, factory)
+            return RewardInfo(name, factory)
+        return RewardInfo(name, target)
+
+
+def _path_of(obj: Any) -> str:
+    return f"{getattr(obj, '__module__', '')}:{getattr(obj, '__qualname__', '')}"
+
+
+def _import(path: str, name: str) -> RewardFactory:
+    module_name, _, attr = path.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise UnknownRewardError(f"reward type {name!r}: cannot import {path!r}: {exc}") from exc
+    if not callable(factory):
+        raise ConfigError(f"reward type {name!r}: {path!r} is not callable")
+    return factory  # type: ignore[no-any-return]
+
+
+registry = Registry()
+"""The registry every spec resolves against."""
+
+
+def reward(name: str) -> Callable[[F], F]:
+    """Register a reward factory under `name` (the spec's `type:`)."""
+
+    def decorate(factory: F) -> F:
+        registry.register(name, factory)
+        return factory
+
+    return decorate
+
+
+_BUILTIN = {
+    "math": "rewardsmith.verifiers.math:math",
+    "exact_match": "rewardsmith.verifiers.text:exact_match",
+    "f1": "rewardsmith.verifiers.text:f1",
+    "choice": "rewardsmith.verifiers.text:choice",
+    "regex": "rewardsmith.verifiers.text:regex",
+    "think_format": "rewardsmith.verifiers.format:think_format",
+    "json": "rewardsmith.verifiers.format:json_valid",
+    "length": "rewardsmith.verifiers.length:length",
+    "repetition": "rewardsmith.verifiers.length:repetition",
+}
+for _name, _target in _BUILTIN.items():
+    registry.register(_name, _target)

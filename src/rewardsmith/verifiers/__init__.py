@@ -1,0 +1,1 @@
+"""Verifiable rewards: checked by code on the CPU, no model involved."""

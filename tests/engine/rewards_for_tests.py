@@ -1,0 +1,44 @@
+"""Reward types that misbehave on purpose, to test the engine (imported by worker processes)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from rewardsmith import RewardFn, Sample, Score
+
+
+def scripted() -> RewardFn:
+    """Acts out the instruction in the completion: hang, die, raise, nan, or score its length."""
+
+    def score(sample: Sample) -> Score:
+        text = sample.text
+        if text.startswith("hang"):
+            while True:
+                pass
+        if text.startswith("sleep "):
+            time.sleep(float(text.split()[1]))
+        if text == "die":
+            os._exit(3)
+        if text == "raise":
+            raise ValueError("raised on purpose")
+        if text == "nan":
+            return Score.ok(float("nan"))
+        if text == "not a score":
+            return 1.0  # type: ignore[return-value]
+        if text == "n/a":
+            return Score.failed("not_applicable", "nothing to check")
+        if text == "invalid":
+            return Score.failed("invalid", "bad reference")
+        return Score.ok(len(text))
+
+    return score
+
+
+def constant(*, value: float = 1.0) -> RewardFn:
+    """Always `value`."""
+
+    def score(sample: Sample) -> Score:
+        return Score.ok(value)
+
+    return score

@@ -1,0 +1,145 @@
+"""The `rewardsmith score` command, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTED = "tests.engine.rewards_for_tests:scripted"
+
+
+def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
+    return subprocess.run(
+        [sys.executable, "-m", "rewardsmith.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def spec_file(tmp_path: Path) -> Path:
+    path = tmp_path / "spec.yaml"
+    path.write_text(f"rewards:\n  s: {{type: '{SCRIPTED}'}}\ntimeout_s: 1\n")
+    return path
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_score_writes_one_line_per_input_in_order(tmp_path: Path, spec_file: Path) -> None:
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    lines = [
+        '{"id": "a", "completion": "xx"}',
+        "{broken",
+        '{"completion": "hang"}',
+        '{"id": "d", "completion": "xxxx"}',
+    ]
+    inp.write_text("\n".join(lines) + "\n")
+    proc = run_cli("score", "--spec", str(spec_file), "--input", str(inp), "--output", str(out))
+    assert proc.returncode == 0, proc.stderr
+    results = read_jsonl(out)
+    assert [r["id"] for r in results] == ["a", "2", "3", "d"]
+    assert [r["status"] for r in results] == ["ok", "invalid", "timeout", "ok"]
+    assert [r["reward"] for r in results] == [2.0, None, None, 4.0]
+    assert "line 2" in proc.stderr and "not valid JSON" in proc.stderr
+    assert "4 samples" in proc.stderr  # the summary table
+
+
+def test_strict_stops_at_the_first_malformed_line(tmp_path: Path, spec_file: Path) -> None:
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    inp.write_text('{"completion": "x"}\n{broken\n{"completion": "y"}\n')
+    proc = run_cli(
+        "score", "--spec", str(spec_file), "--input", str(inp), "--output", str(out), "--strict"
+    )
+    assert proc.returncode == 1
+    assert "line 2" in proc.stderr
+
+
+def test_spec_errors_exit_2_naming_the_key(tmp_path: Path) -> None:
+    spec = tmp_path / "bad.yaml"
+    spec.write_text("rewards:\n  a: {type: exact_match, ignore_kase: true}\n")
+    proc = run_cli("score", "--spec", str(spec), "--input", "x.jsonl", "--output", "y.jsonl")
+    assert proc.returncode == 2
+    assert "unknown key 'ignore_kase'" in proc.stderr
+
+
+def test_resume_after_a_real_kill_matches_an_uninterrupted_run(
+    tmp_path: Path, spec_file: Path
+) -> None:
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(
+        "".join(json.dumps({"completion": "sleep 0.01" + " " * (i % 5)}) + "\n" for i in range(400))
+    )
+    full, part = tmp_path / "full.jsonl", tmp_path / "part.jsonl"
+    assert (
+        run_cli(
+            "score", "--spec", str(spec_file), "--input", str(inp), "--output", str(full)
+        ).returncode
+        == 0
+    )
+
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
+    args = [
+        sys.executable,
+        "-m",
+        "rewardsmith.cli",
+        "score",
+        "--spec",
+        str(spec_file),
+        "--input",
+        str(inp),
+        "--output",
+        str(part),
+        "--workers",
+        "1",
+    ]
+    proc = subprocess.Popen(
+        args,
+        env=env,
+        cwd=ROOT,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not part.exists() or part.stat().st_size < 2000):
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    finished = len(part.read_text().splitlines())
+    assert 0 < finished < 400, "the kill should land mid-run"
+
+    # Mark the finished lines so that recomputing them would show.
+    marked = [{**r, "reward": -7.0} for r in read_jsonl(part)[:-1]]
+    part.write_text("".join(json.dumps(r) + "\n" for r in marked) + '{"id": "trunc')
+    proc2 = run_cli(
+        "score", "--spec", str(spec_file), "--input", str(inp), "--output", str(part), "--resume"
+    )
+    assert proc2.returncode == 0, proc2.stderr
+    resumed, expected = read_jsonl(part), read_jsonl(full)
+    assert [r["id"] for r in resumed] == [r["id"] for r in expected]
+    assert all(r["reward"] == -7.0 for r in resumed[: len(marked)])
+    assert resumed[len(marked) :] == expected[len(marked) :]
+
+
+def test_resume_refuses_an_output_of_another_input(tmp_path: Path, spec_file: Path) -> None:
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    inp.write_text('{"id": "a", "completion": "x"}\n')
+    out.write_text('{"id": "zzz", "reward": 1}\n')
+    proc = run_cli(
+        "score", "--spec", str(spec_file), "--input", str(inp), "--output", str(out), "--resume"
+    )
+    assert proc.returncode == 2 and "not the same input" in proc.stderr

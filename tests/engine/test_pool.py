@@ -1,0 +1,113 @@
+"""The hard-timeout pool and the engine over it, with real worker processes."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from rewardsmith import Engine, Sample, ascore, score
+
+SCRIPTED = "tests.engine.rewards_for_tests:scripted"
+
+
+def spec(timeout_s: float = 1.0, **extra: object) -> dict[str, object]:
+    return {"rewards": {"s": {"type": SCRIPTED}}, "timeout_s": timeout_s, **extra}
+
+
+@pytest.fixture(scope="module")
+def engine() -> Engine:
+    with Engine(spec(), workers=2) as engine:
+        yield engine
+
+
+def test_results_keep_input_order_and_ids(engine: Engine) -> None:
+    texts = [f"sleep 0.0{i % 3}" if i % 7 == 0 else "x" * i for i in range(300)]
+    results = engine.score([{"id": f"s{i}", "completion": t} for i, t in enumerate(texts)])
+    assert [r.id for r in results] == [f"s{i}" for i in range(300)]
+    assert results[5].reward == 5.0
+
+
+@pytest.mark.parametrize(
+    ("text", "status", "reason"),
+    [
+        ("hang", "timeout", "exceeded 1s"),
+        ("die", "error", "worker died (exit code 3)"),
+        ("raise", "error", "ValueError: raised on purpose"),
+        ("nan", "error", "non-finite"),
+        ("not a score", "error", "not a Score"),
+        ("invalid", "invalid", "bad reference"),
+    ],
+)
+def test_failures_get_their_status_never_zero(
+    engine: Engine, text: str, status: str, reason: str
+) -> None:
+    bad, good = engine.score([{"completion": text}, {"completion": "ok"}])
+    assert bad.status == status
+    assert bad.reward is None
+    assert bad.components["s"].score is None
+    assert reason in bad.components["s"].detail["reason"]
+    assert good.status == "ok" and good.reward == 2.0
+
+
+def test_a_hung_sample_does_not_stall_the_batch(engine: Engine) -> None:
+    samples = [{"completion": "hang"}] * 3 + [{"completion": "abc"}] * 200
+    started = time.monotonic()
+    results = engine.score(samples)
+    elapsed = time.monotonic() - started
+    assert [r.status for r in results[:3]] == ["timeout"] * 3
+    assert all(r.reward == 3.0 for r in results[3:])
+    # 3 hangs on 2 workers: at most two timeouts in sequence on one worker, plus restarts.
+    assert elapsed < 2 * 1.0 + 3.0
+
+
+def test_each_timeout_is_bounded_by_timeout_plus_one_second() -> None:
+    with Engine(spec(timeout_s=0.5), workers=1) as engine:
+        for _ in range(2):
+            started = time.monotonic()
+            (result,) = engine.score([{"completion": "hang"}])
+            assert result.status == "timeout"
+            assert time.monotonic() - started < 0.5 + 1.0
+
+
+def test_engine_can_be_reused_after_worker_replacement(engine: Engine) -> None:
+    before = engine.pool.replaced
+    engine.score([{"completion": "die"}])
+    assert engine.pool.replaced == before + 1
+    assert engine.score([{"completion": "abcd"}])[0].reward == 4.0
+
+
+def test_invalid_samples_are_reported_in_place(engine: Engine) -> None:
+    results = engine.score([{"completion": "a"}, {"id": "x", "prompt": "no completion"}, "text"])
+    assert [r.status for r in results] == ["ok", "invalid", "invalid"]
+    assert results[1].id == "x"
+    assert "completion" in results[1].components["s"].detail["reason"]
+    assert results[2].id == "3"
+
+
+def test_window_bounds_samples_in_flight() -> None:
+    consumed = []
+
+    def stream():
+        for i in range(100):
+            consumed.append(i)
+            yield Sample(id=str(i), completion="x")
+
+    with Engine(spec(), workers=1, window=10) as engine:
+        iterator = engine.iter_score(stream())
+        next(iterator)
+        assert len(consumed) <= 11
+
+
+def test_module_level_score_and_ascore() -> None:
+    samples = [{"completion": "ab"}, {"completion": "abc"}]
+    assert [r.reward for r in score(samples, spec(), workers=1)] == [2.0, 3.0]
+    results = asyncio.run(ascore(samples, spec(), workers=1))
+    assert [r.reward for r in results] == [2.0, 3.0]
+
+
+def test_on_error_value_replaces_a_failed_total_but_keeps_the_status() -> None:
+    (result,) = score([{"completion": "raise"}], spec(on_error=-1.0), workers=1)
+    assert result.reward == -1.0
+    assert result.status == "error"

@@ -75,7 +75,7 @@ class Registry:
             if current is None or current is target:
                 self._entries[name] = target
                 return
-            if isinstance(current, str) and _path_of(target) == current:
+            if isinstance(current, str) and _defined_under(target, current):
                 self._entries[name] = target  # the lazy placeholder resolving to itself
                 return
             raise ValueError(f"reward type {name!r} is already registered to {current!r}")
@@ -105,8 +105,13 @@ class Registry:
         return RewardInfo(name, target)
 
 
-def _path_of(obj: Any) -> str:
-    return f"{getattr(obj, '__module__', '')}:{getattr(obj, '__qualname__', '')}"
+def _defined_under(factory: Any, path: str) -> bool:
+    """True when `factory` is what the lazy `path` names: same name, defined in that module
+    or in a private module below it (``pkg.math._reward`` re-exported as ``pkg.math:math``)."""
+    module, _, attr = path.partition(":")
+    own = getattr(factory, "__module__", "")
+    same_place = own == module or own.startswith(module + ".")
+    return same_place and getattr(factory, "__qualname__", None) == attr
 
 
 def _import(path: str, name: str) -> RewardFactory:

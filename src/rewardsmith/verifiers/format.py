@@ -1,0 +1,133 @@
+"""Format rewards: the reasoning/answer structure, and JSON output."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal
+
+import jsonschema
+import jsonschema.exceptions
+
+from .._exceptions import ConfigError
+from ..models import Sample, Score
+from ..registry import RewardFn, reward
+from ._common import answer_part
+
+__all__ = ["json_valid", "think_format"]
+
+
+@reward("think_format")
+def think_format(*, tag: str = "think", require_answer: bool = True) -> RewardFn:
+    """1 iff the completion is one ``<think>...</think>`` block, then the answer.
+
+    Rules, checked in order (detail ``rule`` names the first that fails): the completion
+    starts with the open tag (leading whitespace allowed); there is exactly one open and one
+    close tag, open before close (no nested or extra blocks); the reasoning inside is not
+    blank; and, with `require_answer`, something non-blank follows the close tag.
+    """
+    if not re.fullmatch(r"[A-Za-z][\w-]*", tag):
+        raise ConfigError(f"tag: must be a tag name such as 'think', got {tag!r}")
+    open_tag, close_tag = f"<{tag}>", f"</{tag}>"
+
+    def fail(rule: str, reason: str) -> Score:
+        return Score.ok(0.0, rule=rule, reason=reason)
+
+    def score(sample: Sample) -> Score:
+        text = sample.text.lstrip()
+        if not text.startswith(open_tag):
+            return fail("starts_with_open_tag", f"does not start with {open_tag}")
+        opens, closes = text.count(open_tag), text.count(close_tag)
+        if closes == 0:
+            return fail("closed", f"{open_tag} is never closed")
+        if opens != 1 or closes != 1:
+            return fail(
+                "single_block",
+                f"expected one {open_tag} and one {close_tag}, found {opens} and {closes}",
+            )
+        reasoning, answer = text[len(open_tag) :].split(close_tag)
+        if not reasoning.strip():
+            return fail("reasoning", "empty reasoning")
+        if require_answer and not answer.strip():
+            return fail("answer", f"no answer after {close_tag}")
+        return Score.ok(
+            1.0, reasoning_chars=len(reasoning.strip()), answer_chars=len(answer.strip())
+        )
+
+    return score
+
+
+_FENCE = re.compile(r"```(?i:json)?[ \t]*\n(.*?)```", re.DOTALL)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _parse(text: str, extract: str) -> tuple[Any, None] | tuple[None, str]:
+    """The JSON value the answer holds, or None and why not."""
+    if extract == "fenced":
+        fence = _FENCE.search(text)
+        if fence is None:
+            return None, "no ```json fenced block"
+        text = fence.group(1)
+    if extract == "first_object":
+        for brace in re.finditer(r"\{", text):
+            try:
+                return _DECODER.raw_decode(text, brace.start())[0], None
+            except ValueError:
+                continue
+        return None, "no JSON object in the answer"
+    try:
+        return _DECODER.decode(text.strip()), None
+    except ValueError as exc:
+        return None, f"not valid JSON: {exc}"
+
+
+@reward("json")
+def json_valid(
+    *,
+    schema: dict[str, Any] | None = None,
+    extract: Literal["whole", "fenced", "first_object"] = "whole",
+) -> RewardFn:
+    """1 if the answer is valid JSON and, when `schema` is given, valid against that schema.
+
+    `extract`: ``whole`` (the stripped answer part is the JSON), ``fenced`` (the first
+    `````json`` or unlabelled fenced block), ``first_object`` (the first ``{...}`` that parses).
+    Strict JSON: NaN and Infinity are rejected. The schema's own ``$schema`` picks the draft
+    (latest by default); it is checked here, so a bad schema fails the spec, not every sample.
+    """
+    validator: jsonschema.protocols.Validator | None = None
+    if schema is not None:
+        cls = jsonschema.validators.validator_for(schema)
+        try:
+            cls.check_schema(schema)
+        except jsonschema.exceptions.SchemaError as exc:
+            raise ConfigError(f"schema: invalid JSON Schema: {exc.message}") from exc
+        validator = cls(schema)
+
+    def score(sample: Sample) -> Score:
+        try:
+            return check(answer_part(sample.text))
+        except RecursionError:
+            return Score.failed("invalid", "JSON nested too deeply to parse or validate")
+
+    def check(answer: str) -> Score:
+        value, problem = _parse(answer, extract)
+        if problem is not None:
+            return Score.ok(0.0, reason=problem)
+        if validator is not None:
+            error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+            if error is not None:
+                return Score.ok(
+                    0.0,
+                    reason="does not match the schema",
+                    error=error.message,
+                    path=error.json_path,
+                )
+        return Score.ok(1.0)
+
+    return score

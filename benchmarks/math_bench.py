@@ -9,13 +9,17 @@ false positives/negatives, throughput, per-pair latency (p50/p99/max) and peak m
 - ours, end to end: the `rewardsmith score` CLI as a subprocess (start-up, JSONL in and out,
   the worker pool on every core), timed by wall clock.
 - math-verify: `verify(parse(gold), parse(pred))` with its defaults, one pair after another
-  in one process, as a trainer's reward function calls it.
+  in one process, as a trainer's reward function calls it. Its gold is given as its README
+  shows gold: the bare final answer for GSM8K (text after `A:`) and `$answer$` for MATH-500
+  (given the raw fields it scores 5,269/5,276 and 392/500). Ours gets the raw fields: the
+  whole GSM8K ground-truth solution and the undelimited MATH-500 answer.
 - latency: each tool scores every pair serially in one process, timed per pair.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -31,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from _tree_memory import TreeMemory
 
-from rewardsmith import ComponentSpec, Sample
+from rewardsmith import ComponentSpec, Sample, registry
 
 HERE = Path(__file__).resolve().parent
 GSM8K_MODELS = ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verification")
@@ -40,6 +44,7 @@ START, END = "<!-- math-bench:start -->", "<!-- math-bench:end -->"
 
 
 def load_pairs(data: Path) -> list[dict]:
+    """Pairs with the label (`is_correct`) and the gold as math-verify's README shows it."""
     pairs = []
     with open(data / "gsm8k" / "example_model_solutions.jsonl", encoding="utf-8") as handle:
         for line_no, line in enumerate(handle, 1):
@@ -50,7 +55,8 @@ def load_pairs(data: Path) -> list[dict]:
                         "id": f"gsm8k-{line_no}-{model}",
                         "completion": row[model]["solution"],
                         "reference": row["ground_truth"],
-                        "label": bool(row[model]["is_correct"]),
+                        "is_correct": bool(row[model]["is_correct"]),
+                        "peer_gold": row["ground_truth"].rsplit("A:", 1)[-1].strip(),
                     }
                 )
     with open(data / "math500" / "test.jsonl", encoding="utf-8") as handle:
@@ -61,7 +67,8 @@ def load_pairs(data: Path) -> list[dict]:
                     "id": f"math500-{line_no}",
                     "completion": row["solution"],
                     "reference": row["answer"],
-                    "label": True,
+                    "is_correct": True,
+                    "peer_gold": f"${row['answer']}$",
                 }
             )
     return pairs
@@ -108,6 +115,8 @@ def run_math_verify(pairs_path: Path, workdir: Path) -> tuple[dict[str, dict], f
 
 
 def our_latencies(pairs: list[dict]) -> list[float]:
+    for module in registry.get("math").preload:  # as every worker does before its first task
+        importlib.import_module(module)
     reward = ComponentSpec(type="math").build()
     seconds = []
     for pair in pairs:
@@ -120,8 +129,8 @@ def our_latencies(pairs: list[dict]) -> list[float]:
 
 def agreement(pairs: list[dict], verdicts: dict[str, bool], prefix: str) -> dict:
     subset = [p for p in pairs if p["id"].startswith(prefix)]
-    fp = [p for p in subset if verdicts[p["id"]] and not p["label"]]
-    fn = [p for p in subset if not verdicts[p["id"]] and p["label"]]
+    fp = [p for p in subset if verdicts[p["id"]] and not p["is_correct"]]
+    fn = [p for p in subset if not verdicts[p["id"]] and p["is_correct"]]
     return {"n": len(subset), "agree": len(subset) - len(fp) - len(fn), "fp": fp, "fn": fn}
 
 
@@ -140,9 +149,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         workdir = Path(folder)
         pairs_path = workdir / "pairs.jsonl"
-        pairs_path.write_text("".join(json.dumps(p) + "\n" for p in pairs))
+        ours_input = [{k: p[k] for k in ("id", "completion", "reference")} for p in pairs]
+        pairs_path.write_text("".join(json.dumps(p) + "\n" for p in ours_input))
+        peer_path = workdir / "peer_pairs.jsonl"
+        peer_input = [
+            {"id": p["id"], "completion": p["completion"], "reference": p["peer_gold"]}
+            for p in pairs
+        ]
+        peer_path.write_text("".join(json.dumps(p) + "\n" for p in peer_input))
         ours, ours_seconds, ours_memory = run_ours_cli(pairs_path, workdir)
-        theirs, theirs_seconds, theirs_memory = run_math_verify(pairs_path, workdir)
+        theirs, theirs_seconds, theirs_memory = run_math_verify(peer_path, workdir)
     ours_latency = our_latencies(pairs)
     theirs_latency = [theirs[p["id"]]["seconds"] for p in pairs]
 
@@ -194,8 +210,9 @@ def main() -> None:
         "",
         f"**Throughput ratio: {ratio:.1f}x** (ours end to end through the CLI, including start-up, "
         "vs math-verify pair after pair in one process). Latency columns: each tool scoring every "
-        "pair serially in one process. Peak MB: summed RSS of the process tree, sampled every "
-        "50 ms (ours: CLI + forkserver + workers).",
+        "pair serially in one process (ours after importing its preload modules, as workers "
+        "do). Peak MB: summed RSS of the process tree, sampled every 50 ms (ours: CLI + "
+        "forkserver + workers).",
         "",
         f"Our result statuses: {json.dumps(statuses, sort_keys=True)}.",
         "",

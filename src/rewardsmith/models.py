@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
     "FAILURE_STATUSES",
@@ -32,8 +32,8 @@ Status = Literal["ok", "timeout", "error", "invalid", "not_applicable"]
 FAILURE_STATUSES: tuple[Status, ...] = ("timeout", "error", "invalid")
 """Statuses that say the reward could not be computed (never to be read as a 0)."""
 
-REFERENCE_ALIASES = ("reference", "answer", "solution", "ground_truth", "label")
-"""Names trainers use for the gold field; all are read as `reference`."""
+REFERENCE_ALIASES = ("reference", "ground_truth", "answer", "solution", "label")
+"""Names trainers use for the gold field, in priority order; each is read as `reference`."""
 
 
 _SAMPLE_KEYS = frozenset({"id", "completion", "prompt", "metadata", "group", *REFERENCE_ALIASES})
@@ -53,7 +53,7 @@ class Message(BaseModel):
 class Sample(BaseModel):
     """One model completion to reward, with what the reward needs to judge it."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid")
 
     id: str
     """Stable identifier; defaults to the 1-based input line number."""
@@ -61,9 +61,9 @@ class Sample(BaseModel):
     """The text to reward, or a conversation whose last assistant turn is rewarded."""
     prompt: str | list[Message] | None = None
     """The prompt that produced the completion."""
-    reference: Any = Field(default=None, validation_alias=AliasChoices(*REFERENCE_ALIASES))
-    """Gold answer, tests, rubric: whatever the reward needs (aliases: answer, solution,
-    ground_truth, label)."""
+    reference: Any = None
+    """Gold answer, tests, rubric: whatever the reward needs (aliases: ground_truth, answer,
+    solution, label)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Free-form extras, passed through to rewards."""
     group: str | None = None
@@ -71,18 +71,32 @@ class Sample(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _extra_columns_to_metadata(cls, data: Any) -> Any:
-        """Dataset columns we do not know (e.g. `level`) travel in `metadata`, as in TRL."""
+    def _normalise_columns(cls, data: Any) -> Any:
+        """Map a trainer's dataset row onto the contract.
+
+        The first gold column present, in the order of `REFERENCE_ALIASES`, becomes
+        `reference` (MATH rows carry both `answer` and `solution`: the final answer wins).
+        Other gold columns and unknown columns (e.g. `level`) travel in `metadata`, as
+        dataset columns do in TRL.
+        """
         if not isinstance(data, dict):
             return data
-        extra = {k: v for k, v in data.items() if k not in _SAMPLE_KEYS}
-        if not extra:
+        gold = next((k for k in REFERENCE_ALIASES if k in data), None)
+        extra = {
+            k: v
+            for k, v in data.items()
+            if k not in _SAMPLE_KEYS or (k in REFERENCE_ALIASES and k != gold)
+        }
+        if not extra and gold in (None, "reference"):
             return data
-        known = {k: v for k, v in data.items() if k in _SAMPLE_KEYS}
+        known = {k: v for k, v in data.items() if k in _SAMPLE_KEYS and k not in extra}
+        if gold is not None:
+            known["reference"] = known.pop(gold)
         metadata = known.get("metadata") or {}
         if not isinstance(metadata, dict):
             return data  # let field validation report the bad metadata
-        known["metadata"] = {**extra, **metadata}
+        if extra:
+            known["metadata"] = {**extra, **metadata}
         return known
 
     @field_validator("id", "group", mode="before")

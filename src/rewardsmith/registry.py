@@ -45,6 +45,8 @@ class RewardInfo:
     """The `type:` a spec uses."""
     factory: RewardFactory
     """Builds the scoring function from the spec's parameters."""
+    preload: tuple[str, ...] = ()
+    """Heavy modules workers import once at start (e.g. sympy), not inside a timed task."""
 
     @property
     def params(self) -> dict[str, inspect.Parameter]:
@@ -66,11 +68,16 @@ class Registry:
 
     def __init__(self) -> None:
         self._entries: dict[str, RewardFactory | str] = {}
+        self._preload: dict[str, tuple[str, ...]] = {}
         self._lock = threading.Lock()
 
-    def register(self, name: str, target: RewardFactory | str) -> None:
+    def register(
+        self, name: str, target: RewardFactory | str, preload: tuple[str, ...] = ()
+    ) -> None:
         """Add a type. Registering a name twice with a different target is an error."""
         with self._lock:
+            if preload:
+                self._preload[name] = preload
             current = self._entries.get(name)
             if current is None or current is target:
                 self._entries[name] = target
@@ -101,8 +108,8 @@ class Registry:
         if isinstance(target, str):
             factory = _import(target, name)
             self.register(name, factory)
-            return RewardInfo(name, factory)
-        return RewardInfo(name, target)
+            target = factory
+        return RewardInfo(name, target, self._preload.get(name, ()))
 
 
 def _defined_under(factory: Any, path: str) -> bool:
@@ -129,11 +136,17 @@ registry = Registry()
 """The registry every spec resolves against."""
 
 
-def reward(name: str) -> Callable[[F], F]:
-    """Register a reward factory under `name` (the spec's `type:`)."""
+def reward(name: str, *, preload: tuple[str, ...] = ()) -> Callable[[F], F]:
+    """Register a reward factory under `name` (the spec's `type:`).
+
+    Args:
+        name: the type name specs use.
+        preload: modules the factory's scoring function imports lazily and that are slow to
+            import; workers load them at start, so no task pays for them inside its timeout.
+    """
 
     def decorate(factory: F) -> F:
-        registry.register(name, factory)
+        registry.register(name, factory, preload)
         return factory
 
     return decorate

@@ -49,3 +49,12 @@ def test_score_helpers() -> None:
     failed = Score.failed("timeout", "slow", timeout_s=5)
     assert failed.score is None and failed.detail == {"reason": "slow", "timeout_s": 5}
     assert Score.ok(0.5).passed and not Score.ok(0.0).passed and not failed.passed
+
+
+def test_several_gold_columns_first_alias_wins_others_kept() -> None:
+    row = {"id": "m", "completion": "x", "solution": "long text \\boxed{7}", "answer": "7"}
+    sample = Sample.model_validate(row)
+    assert sample.reference == "7"
+    assert sample.metadata == {"solution": "long text \\boxed{7}"}
+    both = Sample.model_validate({"id": "b", "completion": "x", "reference": "1", "label": True})
+    assert both.reference == "1" and both.metadata == {"label": True}

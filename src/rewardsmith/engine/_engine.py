@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from .._exceptions import InputError
 from ..combine import combine
 from ..models import Result, Sample, Score
+from ..registry import registry
 from ..spec import RewardSpec, load_spec
 from ._pool import Task, TimeoutPool
 
@@ -72,7 +73,8 @@ class Engine:
     def pool(self) -> TimeoutPool:
         """The worker pool, started on first use."""
         if self._pool is None:
-            self._pool = TimeoutPool(self.spec.rewards, self._workers)
+            preload = {m for c in self.spec.rewards.values() for m in registry.get(c.type).preload}
+            self._pool = TimeoutPool(self.spec.rewards, self._workers, preload)
         return self._pool
 
     def iter_score(

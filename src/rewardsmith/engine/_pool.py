@@ -1,15 +1,16 @@
 """A process pool where every task runs under a hard wall-clock timeout.
 
 Why not `concurrent.futures` or `multiprocessing.Pool`: neither can stop one running task.
-A hung sympy call (or a fork bomb in user code) would hold a worker forever. Here each worker
-runs its tasks one at a time and reports each result as soon as it has it, so the parent
-always knows which task a worker is on and since when. A worker past its task's deadline is
-killed (SIGKILL: nothing to catch, no `signal.alarm`, works from any thread) and replaced;
-the task gets a `timeout` score and the tasks queued behind it go to other workers.
+A hung sympy call (or a fork bomb in user code) would hold a worker forever. Here a worker
+runs its tasks one at a time and, before each, writes the task's sequence number and start
+time into memory it shares with the parent. The parent therefore always knows which task a
+worker is on and since when, without a message per task. A worker past its task's deadline
+is killed (SIGKILL: nothing to catch, no `signal.alarm`, works from any thread) and replaced
+by a fork of a preloaded server; the task gets a `timeout` score and every other task it
+held goes back to the queue.
 
-Tasks are sent in small batches (one pipe message per batch) to keep IPC cheap; results come
-back one message per task, which is what makes the per-task deadline exact: a task's clock
-starts when the result before it arrives.
+Tasks go out in batches and results come back in batches (flushed at least every
+`_FLUSH_S`), so IPC costs a few messages per batch rather than several per task.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import os
 import time
 import traceback
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -30,12 +31,16 @@ from ..registry import RewardFn
 
 __all__ = ["Task", "TimeoutPool", "default_workers"]
 
-_BATCH = 32
-"""Most tasks per pipe message. Tasks behind a hung one wait until it is killed."""
-_START_TIMEOUT_S = 60.0
+_BATCH = 64
+"""Most tasks per pipe message."""
+_FLUSH_S = 0.2
+"""A worker sends finished results at least this often, so a kill loses little work."""
+_START_TIMEOUT_S = 120.0
 """A worker that cannot build its rewards in this time is broken, not slow."""
-_MAX_DETAIL_CHARS = 2_000
+_MAX_TRACEBACK_CHARS = 2_000
 """Length kept of an exception's traceback in `detail`."""
+_IDLE = -1.0
+"""Progress value of a worker between tasks."""
 
 
 def default_workers() -> int:
@@ -60,28 +65,45 @@ class Task:
 class _Worker:
     process: Any
     conn: Connection
-    outstanding: deque[Task] = field(default_factory=deque)
-    head_started: float = 0.0
+    progress: Any  # shared double[2]: [seq of the running task or _IDLE, its start time]
+    outstanding: dict[int, Task] = field(default_factory=dict)
+
+    def running(self) -> tuple[int, float] | None:
+        """(seq, start) of the task the worker is on, read consistently; None if unknown."""
+        seq, started, again = self.progress[0], self.progress[1], self.progress[0]
+        if seq != again or seq == _IDLE or int(seq) not in self.outstanding:
+            return None
+        return int(seq), started
 
 
-def _worker_main(conn: Connection, plan: dict[str, Any]) -> None:
-    """Build the reward functions once, then score tasks until the pipe closes."""
+def _worker_main(conn: Connection, progress: Any, plan: dict[str, Any]) -> None:
+    """Build the reward functions once, then score batches until the pipe closes."""
     rewards: dict[str, RewardFn] = {name: component.build() for name, component in plan.items()}
-    conn.send(("ready", None))
+    conn.send(("ready", os.getpid()))
     while True:
         try:
-            batch: list[tuple[Any, str, Sample]] = conn.recv()
+            batch: list[tuple[int, str, Sample]] = conn.recv()
         except (EOFError, OSError):
             return
-        for key, component, sample in batch:
-            conn.send((key, _run_one(rewards[component], sample)))
+        done: list[tuple[int, tuple[float | None, str, dict[str, Any]]]] = []
+        flushed = time.monotonic()
+        for seq, component, sample in batch:
+            progress[1] = time.monotonic()  # start time first: a reader never sees a new seq
+            progress[0] = seq  # paired with an old start time
+            score = _run_one(rewards[component], sample)
+            done.append((seq, (score.score, score.status, score.detail)))
+            if time.monotonic() - flushed > _FLUSH_S:
+                conn.send(done)
+                done, flushed = [], time.monotonic()
+        progress[0] = _IDLE
+        conn.send(done)
 
 
 def _run_one(fn: RewardFn, sample: Sample) -> Score:
     try:
         score = fn(sample)
     except Exception as exc:  # a reward bug on one sample must not stop the batch
-        tail = traceback.format_exc()[-_MAX_DETAIL_CHARS:]
+        tail = traceback.format_exc()[-_MAX_TRACEBACK_CHARS:]
         return Score.failed("error", f"{type(exc).__name__}: {exc}", traceback=tail)
     if not isinstance(score, Score):
         return Score.failed("error", f"reward returned {type(score).__name__}, not a Score")
@@ -97,45 +119,57 @@ class TimeoutPool:
     Not thread-safe: one thread drives a pool.
     """
 
-    def __init__(self, plan: dict[str, Any], workers: int | None = None) -> None:
+    def __init__(
+        self, plan: dict[str, Any], workers: int | None = None, preload: Iterable[str] = ()
+    ) -> None:
         """Start `workers` processes, each building the components in `plan` once.
 
         Args:
             plan: component name -> object with a `build() -> RewardFn` method (picklable).
             workers: process count; default one per core.
+            preload: modules the fork server imports once, so every worker (and every
+                replacement after a kill) starts with them loaded.
         """
         self._plan = plan
         self._size = workers or default_workers()
         self._context = mp.get_context("forkserver")
-        modules = sorted({type(c).__module__ for c in plan.values()} | {__name__})
-        self._context.set_forkserver_preload(modules)
+        modules = {type(c).__module__ for c in plan.values()} | {__name__, *preload}
+        self._context.set_forkserver_preload(sorted(modules))
         self._pending: deque[Task] = deque()
         self._workers: list[_Worker] = []
+        self._seq = 0
         self.replaced = 0
         """Workers killed and replaced so far (timeouts and crashes)."""
-        for _ in range(self._size):
-            self._workers.append(self._start())
+        self._workers = [self._start() for _ in range(self._size)]
         for worker in self._workers:
             self._await_ready(worker)
 
     def _start(self) -> _Worker:
         parent, child = self._context.Pipe()
+        progress = self._context.RawArray("d", [_IDLE, 0.0])
         process = self._context.Process(
-            target=_worker_main, args=(child, self._plan), daemon=True, name="rewardsmith-worker"
+            target=_worker_main,
+            args=(child, progress, self._plan),
+            daemon=True,
+            name="rewardsmith-worker",
         )
         process.start()
         child.close()
-        return _Worker(process, parent)
+        return _Worker(process, parent, progress)
 
     def _await_ready(self, worker: _Worker) -> None:
-        if not worker.conn.poll(_START_TIMEOUT_S):
-            raise RuntimeError("a reward worker did not start in time")
-        try:
-            worker.conn.recv()
-        except EOFError:
-            raise RuntimeError(
-                f"a reward worker failed to start (exit code {worker.process.exitcode})"
-            ) from None
+        if worker.conn.poll(_START_TIMEOUT_S):
+            try:
+                worker.conn.recv()
+                return
+            except EOFError:
+                pass
+        worker.process.join(timeout=1)
+        raise RuntimeError(
+            f"a reward worker failed to start (exit code {worker.process.exitcode}). Workers "
+            "are started like those of any Python process pool: a script must run its code "
+            "under `if __name__ == '__main__':`, and reward types must be importable."
+        )
 
     @property
     def busy(self) -> int:
@@ -154,46 +188,54 @@ class TimeoutPool:
         if not active:
             return done
         now = time.monotonic()
-        next_deadline = min(w.head_started + w.outstanding[0].timeout_s for w in active)
-        ready = wait(
-            [w.conn for w in active], timeout=max(0.0, min(max_wait_s, next_deadline - now))
-        )
+        wait_s = min([max_wait_s] + [self._deadline(w) - now for w in active])
         by_conn = {id(w.conn): w for w in active}
-        for conn in ready:
-            worker = by_conn[id(conn)]
-            self._drain(worker, done)
+        for conn in wait([w.conn for w in active], timeout=max(0.0, wait_s)):
+            self._drain(by_conn[id(conn)], done)
         now = time.monotonic()
         for index, worker in enumerate(self._workers):
-            if worker.outstanding and now > worker.head_started + worker.outstanding[0].timeout_s:
-                task = worker.outstanding.popleft()
-                score = Score.failed(
-                    "timeout",
-                    f"exceeded {task.timeout_s:g}s; worker killed",
-                    timeout_s=task.timeout_s,
-                )
-                done.append((task.key, score))
-                self._replace(index)
+            if worker.outstanding and now > self._deadline(worker):
+                self._expire(index, done)
         self._dispatch()
         return done
+
+    def _deadline(self, worker: _Worker) -> float:
+        running = worker.running()
+        if running is None:  # between two tasks for a moment: look again soon
+            return math.inf
+        seq, started = running
+        return started + worker.outstanding[seq].timeout_s
+
+    def _expire(self, index: int, done: list[tuple[Any, Score]]) -> None:
+        worker = self._workers[index]
+        running = worker.running()
+        _kill(worker)
+        if running is not None and worker.running() == running:
+            task = worker.outstanding.pop(running[0])
+            reason = f"exceeded {task.timeout_s:g}s; worker killed"
+            done.append((task.key, Score.failed("timeout", reason, timeout_s=task.timeout_s)))
+        self._replace(index)
 
     def _drain(self, worker: _Worker, done: list[tuple[Any, Score]]) -> None:
         try:
             while worker.outstanding and worker.conn.poll():
-                key, score = worker.conn.recv()
-                task = worker.outstanding.popleft()
-                assert key == task.key, "worker results out of order"
-                done.append((key, score))
-                worker.head_started = time.monotonic()
+                for seq, (value, status, detail) in worker.conn.recv():
+                    task = worker.outstanding.pop(seq)
+                    score = Score.model_construct(score=value, status=status, detail=detail)
+                    done.append((task.key, score))
         except (EOFError, OSError):  # the worker died under a task (os._exit, OOM kill...)
-            task = worker.outstanding.popleft()
+            running = worker.running()
             worker.process.join(timeout=1)
-            code = worker.process.exitcode
-            done.append((task.key, Score.failed("error", f"worker died (exit code {code})")))
+            if running is not None:
+                task = worker.outstanding.pop(running[0])
+                reason = f"worker died (exit code {worker.process.exitcode})"
+                done.append((task.key, Score.failed("error", reason)))
             self._replace(self._workers.index(worker))
 
     def _replace(self, index: int) -> None:
+        """Kill a worker and start another; tasks it held go back to the front of the queue."""
         old = self._workers[index]
-        self._pending.extendleft(reversed(old.outstanding))
+        self._pending.extendleft(reversed(list(old.outstanding.values())))
         old.outstanding.clear()
         _kill(old)
         self.replaced += 1
@@ -214,10 +256,13 @@ class TimeoutPool:
             size = min(_BATCH, max(1, -(-len(self._pending) // len(idle))))
             batch = [self._pending.popleft() for _ in range(min(size, len(self._pending)))]
             worker = self._workers[index]
-            worker.outstanding.extend(batch)
-            worker.head_started = time.monotonic()
+            message = []
+            for task in batch:
+                self._seq += 1
+                worker.outstanding[self._seq] = task
+                message.append((self._seq, task.component, task.sample))
             try:
-                worker.conn.send([(t.key, t.component, t.sample) for t in batch])
+                worker.conn.send(message)
             except OSError:  # died while idle: its batch goes back to the queue
                 self._replace(index)
 
@@ -236,9 +281,7 @@ class TimeoutPool:
 
 
 def _kill(worker: _Worker) -> None:
-    try:
-        worker.conn.close()
-    finally:
-        if worker.process.is_alive():
-            worker.process.kill()
-        worker.process.join(timeout=5)
+    if worker.process.is_alive():
+        worker.process.kill()
+    worker.process.join(timeout=5)
+    worker.conn.close()

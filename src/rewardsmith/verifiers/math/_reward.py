@@ -40,7 +40,7 @@ def _prompt_text(prompt: str | list[Message] | None) -> str | None:
     return "\n".join(m.content or "" for m in prompt)
 
 
-@reward("math")
+@reward("math", preload=("sympy", "latex2sympy2_extended"))
 def math(
     *,
     fallback: Fallback = "last_number",

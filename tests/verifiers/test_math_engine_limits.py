@@ -1,0 +1,50 @@
+"""Pathological math inputs through the real engine: none takes longer than timeout + 1 s."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from rewardsmith import Engine
+
+TIMEOUT_S = 2.0
+
+PATHOLOGICAL = {
+    "power_tower": "\\boxed{9^{9^{9^{9}}}}",
+    "one_megabyte": "The answer is 42. " + "x" * 1_000_000,
+    "five_thousand_boxes": " ".join(f"\\boxed{{{i}}}" for i in range(5_000)),
+    "unbalanced_braces": "\\boxed{\\frac{1}{2" + "{" * 10_000,
+    "deep_nesting": "\\boxed{" + "{" * 5_000 + "1" + "}" * 5_000 + "}",
+    "huge_factorial": "\\boxed{100000!}",
+    "huge_power": "\\boxed{(x+1)^{100000}}",
+    "megabyte_of_digits": "\\boxed{" + "9" * 1_000_000 + "}",
+}
+
+
+@pytest.fixture(scope="module")
+def engine() -> Engine:
+    spec = {"rewards": {"correct": {"type": "math"}}, "timeout_s": TIMEOUT_S}
+    with Engine(spec, workers=2) as engine:
+        engine.score([{"completion": "\\boxed{1}", "reference": "1"}])  # workers up
+        yield engine
+
+
+@pytest.mark.parametrize("completion", PATHOLOGICAL.values(), ids=PATHOLOGICAL.keys())
+def test_each_pathological_sample_is_bounded(engine: Engine, completion: str) -> None:
+    started = time.monotonic()
+    (result,) = engine.score([{"completion": completion, "reference": "42"}])
+    assert time.monotonic() - started < TIMEOUT_S + 1.0
+    assert result.status in {"ok", "invalid", "timeout"}
+    assert result.reward in {0.0, 1.0, None}
+    if result.status != "ok":
+        assert result.reward is None  # a failure is never silently a 0
+
+
+def test_a_batch_of_them_does_not_stall_normal_samples(engine: Engine) -> None:
+    samples = [{"completion": c, "reference": "7"} for c in PATHOLOGICAL.values()]
+    samples += [{"completion": f"\\boxed{{{i}}}", "reference": str(i)} for i in range(500)]
+    started = time.monotonic()
+    results = engine.score(samples)
+    assert time.monotonic() - started < TIMEOUT_S + 1.0 + 5.0
+    assert all(r.reward == 1.0 for r in results[len(PATHOLOGICAL) :])

@@ -11,7 +11,7 @@ import asyncio
 import itertools
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from pydantic import ValidationError
 
@@ -22,13 +22,24 @@ from ..registry import registry
 from ..spec import RewardSpec, load_spec
 from ._pool import Task, TimeoutPool
 
-__all__ = ["Engine", "ascore", "invalid_result", "score"]
+__all__ = ["Backend", "Engine", "Pool", "ascore", "invalid_result", "score"]
 
 _WINDOW = 4_096
 """Most samples read ahead of the oldest unfinished one."""
 
 SampleLike = Sample | dict[str, Any] | InputError
 """What the engine accepts: a sample, its dict form, or a line that failed to parse."""
+
+Backend = Literal["local", "ray"]
+"""Where CPU rewards run."""
+
+
+class Pool(Protocol):
+    """What the engine needs of a worker pool (`TimeoutPool`, `RayPool`)."""
+
+    def submit(self, tasks: list[Task]) -> None: ...
+    def poll(self, max_wait_s: float = 0.1) -> list[tuple[Any, Score]]: ...
+    def close(self) -> None: ...
 
 
 def invalid_result(spec: RewardSpec, sample_id: str, reason: str) -> Result:
@@ -55,26 +66,37 @@ class Engine:
         *,
         workers: int | None = None,
         window: int = _WINDOW,
+        backend: Backend = "local",
+        ray_address: str | None = None,
     ) -> None:
         """Validate the spec; workers start on first use.
 
         Args:
             spec: a `RewardSpec`, its dict form, a YAML string or a path to a YAML file.
-            workers: worker processes (default: one per core).
+            workers: worker processes, or Ray actors (default: one per core).
             window: most samples in flight at once (bounds memory on large inputs).
+            backend: `local` (a process pool on this machine) or `ray` (actors on a cluster).
+            ray_address: the Ray cluster to join (backend `ray`; default: start a local one).
         """
         self.spec = load_spec(spec)
         self._workers = workers
         self._window = window
-        self._pool: TimeoutPool | None = None
+        self._backend = backend
+        self._ray_address = ray_address
+        self._pool: Pool | None = None
         self._lock = threading.Lock()
 
     @property
-    def pool(self) -> TimeoutPool:
+    def pool(self) -> Pool:
         """The worker pool, started on first use."""
         if self._pool is None:
             preload = {m for c in self.spec.rewards.values() for m in registry.get(c.type).preload}
-            self._pool = TimeoutPool(self.spec.rewards, self._workers, preload)
+            if self._backend == "ray":
+                from ._ray import RayPool
+
+                self._pool = RayPool(self.spec.rewards, self._workers, preload, self._ray_address)
+            else:
+                self._pool = TimeoutPool(self.spec.rewards, self._workers, preload)
         return self._pool
 
     def iter_score(
@@ -179,20 +201,21 @@ def _first_error(exc: ValidationError) -> str:
 def score(
     samples: Iterable[SampleLike],
     spec: RewardSpec | dict[str, Any] | str,
-    *,
-    workers: int | None = None,
+    **engine_options: Any,
 ) -> list[Result]:
-    """Score samples against a spec in one call (starts and stops a worker pool)."""
-    with Engine(spec, workers=workers) as engine:
+    """Score samples against a spec in one call (starts and stops a worker pool).
+
+    `engine_options` are those of `Engine` (`workers`, `backend`, `ray_address`...).
+    """
+    with Engine(spec, **engine_options) as engine:
         return engine.score(samples)
 
 
 async def ascore(
     samples: Iterable[SampleLike],
     spec: RewardSpec | dict[str, Any] | str,
-    *,
-    workers: int | None = None,
+    **engine_options: Any,
 ) -> list[Result]:
     """Async `score`."""
-    with Engine(spec, workers=workers) as engine:
+    with Engine(spec, **engine_options) as engine:
         return await engine.ascore(samples)

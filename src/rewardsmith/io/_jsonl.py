@@ -73,6 +73,6 @@ def resume_point(output: Path) -> list[str]:
 
 
 def write_result(stream: IO[str], result: Result) -> None:
-    """One result as one line."""
-    stream.write(result.model_dump_json())
+    """One result as one line (optional fields, such as `advantage`, only when set)."""
+    stream.write(result.model_dump_json(exclude_unset=True))
     stream.write("\n")

@@ -1,6 +1,7 @@
 """The `rewardsmith` command line.
 
 rewardsmith score --spec SPEC --input IN.jsonl --output OUT.jsonl [--workers N] [--resume]
+rewardsmith serve --spec SPEC [--host 127.0.0.1] [--port 8000] [--token T] [--backend ray]
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         Console(stderr=True).print(f"[red]spec error:[/] {exc}", highlight=False)
         return EXIT_CONFIG
+    except OSError as exc:  # a missing or unreadable input or output file
+        Console(stderr=True).print(f"[red]error:[/] {exc}", highlight=False)
+        return EXIT_INPUT
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -54,13 +58,127 @@ def _parser() -> argparse.ArgumentParser:
     score.add_argument("--resume", action="store_true", help="continue an interrupted run")
     score.add_argument("--strict", action="store_true", help="stop at the first malformed line")
     score.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    _add_backend_options(score)
     score.set_defaults(run=_score)
+    _add_serve_command(commands)
+    convert = commands.add_parser(
+        "convert", help="official IFEval / IFBench files -> data contract JSONL"
+    )
+    convert.add_argument("benchmark", choices=["ifeval", "ifbench"])
+    convert.add_argument("input", help="official prompt file (instruction_id_list, kwargs)")
+    convert.add_argument("output", help="samples for `rewardsmith score`, JSON Lines")
+    convert.add_argument("--responses", help="official response file (prompt, response)")
+    convert.set_defaults(run=_convert)
     return parser
+
+
+def _convert(args: argparse.Namespace) -> int:
+    from .verifiers.instructions.convert import ConversionError, convert
+
+    try:
+        written = convert(args.benchmark, args.input, args.output, args.responses)
+    except ConversionError as exc:
+        Console(stderr=True).print(f"[red]convert:[/] {exc}", highlight=False)
+        return EXIT_INPUT
+    Console(stderr=True).print(f"wrote {written} samples to {args.output}")
+    return EXIT_OK
+
+
+def _add_backend_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="where rewards run: a process pool here (local) or Ray actors (ray)",
+    )
+    parser.add_argument(
+        "--ray-address",
+        default=None,
+        help="Ray cluster to join (e.g. ray://head:10001 or auto); default: start a local one",
+    )
+
+
+def _add_serve_command(commands: Any) -> None:
+    from .server._config import (
+        DEFAULT_MAX_BATCH_SAMPLES,
+        DEFAULT_MAX_BODY_BYTES,
+        DEFAULT_MAX_QUEUE_SAMPLES,
+        TOKEN_ENV,
+    )
+
+    serve = commands.add_parser("serve", help="serve a spec over HTTP (and OpenRLHF's API)")
+    serve.add_argument("--spec", required=True, help="reward spec (YAML)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    serve.add_argument(
+        "--token",
+        default=None,
+        help=f"bearer token clients must send (default: ${TOKEN_ENV}); required off loopback",
+    )
+    serve.add_argument(
+        "--workers", type=int, default=None, help="worker processes or actors (default: cores)"
+    )
+    _add_backend_options(serve)
+    serve.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        help="larger request bodies get 413",
+    )
+    serve.add_argument(
+        "--max-queue",
+        type=int,
+        default=DEFAULT_MAX_QUEUE_SAMPLES,
+        help="samples accepted and not yet answered; beyond it requests get 503",
+    )
+    serve.add_argument(
+        "--max-batch",
+        type=int,
+        default=DEFAULT_MAX_BATCH_SAMPLES,
+        help="most samples per engine batch",
+    )
+    serve.add_argument(
+        "--graceful-timeout",
+        type=int,
+        default=60,
+        help="seconds to finish in-flight requests on shutdown",
+    )
+    serve.add_argument("--access-log", action="store_true", help="log every request")
+    serve.add_argument("--log-level", default="info", help="uvicorn log level")
+    serve.set_defaults(run=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        from .server import serve
+    except ImportError as exc:
+        raise ConfigError(
+            f"rewardsmith serve needs the server extra ({exc.name} is missing): "
+            'pip install "rewardsmith[server]"'
+        ) from None
+    serve(
+        args.spec,
+        host=args.host,
+        port=args.port,
+        token=args.token,
+        backend=args.backend,
+        ray_address=args.ray_address,
+        workers=args.workers,
+        max_body_bytes=args.max_body_bytes,
+        max_queue_samples=args.max_queue,
+        max_batch_samples=args.max_batch,
+        graceful_timeout_s=args.graceful_timeout,
+        log_level=args.log_level,
+        access_log=args.access_log,
+    )
+    return EXIT_OK
 
 
 def _score(args: argparse.Namespace) -> int:
     console = Console(stderr=True, highlight=False)
-    engine = Engine(args.spec, workers=args.workers)
+    engine = Engine(
+        args.spec, workers=args.workers, backend=args.backend, ray_address=args.ray_address
+    )
     to_stdout = args.output == "-"
     if args.resume and (to_stdout or args.input == "-"):
         raise ConfigError("--resume needs --input and --output to be files")

@@ -126,7 +126,10 @@ def _import(path: str, name: str) -> RewardFactory:
     try:
         factory = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
-        raise UnknownRewardError(f"reward type {name!r}: cannot import {path!r}: {exc}") from exc
+        raise UnknownRewardError(
+            f"reward type {name!r}: cannot import {path!r}: {exc} "
+            "(is the extra it needs installed? e.g. pip install 'rewardsmith[instructions]')"
+        ) from exc
     if not callable(factory):
         raise ConfigError(f"reward type {name!r}: {path!r} is not callable")
     return factory  # type: ignore[no-any-return]
@@ -162,6 +165,10 @@ _BUILTIN = {
     "json": "rewardsmith.verifiers.format:json_valid",
     "length": "rewardsmith.verifiers.length:length",
     "repetition": "rewardsmith.verifiers.length:repetition",
+    "ifeval": "rewardsmith.verifiers.instructions:ifeval",
+    "ifbench": "rewardsmith.verifiers.instructions:ifbench",
+    "constraints": "rewardsmith.verifiers.instructions:constraints",
+    "code": "rewardsmith.verifiers.code:code",
 }
 for _name, _target in _BUILTIN.items():
     registry.register(_name, _target)

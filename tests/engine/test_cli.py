@@ -143,3 +143,11 @@ def test_resume_refuses_an_output_of_another_input(tmp_path: Path, spec_file: Pa
         "score", "--spec", str(spec_file), "--input", str(inp), "--output", str(out), "--resume"
     )
     assert proc.returncode == 2 and "not the same input" in proc.stderr
+
+
+def test_missing_input_file_is_an_error_message_not_a_traceback(spec_file: Path) -> None:
+    proc = run_cli(
+        "score", "--spec", str(spec_file), "--input", "nope.jsonl", "--output", "o.jsonl"
+    )
+    assert proc.returncode == 1
+    assert "nope.jsonl" in proc.stderr and "Traceback" not in proc.stderr

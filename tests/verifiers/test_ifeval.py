@@ -1,0 +1,207 @@
+"""Each IFEval checker with a passing and a failing response, plus the evaluation edge cases."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from rewardsmith.models import Sample
+from rewardsmith.verifiers.instructions import IFEVAL, ifeval, loose_variants
+
+LONG = " ".join(["word"] * 120)
+CASES = {
+    "keywords:existence": ({"keywords": ["apple", "pear"]}, "An Apple and a pear.", "An apple."),
+    "keywords:frequency": (
+        {"keyword": "cat", "frequency": 2, "relation": "at least"}, "cat cat", "cat dog",
+    ),
+    "keywords:forbidden_words": ({"forbidden_words": ["bad"]}, "good badge", "a Bad day"),
+    "keywords:letter_frequency": (
+        {"letter": "z", "let_frequency": 2, "let_relation": "less than"}, "zoo", "zizz",
+    ),
+    "language:response_language": (
+        {"language": "fr"},
+        "Bonjour, je suis très heureux de vous voir aujourd'hui à Paris avec mes amis.",
+        "Hello, I am very happy to see you today in London with my friends.",
+    ),
+    "length_constraints:number_sentences": (
+        {"num_sentences": 2, "relation": "less than"}, "One sentence.", "One. Two. Three.",
+    ),
+    "length_constraints:number_paragraphs": (
+        {"num_paragraphs": 2}, "First.\n***\nSecond.", "First.\n***\n***\nSecond.",
+    ),
+    "length_constraints:number_words": (
+        {"num_words": 100, "relation": "at least"}, LONG, "too short",
+    ),
+    "length_constraints:nth_paragraph_first_word": (
+        {"num_paragraphs": 2, "nth_paragraph": 2, "first_word": "then"},
+        "Intro.\n\n\"Then, more.", "Intro.\n\nNow more.",
+    ),
+    "detectable_content:number_placeholders": (
+        {"num_placeholders": 2}, "[name] at [address]", "[name] only",
+    ),
+    "detectable_content:postscript": ({"postscript_marker": "P.S."}, "Hi.\np.s. bye", "Hi."),
+    "detectable_format:number_bullet_lists": (
+        {"num_bullets": 2}, "* one\n- two", "* one\n* two\n* three",
+    ),
+    "detectable_format:constrained_response": ({}, "My answer is yes.", "Yes."),
+    "detectable_format:number_highlighted_sections": (
+        {"num_highlights": 2}, "*one* and **two**", "*one* only",
+    ),
+    "detectable_format:multiple_sections": (
+        {"section_spliter": "Section", "num_sections": 2},
+        "Section 1\na\nSection 2\nb", "Section 1\na",
+    ),
+    "detectable_format:json_format": ({}, '```json\n{"a": 1}\n```', "{a: 1}"),
+    "detectable_format:title": ({}, "<<My Title>>\ntext", "<< >> text"),
+    "combination:two_responses": ({}, "one\n******\ntwo", "same\n******\nsame"),
+    "combination:repeat_prompt": (
+        {"prompt_to_repeat": "Say hi."}, "say hi. Hi!", "Hi! Say hi.",
+    ),
+    "startend:end_checker": (
+        {"end_phrase": "Any other questions?"},
+        "Done. Any other questions?",
+        "Any other questions? Done.",
+    ),
+    "startend:quotation": ({}, '"quoted"', 'not "quoted"'),
+    "change_case:capital_word_frequency": (
+        {"capital_frequency": 2, "capital_relation": "at least"}, "THE BIG dog", "The BIG dog",
+    ),
+    "change_case:english_capital": (
+        {}, "THIS IS AN ENGLISH SENTENCE ABOUT THE WEATHER TODAY.", "This is mixed case.",
+    ),
+    "change_case:english_lowercase": (
+        {}, "this is an english sentence about the weather today.", "This Is Not.",
+    ),
+    "punctuation:no_comma": ({}, "no commas here", "a, b"),
+}  # fmt: skip
+
+
+def _score(instruction_id: str, kwargs: dict, text: str, mode: str = "strict"):
+    sample = Sample(
+        id="s",
+        completion=text,
+        reference={"instruction_id_list": [instruction_id], "kwargs": [kwargs]},
+    )
+    return ifeval(mode=mode)(sample)
+
+
+def test_every_checker_has_a_case() -> None:
+    assert set(CASES) == set(IFEVAL) and len(IFEVAL) == 25
+
+
+@pytest.mark.parametrize("instruction_id", sorted(CASES))
+def test_checker_pass_and_fail(instruction_id: str) -> None:
+    kwargs, good, bad = CASES[instruction_id]
+    assert _score(instruction_id, kwargs, good).detail["follow_instruction_list"] == [True]
+    assert _score(instruction_id, kwargs, bad).detail["follow_instruction_list"] == [False]
+
+
+@pytest.mark.parametrize(
+    ("instruction_id", "kwargs"),
+    [
+        ("nope:unknown", {}),
+        ("keywords:frequency", {"keyword": "cat", "relation": "at least"}),  # would be random
+        ("keywords:frequency", {"keyword": "cat", "frequency": 2, "relation": "about"}),
+        ("length_constraints:nth_paragraph_first_word",
+         {"num_paragraphs": 2, "nth_paragraph": 3, "first_word": "x"}),
+        ("keywords:letter_frequency",
+         {"letter": "ab", "let_frequency": 1, "let_relation": "at least"}),
+        ("punctuation:no_comma", {"surprise": 1}),
+        ("language:response_language", {"language": "klingon"}),
+    ],
+)  # fmt: skip
+def test_bad_ids_and_kwargs_fail_closed(instruction_id: str, kwargs: dict) -> None:
+    result = _score(instruction_id, kwargs, "any text")
+    assert result.status == "invalid" and result.score is None
+    assert instruction_id.split(":")[0] in result.detail["reason"]
+
+
+def test_blank_response_never_follows() -> None:
+    # "no comma" trivially holds on blank text, but the official evaluation says no.
+    assert _score("punctuation:no_comma", {}, "   \n").detail["follow_instruction_list"] == [False]
+
+
+def test_repeated_instruction_ids_are_kept() -> None:
+    sample = Sample(
+        id="r",
+        completion="a, b",
+        reference={
+            "instruction_id_list": ["punctuation:no_comma", "detectable_format:title",
+                                    "punctuation:no_comma"],
+            "kwargs": [{}, {}, {}],
+        },
+    )  # fmt: skip
+    result = ifeval()(sample)
+    assert result.detail["instruction_id_list"] == [
+        "punctuation:no_comma", "detectable_format:title", "punctuation:no_comma",
+    ]  # fmt: skip
+    assert result.detail["follow_instruction_list"] == [False, False, False]
+    assert result.score == 0.0
+
+
+def test_loose_variants_are_the_official_eight() -> None:
+    variants = loose_variants("Sure!\n*Body* text\nBye")
+    assert variants == [
+        "Sure!\n*Body* text\nBye", "Sure!\nBody text\nBye", "*Body* text\nBye",
+        "Sure!\n*Body* text", "*Body* text", "Body text\nBye", "Sure!\nBody text", "Body text",
+    ]  # fmt: skip
+
+
+def test_loose_builds_each_check_once_and_tries_every_variant(monkeypatch) -> None:
+    built = []
+    original = IFEVAL["detectable_format:title"]
+
+    def counting(kw):
+        built.append(kw)
+        return original(kw)
+
+    monkeypatch.setitem(IFEVAL, "detectable_format:title", counting)
+    text = "Here is your poem:\n<<Title>>"
+    assert _score("detectable_format:title", {}, text, "loose").detail[
+        "follow_instruction_list"
+    ] == [True]
+    assert len(built) == 1
+
+
+def test_loose_drops_intro_line() -> None:
+    text = "Sure, here you go:\nno commas in here"
+    assert _score("punctuation:no_comma", {}, text).detail["follow_instruction_list"] == [False]
+    assert _score("punctuation:no_comma", {}, text, "loose").detail["follow_instruction_list"] == [
+        True
+    ]
+
+
+def test_reward_all_and_fraction() -> None:
+    sample = Sample(
+        id="f",
+        completion="no commas",
+        reference='{"instruction_id_list": ["punctuation:no_comma", "detectable_format:title"],'
+        ' "kwargs": [{}, {}]}',
+    )
+    assert ifeval()(sample).score == 0.5
+    assert ifeval(reward="all")(sample).score == 0.0
+
+
+def test_missing_reference_is_not_applicable() -> None:
+    assert ifeval()(Sample(id="n", completion="x")).status == "not_applicable"
+
+
+def test_import_loads_no_nltk_and_downloads_nothing() -> None:
+    code = (
+        "import sys, socket\n"
+        "def _no_network(*args, **kwargs):\n"
+        "    raise AssertionError('network used')\n"
+        "socket.socket.connect = _no_network\n"
+        "socket.create_connection = _no_network\n"
+        "import rewardsmith.verifiers.instructions as I\n"
+        "assert not [m for m in sys.modules if m.startswith(('nltk', 'langdetect'))]\n"
+        "from rewardsmith.models import Sample\n"
+        "s = Sample(id='1', completion='One. Two.', reference={'instruction_id_list':"
+        " ['length_constraints:number_sentences', 'language:response_language'],"
+        " 'kwargs': [{'num_sentences': 2, 'relation': 'at least'}, {'language': 'en'}]})\n"
+        "r = I.ifeval()(s)\n"
+        "assert r.status == 'ok', r\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,0 +1,361 @@
+"""The `code` reward: run the completion's program against the reference's tests, sandboxed.
+
+Outcomes:
+
+* reference missing -> `not_applicable`; reference that is not a test suite -> `invalid`;
+* the sandbox could not start (bwrap missing or broken, setup failed) -> `error`, never 0;
+* otherwise `ok`: 1.0 when every test passed (``mode: all``) or the fraction passed
+  (``mode: fraction``). A program that is missing, crashes, exits early, times out, blows a
+  limit, or tampers with the result channel fails its tests: 0 with the reason in `detail`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..._exceptions import ConfigError
+from ...models import Sample, Score
+from ...registry import RewardFn, reward
+from ._extract import Extract, extract_code
+from ._harness import (
+    RUNNER,
+    Suite,
+    new_token,
+    outputs_match,
+    parse_channel,
+    parse_reference,
+    program_config,
+    suite_config,
+)
+from ._sandbox import (
+    BWRAP_MISSING,
+    Limits,
+    RunResult,
+    SandboxUnavailable,
+    bwrap_path,
+    plan_bwrap,
+    run_python,
+    site_packages,
+    tail,
+)
+
+__all__ = ["CodeConfig", "code"]
+
+log = logging.getLogger(__name__)
+
+Backend = Literal["bwrap", "none"]
+Mode = Literal["all", "fraction"]
+Compare = Literal["whitespace", "exact"]
+
+MAX_PROGRAM_CHARS = 200_000
+"""Longest program that is run; longer ones score 0."""
+MAX_TESTS = 1_000
+"""Most tests (assertions or io cases) one reference may ask for (-> `invalid`)."""
+MAX_TIMEOUT_S = 60.0
+"""Largest per-execution timeout a spec may set."""
+_DETAIL_CASES = 20
+"""Per-test outcomes reported in `detail` (the counts always cover all)."""
+_NO_SANDBOX_WARNING = (
+    "rewardsmith code reward: `sandbox: none` RUNS MODEL-WRITTEN CODE UNSANDBOXED on this "
+    "host, with your files, network and processes. Use it only for trusted code."
+)
+
+
+@dataclass(frozen=True)
+class CodeConfig:
+    """Everything `code` was configured with, validated."""
+
+    sandbox: Backend
+    mode: Mode
+    extract: Extract
+    prepend_prompt: bool
+    compare: Compare
+    limits: Limits
+    parallelism: int
+    python: str
+
+
+@reward("code")
+def code(
+    *,
+    sandbox: Backend = "bwrap",
+    mode: Mode = "all",
+    extract: Extract = "auto",
+    prepend_prompt: bool = False,
+    compare: Compare = "whitespace",
+    timeout_s: float = 3.0,
+    memory_mb: int = 1024,
+    max_processes: int = 32,
+    max_output_bytes: int = 1_000_000,
+    parallelism: int | None = None,
+    python: str | None = None,
+) -> RewardFn:
+    """Unit-test reward for Python: 1 when the program passes every test (or the fraction).
+
+    Tests come from the reference: HumanEval ``{test, entry_point}``, assert lists
+    ``{tests, setup}``, or stdin/stdout ``{io: [{input, output}]}``. `sandbox`: ``bwrap``
+    (default; bubblewrap must be installed) or ``none`` (no isolation, trusted code only).
+    `extract`: which fenced block is the program. `prepend_prompt`: run
+    ``prompt + program`` (HumanEval completions). `timeout_s`, `memory_mb`,
+    `max_processes`, `max_output_bytes`: limits of one execution. `parallelism`:
+    concurrent stdin/stdout cases (default: cores).
+    """
+    if not 0 < timeout_s <= MAX_TIMEOUT_S:
+        raise ConfigError(f"timeout_s: must be in (0, {MAX_TIMEOUT_S}], got {timeout_s}")
+    if memory_mb < 64:
+        raise ConfigError(f"memory_mb: must be at least 64 (the interpreter), got {memory_mb}")
+    if max_processes < 1:
+        raise ConfigError(f"max_processes: must be at least 1, got {max_processes}")
+    if max_output_bytes < 1:
+        raise ConfigError(f"max_output_bytes: must be positive, got {max_output_bytes}")
+    if parallelism is not None and parallelism < 1:
+        raise ConfigError(f"parallelism: must be at least 1, got {parallelism}")
+    interpreter = python or sys.executable
+    if not os.access(interpreter, os.X_OK):
+        raise ConfigError(f"python: {interpreter!r} is not an executable")
+    config = CodeConfig(
+        sandbox=sandbox,
+        mode=mode,
+        extract=extract,
+        prepend_prompt=prepend_prompt,
+        compare=compare,
+        limits=Limits(
+            timeout_s=timeout_s,
+            cpu_s=int(timeout_s) + 1,
+            memory_mb=memory_mb,
+            max_processes=max_processes,
+            max_output_bytes=max_output_bytes,
+        ),
+        parallelism=parallelism or _cores(),
+        python=interpreter,
+    )
+    if sandbox == "none":
+        warnings.warn(_NO_SANDBOX_WARNING, RuntimeWarning, stacklevel=2)
+        log.warning(_NO_SANDBOX_WARNING)
+    runner = _Runner(config)
+    return runner.score
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+class _Runner:
+    """Scores samples with one configuration; the sandbox plan is made on first use."""
+
+    def __init__(self, config: CodeConfig) -> None:
+        self.config = config
+        self._plan: Any = None
+        self._site: list[str] | None = None
+
+    # -- the reward function ---------------------------------------------------------------
+
+    def score(self, sample: Sample) -> Score:
+        config = self.config
+        if sample.reference is None:
+            return Score.failed("not_applicable", "no reference tests")
+        suite = parse_reference(sample.reference)
+        if isinstance(suite, str):
+            return Score.failed("invalid", suite)
+        if suite.size > MAX_TESTS:
+            return Score.failed("invalid", f"{suite.size} tests, over the limit of {MAX_TESTS}")
+        program = extract_code(sample.text, config.extract)
+        if program is None:
+            return Score.ok(0.0, reason="no code block in the completion", style=suite.style)
+        if config.prepend_prompt:
+            if not isinstance(sample.prompt, str):
+                return Score.failed("invalid", "prepend_prompt needs a string prompt")
+            program = sample.prompt + program
+        if len(program) > MAX_PROGRAM_CHARS:
+            return Score.ok(
+                0.0, reason=f"program over {MAX_PROGRAM_CHARS} characters", style=suite.style
+            )
+        try:
+            plan = self._sandbox_plan()
+            if suite.style == "io":
+                return self._score_io(plan, suite, program)
+            return self._score_suite(plan, suite, program)
+        except SandboxUnavailable as exc:
+            return Score.failed("error", f"sandbox unavailable: {exc}", sandbox=config.sandbox)
+
+    def _sandbox_plan(self) -> Any:
+        if self.config.sandbox == "none":
+            return None
+        if self._plan is None:
+            if bwrap_path() is None:
+                raise SandboxUnavailable(BWRAP_MISSING)
+            self._plan = plan_bwrap(self.config.python, self.config.limits)
+        return self._plan
+
+    def _path(self) -> list[str]:
+        if self._site is None:
+            try:
+                self._site = site_packages(self.config.python)
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise SandboxUnavailable(f"cannot query {self.config.python!r}: {exc}") from exc
+        return self._site
+
+    # -- HumanEval / asserts: one execution --------------------------------------------------
+
+    def _score_suite(self, plan: Any, suite: Suite, program: str) -> Score:
+        token = new_token()
+        started = time.monotonic()
+        run = run_python(
+            plan,
+            self.config.python,
+            RUNNER,
+            config=suite_config(suite, program, token, self._path()),
+            stdin=b"",
+            limits=self.config.limits,
+        )
+        channel = parse_channel(run.channel, token, suite.size)
+        if not channel.started:
+            raise SandboxUnavailable(_startup_failure(run))
+        outcomes: list[dict[str, Any]] = []
+        for i in range(suite.size):
+            passed, error = channel.outcomes.get(i, (False, _missing_reason(run)))
+            outcomes.append({"passed": passed, **({"error": error} if error else {})})
+        return self._verdict(
+            suite,
+            outcomes,
+            complete=channel.done,
+            tampered=channel.tampered,
+            runtime_s=time.monotonic() - started,
+            evidence=_evidence(run),
+        )
+
+    # -- stdin/stdout: one execution per case ------------------------------------------------
+
+    def _score_io(self, plan: Any, suite: Suite, program: str) -> Score:
+        started = time.monotonic()
+        workers = min(self.config.parallelism, len(suite.cases))
+
+        def one(i: int) -> tuple[dict[str, Any], RunResult, str | None]:
+            case = suite.cases[i]
+            token = new_token()
+            run = run_python(
+                plan,
+                self.config.python,
+                RUNNER,
+                config=program_config(program, token, self._path()),
+                stdin=case.input.encode(),
+                limits=self.config.limits,
+            )
+            channel = parse_channel(run.channel, token, 0)
+            if not channel.started:
+                raise SandboxUnavailable(_startup_failure(run))
+            if channel.tampered:
+                return {"passed": False, "error": channel.tampered}, run, channel.tampered
+            if run.timed_out:
+                return {"passed": False, "error": "timeout"}, run, None
+            if run.exit_code != 0:
+                return {"passed": False, "error": _exit_reason(run)}, run, None
+            if run.stdout_truncated:
+                return {"passed": False, "error": "output limit exceeded"}, run, None
+            got = run.stdout.decode("utf-8", errors="replace")
+            ok = outputs_match(got, case.output, self.config.compare)
+            outcome: dict[str, Any] = {"passed": ok}
+            if not ok:
+                outcome["error"] = "wrong output"
+                outcome["got"] = tail(run.stdout, 300)
+                outcome["expected"] = case.output[-300:]
+            return outcome, run, None
+
+        if workers <= 1:
+            results = [one(i) for i in range(len(suite.cases))]
+        else:
+            with ThreadPoolExecutor(workers) as pool:
+                results = list(pool.map(one, range(len(suite.cases))))
+        outcomes = [r[0] for r in results]
+        tampered = next((r[2] for r in results if r[2]), None)
+        first_failure = next(
+            (r[1] for r, o in zip(results, outcomes, strict=True) if not o["passed"]), None
+        )
+        evidence = _evidence(first_failure or results[-1][1])
+        return self._verdict(
+            suite,
+            outcomes,
+            complete=True,
+            tampered=tampered,
+            runtime_s=time.monotonic() - started,
+            evidence=evidence,
+        )
+
+    # -- scoring -----------------------------------------------------------------------------
+
+    def _verdict(
+        self,
+        suite: Suite,
+        outcomes: list[dict[str, Any]],
+        *,
+        complete: bool,
+        tampered: str | None,
+        runtime_s: float,
+        evidence: dict[str, Any],
+    ) -> Score:
+        passed = sum(o["passed"] for o in outcomes)
+        total = len(outcomes)
+        detail: dict[str, Any] = {
+            "style": suite.style,
+            "passed": passed,
+            "total": total,
+            "tests": outcomes[:_DETAIL_CASES],
+            "runtime_s": round(runtime_s, 4),
+            "sandbox": self.config.sandbox,
+            **evidence,
+        }
+        if tampered:
+            return Score.ok(0.0, reason=f"result channel tampered with: {tampered}", **detail)
+        if self.config.mode == "fraction":
+            value = passed / total if total else 0.0
+        else:
+            value = 1.0 if complete and passed == total else 0.0
+        if value < 1.0:
+            first = next((o for o in outcomes if not o["passed"]), None)
+            detail["reason"] = (first or {}).get("error") or "not every test reported"
+        return Score.ok(value, **detail)
+
+
+def _missing_reason(run: RunResult) -> str:
+    if run.timed_out:
+        return "not run: timeout"
+    return f"not run: the program ended the harness ({_exit_reason(run)})"
+
+
+def _exit_reason(run: RunResult) -> str:
+    if run.exit_code is None:
+        return "killed"
+    if run.exit_code < 0:
+        return f"killed by signal {-run.exit_code}"
+    last = run.stderr.decode("utf-8", errors="replace").strip().splitlines()[-1:]
+    return f"exit status {run.exit_code}" + (f": {last[0][:300]}" if last else "")
+
+
+def _startup_failure(run: RunResult) -> str:
+    why = tail(run.stderr, 500).strip() or f"exit status {run.exit_code}"
+    if run.timed_out:
+        why = f"timed out before the harness started; {why}"
+    return f"the sandboxed interpreter did not start: {why}"
+
+
+def _evidence(run: RunResult) -> dict[str, Any]:
+    evidence: dict[str, Any] = {
+        "exit_code": run.exit_code,
+        "timed_out": run.timed_out,
+        "stdout_tail": tail(run.stdout),
+        "stderr_tail": tail(run.stderr),
+    }
+    if run.stdout_truncated or run.stderr_truncated:
+        evidence["output_truncated"] = True
+    return evidence

@@ -1,0 +1,226 @@
+"""The `code` reward: test styles, modes, extraction, config, infrastructure failures, engine."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+import rewardsmith
+from rewardsmith._exceptions import ConfigError
+from rewardsmith.verifiers.code import _reward as reward_module
+from rewardsmith.verifiers.code import code, extract_code, outputs_match, parse_reference
+from rewardsmith.verifiers.code._sandbox import _HOST_UID_BASE, _HOST_UID_SPAN
+
+from ._code_helpers import needs_bwrap, sample
+
+SQUARE = "def square(x):\n    return x * x\n"
+ASSERTS = {"tests": ["assert square(2) == 4", "assert square(3) == 9", "assert square(-1) == 1"]}
+IO = {"io": [{"input": "2 3\n", "output": "5\n"}, {"input": "10 -4", "output": "6"}]}
+ADD = "a, b = map(int, input().split())\nprint(a + b)\n"
+
+
+# -- pure parts ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "how", "expected"),
+    [
+        ("x = 1", "auto", "x = 1"),
+        ("Sure:\n```python\nx = 1\n```\nthen\n```python\nx = 2\n```", "auto", "x = 2\n"),
+        ("```python\nx = 1\n```\n```python\nx = 2\n```", "first", "x = 1\n"),
+        ("```python\nx = 1\n```\n```\nx = 2\n```", "all", "x = 1\n\nx = 2\n"),
+        ("```bash\nrm -rf /\n```\n```\nx = 3\n```", "auto", "x = 3\n"),
+        ("```bash\nrm -rf /\n```", "auto", None),
+        ("no code", "last", None),
+        ("```python\nx = 1\n```", "raw", "```python\nx = 1\n```"),
+    ],
+)
+def test_extract_code(text: str, how, expected) -> None:
+    assert extract_code(text, how) == expected
+
+
+def test_outputs_match() -> None:
+    assert outputs_match("5 \n\n", "5\n", "whitespace")
+    assert outputs_match("1   2\n3", "1 2\n3\n", "whitespace")
+    assert not outputs_match("1 2 3", "1 2\n3", "whitespace")
+    assert not outputs_match("5 \n", "5\n", "exact")
+    assert outputs_match("5\n", "5\n", "exact")
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [42, "not json", {"tests": []}, {"tests": "assert 1"}, {"io": [{"input": 1}]}, {"x": 1}],
+)
+def test_bad_references_are_invalid(reference) -> None:
+    assert isinstance(parse_reference(reference), str)
+    score = code(sandbox="bwrap")(sample(SQUARE, reference))
+    assert score.status == "invalid"
+
+
+def test_missing_reference_is_not_applicable() -> None:
+    assert code()(sample(SQUARE, None)).status == "not_applicable"
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"timeout_s": 0},
+        {"timeout_s": 1000},
+        {"memory_mb": 10},
+        {"max_processes": 0},
+        {"parallelism": 0},
+        {"sandbox": "docker"},
+        {"python": "/nonexistent/python"},
+    ],
+)
+def test_config_errors_name_the_parameter(kwargs) -> None:
+    if "sandbox" in kwargs:  # a Literal: the spec layer (validate_call) rejects it
+        spec = {"rewards": {"t": {"type": "rewardsmith.verifiers.code:code", **kwargs}}}
+        with pytest.raises(Exception, match="sandbox"):
+            rewardsmith.score([{"id": "a", "completion": "", "reference": ASSERTS}], spec)
+        return
+    with pytest.raises(ConfigError, match=next(iter(kwargs))):
+        code(**kwargs)
+
+
+def test_without_bwrap_every_sample_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reward_module, "bwrap_path", lambda: None)
+    score = code()(sample(SQUARE, ASSERTS))
+    assert score.status == "error"
+    assert score.score is None
+    assert "install" in score.detail["reason"] and "bubblewrap" in score.detail["reason"]
+
+
+@needs_bwrap
+def test_a_harness_that_never_starts_is_an_error_not_a_zero(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Stands for any start-up failure (bwrap refused, interpreter missing): no start record.
+    monkeypatch.setattr(reward_module, "RUNNER", "import sys; sys.exit('cannot start')")
+    for reference in (ASSERTS, IO):
+        score = code()(sample(SQUARE, reference))
+        assert score.status == "error", score.detail
+        assert "did not start" in score.detail["reason"]
+        assert "cannot start" in score.detail["reason"]
+
+
+def test_sandbox_none_warns_loudly_and_still_scores() -> None:
+    with pytest.warns(RuntimeWarning, match="UNSANDBOXED"):
+        fn = code(sandbox="none")
+    assert fn(sample(SQUARE, ASSERTS)).score == 1.0
+    assert fn(sample("def square(x):\n    return 4\n", ASSERTS)).score == 0.0
+
+
+# -- styles and modes, sandboxed -------------------------------------------------------------
+
+
+@needs_bwrap
+def test_asserts_style_all_and_fraction() -> None:
+    wrong = "def square(x):\n    return abs(x) * 2\n"  # right for 2 only
+    assert code()(sample(SQUARE, ASSERTS)).score == 1.0
+    score = code()(sample(wrong, ASSERTS))
+    assert score.score == 0.0
+    assert [t["passed"] for t in score.detail["tests"]] == [True, False, False]
+    assert "AssertionError" in score.detail["tests"][1]["error"]
+    assert code(mode="fraction")(sample(wrong, ASSERTS)).score == pytest.approx(1 / 3)
+
+
+@needs_bwrap
+def test_asserts_setup_runs_after_the_program() -> None:
+    reference = {
+        "setup": "import math\nEXPECTED = math.factorial(4)",
+        "tests": ["assert f() == EXPECTED"],
+    }
+    assert code()(sample("def f():\n    return 24\n", reference)).score == 1.0
+
+
+@needs_bwrap
+def test_io_style_whitespace_and_exact() -> None:
+    assert code()(sample(ADD, IO)).score == 1.0
+    exact = code(compare="exact")(sample(ADD, IO))
+    assert exact.score == 0.0  # case 2 expects "6" with no newline
+    assert [t["passed"] for t in exact.detail["tests"]] == [True, False]
+    wrong = code(mode="fraction")(sample("print(5)\n", IO))
+    assert wrong.score == 0.5
+    assert wrong.detail["tests"][1]["got"].strip() == "5"
+
+
+@needs_bwrap
+def test_io_runtime_error_and_timeout_fail_the_case() -> None:
+    crash = code()(sample("raise ValueError('boom')\n", IO))
+    assert crash.score == 0.0 and "ValueError: boom" in crash.detail["tests"][0]["error"]
+    slow = code(timeout_s=1)(sample("while True:\n    pass\n", IO))
+    assert slow.score == 0.0 and slow.detail["tests"][0]["error"] == "timeout"
+
+
+@needs_bwrap
+def test_syntax_error_scores_zero() -> None:
+    score = code()(sample("def square(x) return x\n", ASSERTS))
+    assert score.score == 0.0 and "SyntaxError" in score.detail["tests"][0]["error"]
+
+
+@needs_bwrap
+def test_no_code_block_scores_zero() -> None:
+    score = code(extract="last")(sample("I cannot solve this.", ASSERTS))
+    assert score.score == 0.0 and "no code block" in score.detail["reason"]
+
+
+@needs_bwrap
+def test_output_is_capped() -> None:
+    fn = code(max_output_bytes=1000)
+    score = fn(sample("print('x' * 10**6)\n" + SQUARE, ASSERTS))
+    assert score.score == 1.0 and score.detail["output_truncated"]
+    assert len(score.detail["stdout_tail"]) <= 2_100
+
+
+@needs_bwrap
+def test_stdlib_and_site_packages_are_importable() -> None:
+    program = "import json, re, itertools, pydantic\n" + SQUARE
+    assert code()(sample(program, ASSERTS)).score == 1.0
+
+
+# -- through the engine ----------------------------------------------------------------------
+
+
+def _spec(**params: object) -> dict[str, object]:
+    return {"rewards": {"tests": {"type": "rewardsmith.verifiers.code:code", **params}}}
+
+
+@needs_bwrap
+def test_engine_scores_code_samples() -> None:
+    samples = [
+        {"id": "a", "completion": SQUARE, "reference": ASSERTS},
+        {"id": "b", "completion": "def square(x):\n    return 0\n", "reference": ASSERTS},
+        {"id": "c", "completion": ADD, "reference": IO},
+    ]
+    results = rewardsmith.score(samples, _spec(), workers=2)
+    assert [r.reward for r in results] == [1.0, 0.0, 1.0]
+
+
+def _sandbox_processes() -> list[int]:
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                uid = entry.stat().st_uid
+            except OSError:
+                continue
+            if _HOST_UID_BASE <= uid < _HOST_UID_BASE + _HOST_UID_SPAN:
+                found.append(int(entry.name))
+    return found
+
+
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="sandbox uids are only distinct when run as root")
+def test_a_worker_killed_by_the_engine_leaves_no_sandbox_behind() -> None:
+    # The engine's hard timeout (spec level, 1 s) strikes before the sandbox's own (30 s).
+    engine_spec = {"timeout_s": 1, **_spec(timeout_s=30)}
+    samples = [{"id": "a", "completion": "while True:\n    pass\n", "reference": ASSERTS}]
+    results = rewardsmith.score(samples, engine_spec, workers=1)
+    assert results[0].status == "timeout"
+    deadline = time.monotonic() + 3
+    while _sandbox_processes() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _sandbox_processes() == []

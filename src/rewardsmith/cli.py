@@ -7,6 +7,7 @@ rewardsmith serve --spec SPEC [--host 127.0.0.1] [--port 8000] [--token T] [--ba
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import time
 from collections import Counter
@@ -24,6 +25,7 @@ from ._exceptions import ConfigError, InputError
 from .engine import Engine
 from .io import count_lines, read_samples, resume_point, write_result
 from .models import Result
+from .spec import RewardSpec, load_spec
 
 __all__ = ["main"]
 
@@ -59,6 +61,13 @@ def _parser() -> argparse.ArgumentParser:
     score.add_argument("--strict", action="store_true", help="stop at the first malformed line")
     score.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     _add_backend_options(score)
+    score.add_argument(
+        "--group-transform",
+        metavar="NAME",
+        default=None,
+        help="add an `advantage` to each result: grpo, dr_grpo, rloo, whiten, rank, gdpo, "
+        "tournament, or YAML like '{type: grpo, std: unbiased}' (overrides the spec's)",
+    )
     score.set_defaults(run=_score)
     _add_serve_command(commands)
     convert = commands.add_parser(
@@ -176,13 +185,14 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _score(args: argparse.Namespace) -> int:
     console = Console(stderr=True, highlight=False)
-    engine = Engine(
-        args.spec, workers=args.workers, backend=args.backend, ray_address=args.ray_address
-    )
+    spec = load_spec(args.spec)
+    if args.group_transform is not None:
+        spec = spec.with_group_transform(args.group_transform)
+    engine = Engine(spec, workers=args.workers, backend=args.backend, ray_address=args.ray_address)
     to_stdout = args.output == "-"
     if args.resume and (to_stdout or args.input == "-"):
         raise ConfigError("--resume needs --input and --output to be files")
-    done = resume_point(Path(args.output)) if args.resume else []
+    done = _resume(spec, Path(args.input), Path(args.output)) if args.resume else []
     summary = _Summary(list(engine.spec.rewards))
     with ExitStack() as stack:
         stack.enter_context(engine)
@@ -192,7 +202,6 @@ def _score(args: argparse.Namespace) -> int:
             else stack.enter_context(open(args.input, encoding="utf-8"))
         )
         if done:
-            _check_resume(Path(args.input), done)
             console.print(f"resuming after {len(done)} finished samples")
         sink: IO[str] = (
             sys.stdout
@@ -220,6 +229,9 @@ def _score(args: argparse.Namespace) -> int:
             except _StrictStop as stop:
                 console.print(f"[red]stopped:[/] {stop} (--strict)")
                 return EXIT_INPUT
+            except InputError as exc:  # e.g. a group id that reappears after other groups
+                console.print(f"[red]stopped:[/] {exc}")
+                return EXIT_INPUT
     if not args.quiet:
         console.print(summary.table())
     return EXIT_OK
@@ -240,19 +252,38 @@ def _report_bad_lines(
         yield record
 
 
-def _check_resume(input_path: Path, done: list[str]) -> None:
-    """Refuse to resume into an output that was written for another input."""
+def _resume(spec: RewardSpec, input_path: Path, output_path: Path) -> list[str]:
+    """Ids of the finished samples to skip, after checking the output belongs to the input.
+
+    With group transforms, a group cut by the interruption would be normalised on its own
+    when resumed, so the output is first cut back to the end of the last complete group.
+    """
+    done = resume_point(output_path)
+    if not done:
+        return done
+    if spec.group_transform is not None and spec.group_transform.batch is not None:
+        raise ConfigError(
+            f"--resume: group_transform {spec.group_transform.type!r} whitens across the whole "
+            "batch, so a resumed run cannot reproduce it; rerun without --resume"
+        )
+    groups: list[str | None] = []
     with input_path.open(encoding="utf-8") as handle:
-        for position, record in enumerate(read_samples(handle)):
-            if position == len(done) - 1:
-                found = str(record.line) if isinstance(record, InputError) else str(record["id"])
-                if found != done[-1]:
-                    raise ConfigError(
-                        f"--resume: output line {len(done)} has id {done[-1]!r} but input "
-                        f"sample {len(done)} has id {found!r}; not the same input"
-                    )
-                return
-    raise ConfigError(f"--resume: the output has {len(done)} results, more than the input has")
+        for record in itertools.islice(read_samples(handle), len(done)):
+            found = str(record.line) if isinstance(record, InputError) else str(record["id"])
+            group = None if isinstance(record, InputError) else record.get("group")
+            groups.append(None if group is None else str(group))
+            if len(groups) == len(done) and found != done[-1]:
+                raise ConfigError(
+                    f"--resume: output line {len(done)} has id {done[-1]!r} but input "
+                    f"sample {len(done)} has id {found!r}; not the same input"
+                )
+    if len(groups) < len(done):
+        raise ConfigError(f"--resume: the output has {len(done)} results, more than the input has")
+    keep = len(done)
+    if spec.needs_groups and groups[-1] is not None:
+        while keep > 0 and groups[keep - 1] == groups[-1]:
+            keep -= 1
+    return done if keep == len(done) else resume_point(output_path, keep_lines=keep)
 
 
 class _Summary:

@@ -8,7 +8,9 @@ Input (one JSON object per line)::
 Output (one per input, same order)::
 
     {"id": "q1-0", "reward": 0.9 | null, "status": "ok" | "timeout" | ...,
-     "components": {"correct": {"score": 1.0, "status": "ok", "detail": {...}}}}
+     "components": {"correct": {"score": 1.0, "status": "ok", "detail": {...}}},
+     "advantage": 0.7 | null,    # only with a group_transform
+     "steps": [-0.2, 0.0]}       # only with combine: renorm
 """
 
 from __future__ import annotations
@@ -152,3 +154,9 @@ class Result(BaseModel):
     """`ok`, or the status of the failure that decided the total."""
     components: dict[str, Score]
     """Every component of the spec, in spec order, for every sample."""
+    advantage: float | None = None
+    """The sample's advantage within its group (spec `group_transform:`); written only when
+    the spec has one, and then null for a sample that did not score."""
+    steps: list[float] | None = None
+    """Per-step rewards of a process-supervised trajectory (`combine: renorm`), in step order,
+    the answer step last; `reward` is their mean. Written only by ReNorm."""

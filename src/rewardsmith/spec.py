@@ -3,33 +3,66 @@
     rewards:
       correct: {type: math, weight: 1.0}
       format:  {type: think_format, weight: 0.2, only_if: correct}
-    combine: weighted_sum
+      rm:      {type: my.rm:factory, transform: {type: clip, min: -5, max: 5}, veto: false}
+    combine: weighted_sum                       # or {type: uncertainty, lambda: 0.5}
+    group_transform: {type: grpo, std: unbiased}
     timeout_s: 5
 
-A component's own keys (`type`, `weight`, `only_if`) sit beside the reward type's parameters
-(the keyword arguments of its factory). Every unknown key is an error that names the key and
-what is allowed, so a typo never silently falls back to a default.
+A component's own keys (`type`, `weight`, `only_if`, `veto`, `transform`) sit beside the
+reward type's parameters (the keyword arguments of its factory). `combine`, `transform` and
+`group_transform` take a name, or a mapping with `type` and that choice's parameters. Every
+unknown key is an error that names the key and what is allowed, so a typo never silently
+falls back to a default. Everything that decides a number is in the spec, so every trainer
+adapter, the server and every backend compute the same numbers from it.
 """
 
 from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, validate_call
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+    validate_call,
+)
 
 from ._exceptions import ConfigError
+from .combine import (
+    COMBINE_TYPES,
+    GROUP_TRANSFORM_TYPES,
+    TRANSFORM_TYPES,
+    Combiner,
+    GroupTransform,
+    ReNorm,
+    Simple,
+    Transform,
+)
 from .registry import RewardFn, registry
 
 __all__ = ["CombineMode", "ComponentSpec", "RewardSpec", "load_spec"]
 
-CombineMode = Literal["weighted_sum", "min", "product", "first_pass"]
+CombineMode = Literal[
+    "weighted_sum",
+    "min",
+    "product",
+    "first_pass",
+    "average",
+    "uncertainty",
+    "lexicographic",
+    "renorm",
+]
 """How component scores become one reward (see `rewardsmith.combine`)."""
 
-_COMPONENT_KEYS = ("type", "weight", "only_if")
+_COMPONENT_KEYS = ("type", "weight", "only_if", "veto", "transform")
+_SPEC_KEYS = ("rewards", "combine", "group_transform", "timeout_s", "on_error")
 _LAX = ConfigDict(arbitrary_types_allowed=True)
 
 
@@ -44,6 +77,10 @@ class ComponentSpec(BaseModel):
     """Multiplies the component's score in the combination."""
     only_if: str | None = None
     """Gate: the component counts only when the named component passes (score > 0)."""
+    veto: bool = False
+    """A hard rule: when it counts and does not pass (score <= 0), the total reward is 0."""
+    transform: tuple[Annotated[Transform, Field(discriminator="type")], ...] = ()
+    """Shaping of the component's score before combination, applied in order."""
     params: dict[str, Any] = Field(default_factory=dict)
     """Keyword arguments for the reward type's factory."""
 
@@ -61,28 +98,118 @@ class RewardSpec(BaseModel):
     rewards: dict[str, ComponentSpec]
     """Components in order; output `components` keep this order."""
     combine: CombineMode = "weighted_sum"
-    """How components combine into the total reward."""
+    """How components combine into the total reward (the name; parameters in `combiner`)."""
+    combiner: Annotated[Combiner, Field(discriminator="type")] = Field(default_factory=Simple)
+    """The combination with its parameters (from `combine:` given as a mapping)."""
+    group_transform: Annotated[GroupTransform, Field(discriminator="type")] | None = None
+    """How a group's rewards become each sample's `advantage` (None: no advantage)."""
     timeout_s: float = Field(default=5.0, gt=0)
     """Hard wall-clock limit per sample per component; the worker is killed past it."""
     on_error: float | None = None
     """Total reward when a component fails (`timeout`/`error`/`invalid`); None keeps it null."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _combiner_from_name(cls, data: Any) -> Any:
+        """`combine: NAME` alone means that combination with its default parameters."""
+        if isinstance(data, dict) and "combiner" not in data:
+            name = data.get("combine", "weighted_sum")
+            if isinstance(name, str) and name in COMBINE_TYPES:
+                return {**data, "combiner": {"type": name}}
+        return data
+
+    @model_validator(mode="after")
+    def _same_combination(self) -> RewardSpec:
+        if self.combiner.type != self.combine:
+            raise ValueError(
+                f"combiner type {self.combiner.type!r} is not combine {self.combine!r}"
+            )
+        return self
+
+    @property
+    def needs_groups(self) -> bool:
+        """Whether results need their whole group (a group transform or group-scoped shaping)."""
+        return self.group_transform is not None or any(
+            t.group_scoped for c in self.rewards.values() for t in c.transform
+        )
+
+    def with_group_transform(self, value: str | dict[str, Any] | None) -> RewardSpec:
+        """This spec with another `group_transform:` (a name, YAML text or a mapping; None
+        removes it), validated as in a spec file. For `--group-transform` on the command line."""
+        if isinstance(value, str):
+            try:
+                value = yaml.safe_load(value)
+            except yaml.YAMLError as exc:
+                raise ConfigError(f"group_transform is not valid YAML: {exc}") from None
+        chosen = None if value is None else _choice("group_transform", value, GROUP_TRANSFORM_TYPES)
+        return self.model_copy(update={"group_transform": chosen})
 
     @classmethod
     def from_dict(cls, data: Any) -> RewardSpec:
         """Validate a spec given as plain data (the parsed YAML)."""
         if not isinstance(data, dict):
             raise ConfigError(f"a spec is a mapping, got {type(data).__name__}")
-        _reject_unknown("spec", data, cls.model_fields)
+        _reject_unknown("spec", data, _SPEC_KEYS)
         rewards = data.get("rewards")
         if not isinstance(rewards, dict) or not rewards:
             raise ConfigError("spec: 'rewards' must be a non-empty mapping of name -> component")
         components = {str(name): _component(str(name), body) for name, body in rewards.items()}
+        combiner = _choice("combine", data.get("combine", "weighted_sum"), COMBINE_TYPES)
+        chosen = data.get("group_transform")
+        group_transform = (
+            None if chosen is None else _choice("group_transform", chosen, GROUP_TRANSFORM_TYPES)
+        )
         try:
-            spec = cls.model_validate({**data, "rewards": components})
+            spec = cls.model_validate(
+                {
+                    **data,
+                    "rewards": components,
+                    "combine": combiner.type,
+                    "combiner": combiner,
+                    "group_transform": group_transform,
+                }
+            )
         except ValidationError as exc:
             raise ConfigError(_describe(exc, "spec")) from None
         spec._check_gates()
+        spec._check_references()
         return spec
+
+    def _check_references(self) -> None:
+        """`correct:` names another component; ReNorm's components exist and stand alone."""
+        for name, component in self.rewards.items():
+            for i, transform in enumerate(component.transform):
+                correct = getattr(transform, "correct", None)
+                if correct is not None and (correct not in self.rewards or correct == name):
+                    others = [n for n in self.rewards if n != name]
+                    raise ConfigError(
+                        f"rewards.{name}.transform[{i}].correct: {correct!r} is not another "
+                        f"component. Allowed: {', '.join(others)}"
+                    )
+        combiner = self.combiner
+        if not isinstance(combiner, ReNorm):
+            return
+        roles = {"process": combiner.process, "outcome": combiner.outcome}
+        for role, target in roles.items():
+            if target not in self.rewards:
+                raise ConfigError(
+                    f"combine.{role}: {target!r} is not a component. "
+                    f"Allowed: {', '.join(self.rewards)}"
+                )
+        if combiner.process == combiner.outcome:
+            raise ConfigError("combine: renorm needs two different process and outcome components")
+        extra = [n for n in self.rewards if n not in roles.values()]
+        if extra:
+            raise ConfigError(
+                f"combine: renorm combines exactly its process and outcome components; "
+                f"remove {', '.join(extra)} (they would not count)"
+            )
+        for target in roles.values():
+            component = self.rewards[target]
+            if component.veto or component.only_if is not None:
+                raise ConfigError(
+                    f"rewards.{target}: veto and only_if do not apply under combine: renorm"
+                )
 
     def _check_gates(self) -> None:
         for name, component in self.rewards.items():
@@ -116,10 +243,11 @@ def _component(name: str, body: Any) -> ComponentSpec:
     allowed = info.params
     params = {k: v for k, v in body.items() if k not in _COMPONENT_KEYS}
     _reject_unknown(f"{where} (type {info.name})", params, [*_COMPONENT_KEYS, *allowed])
+    own = {k: v for k, v in body.items() if k in _COMPONENT_KEYS}
+    if "transform" in own:
+        own["transform"] = _transforms(f"{where}.transform", own["transform"])
     try:
-        component = ComponentSpec.model_validate(
-            {k: v for k, v in body.items() if k in _COMPONENT_KEYS} | {"params": params}
-        )
+        component = ComponentSpec.model_validate(own | {"params": params})
     except ValidationError as exc:
         raise ConfigError(_describe(exc, where)) from None
     try:  # build once here so bad parameters fail at load time, not in every worker
@@ -129,6 +257,34 @@ def _component(name: str, body: Any) -> ComponentSpec:
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where} (type {info.name}): {exc}") from None
     return component
+
+
+def _transforms(where: str, value: Any) -> tuple[BaseModel, ...]:
+    """One transform or a list of them, each a name or a mapping with `type`."""
+    if not isinstance(value, list):
+        return (_choice(where, value, TRANSFORM_TYPES),)
+    return tuple(_choice(f"{where}[{i}]", item, TRANSFORM_TYPES) for i, item in enumerate(value))
+
+
+def _choice(where: str, value: Any, types: Mapping[str, type[BaseModel]]) -> BaseModel:
+    """A spec choice given as a name, or as a mapping with `type` and the choice's parameters."""
+    allowed = ", ".join(types)
+    if isinstance(value, str):
+        value = {"type": value}
+    if not isinstance(value, dict) or "type" not in value:
+        raise ConfigError(f"{where}: a name, or a mapping with a 'type' (allowed: {allowed})")
+    name = value["type"]
+    if name not in types:
+        hint = difflib.get_close_matches(str(name), list(types), n=1)
+        did_you_mean = f" Did you mean: {hint[0]}?" if hint else ""
+        raise ConfigError(f"{where}: unknown type {name!r}.{did_you_mean} (allowed: {allowed})")
+    model = types[name]
+    keys = [field.alias or key for key, field in model.model_fields.items()]
+    _reject_unknown(f"{where} (type {name})", value, keys)
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, f"{where} (type {name})")) from None
 
 
 def _reject_unknown(where: str, given: dict[str, Any], allowed: Any) -> None:

@@ -151,3 +151,39 @@ def test_missing_input_file_is_an_error_message_not_a_traceback(spec_file: Path)
     )
     assert proc.returncode == 1
     assert "nope.jsonl" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_group_transform_adds_advantages_and_resume_keeps_groups_whole(
+    tmp_path: Path, spec_file: Path
+) -> None:
+    inp = tmp_path / "in.jsonl"
+    rows = [
+        {"id": f"g{g}-{i}", "group": f"g{g}", "completion": "x" * (1 + (g * 3 + i) % 4)}
+        for g in range(3)
+        for i in range(4)
+    ]
+    inp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    full, part = tmp_path / "full.jsonl", tmp_path / "part.jsonl"
+    args = ["score", "--spec", str(spec_file), "--input", str(inp), "--group-transform", "grpo"]
+    assert run_cli(*args, "--output", str(full)).returncode == 0
+    expected = read_jsonl(full)
+    for g in range(3):
+        advantages = [r["advantage"] for r in expected[g * 4 : g * 4 + 4]]
+        assert abs(sum(advantages)) < 1e-9 and any(a != 0 for a in advantages)
+
+    # Interrupted after 6 lines: group g1 is cut in half. Resume must redo all of g1.
+    part.write_text("".join(json.dumps({**r, "advantage": 99.0}) + "\n" for r in expected[:6]))
+    proc = run_cli(*args, "--output", str(part), "--resume")
+    assert proc.returncode == 0, proc.stderr
+    resumed = read_jsonl(part)
+    assert [r["id"] for r in resumed] == [r["id"] for r in expected]
+    assert [r["advantage"] for r in resumed[:4]] == [99.0] * 4  # g0 was whole: kept
+    assert resumed[4:] == expected[4:]  # g1 recomputed as a whole group
+
+
+def test_bad_group_transform_names_the_choices(tmp_path: Path, spec_file: Path) -> None:
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"completion": "x"}\n')
+    proc = run_cli("score", "--spec", str(spec_file), "--input", str(inp), "--output",
+                   str(tmp_path / "o.jsonl"), "--group-transform", "grpoo")  # fmt: skip
+    assert proc.returncode == 2 and "Did you mean: grpo?" in proc.stderr

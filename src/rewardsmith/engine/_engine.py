@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol
 from pydantic import ValidationError
 
 from .._exceptions import InputError
-from ..combine import combine
+from ..combine import GroupOrder, ResultBuilder, Scored
 from ..models import Result, Sample, Score
 from ..registry import registry
 from ..spec import RewardSpec, load_spec
@@ -108,6 +108,10 @@ class Engine:
 
         Inputs that are dicts are validated here; an invalid one (or an `InputError` from a
         reader) yields an `invalid` result in its place and the run goes on.
+
+        When the spec has group-level work (`group_transform:`, group-scoped `transform:`),
+        a group's results come once the group is complete, and a group must be contiguous in
+        the input: a group id seen again after other groups raises `InputError`.
         """
         with self._lock:
             yield from self._run(iter(samples), on_result)
@@ -118,8 +122,11 @@ class Engine:
         names = list(self.spec.rewards)
         timeout = self.spec.timeout_s
         pool = self.pool
-        ready: dict[int, Result] = {}
-        partial: dict[int, tuple[str, dict[str, Score]]] = {}
+        builder = ResultBuilder(self.spec)
+        order = GroupOrder() if self.spec.needs_groups else None
+        stop: InputError | None = None
+        ready: dict[int, Scored | Result] = {}
+        partial: dict[int, tuple[Sample, dict[str, Score]]] = {}
         next_out = 0
         counter = itertools.count()
         exhausted = False
@@ -134,27 +141,33 @@ class Engine:
                 if isinstance(sample, Result):
                     ready[index] = sample
                     continue
-                partial[index] = (sample.id, {})
+                if order is not None and (stop := order.check(sample)) is not None:
+                    exhausted = True  # finish what came before, then raise
+                    break
+                partial[index] = (sample, {})
                 pool.submit([Task((index, name), name, sample, timeout) for name in names])
+            finished: list[Result] = []
             while next_out in ready:
-                result = ready.pop(next_out)
+                finished += builder.push(ready.pop(next_out))
                 next_out += 1
+            done = exhausted and not partial and not ready
+            if done:
+                finished += builder.close()
+            for result in finished:
                 if on_result is not None:
                     on_result(result)
                 yield result
-            if exhausted and not partial and not ready:
+            if done:
+                if stop is not None:
+                    raise stop
                 return
             if partial:
                 for (index, name), score in pool.poll():
-                    sample_id, scores = partial[index]
+                    sample, scores = partial[index]
                     scores[name] = score
                     if len(scores) == len(names):
                         del partial[index]
-                        ordered = {n: scores[n] for n in names}
-                        reward, status = combine(self.spec, ordered)
-                        ready[index] = Result(
-                            id=sample_id, reward=reward, status=status, components=ordered
-                        )
+                        ready[index] = Scored(sample, {n: scores[n] for n in names})
 
     def _as_sample(self, item: SampleLike, index: int) -> Sample | Result:
         if isinstance(item, Sample):

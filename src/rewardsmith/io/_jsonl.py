@@ -46,11 +46,12 @@ def count_lines(path: Path) -> int:
         return sum(1 for line in handle if line.strip())
 
 
-def resume_point(output: Path) -> list[str]:
+def resume_point(output: Path, keep_lines: int | None = None) -> list[str]:
     """Ids already written to `output`, after cutting off a partly written last line.
 
     An interrupted run leaves complete lines plus, at worst, one truncated line; the file is
-    truncated to its complete lines so appending continues cleanly.
+    truncated to its complete lines (or to its first `keep_lines`) so appending continues
+    cleanly.
     """
     if not output.exists():
         return []
@@ -58,7 +59,7 @@ def resume_point(output: Path) -> list[str]:
     keep = 0
     with output.open("rb") as handle:
         for raw in handle:
-            if not raw.endswith(b"\n"):
+            if not raw.endswith(b"\n") or len(ids) == keep_lines:
                 break
             try:
                 ids.append(str(json.loads(raw)["id"]))

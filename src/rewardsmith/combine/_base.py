@@ -1,0 +1,51 @@
+"""What the combination pieces share: the config base class and a scored sample."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from pydantic import BaseModel, ConfigDict
+
+from ..models import Sample, Score, Status
+
+__all__ = ["Choice", "Counted", "Scored", "shaped", "withdrawn"]
+
+
+class Choice(BaseModel):
+    """One spec choice (`type:` plus its parameters): frozen, validated, picklable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A sample with every component's score, before transforms and combination."""
+
+    sample: Sample
+    scores: Mapping[str, Score]
+
+
+class Counted(NamedTuple):
+    """A component that counts in one sample's combination."""
+
+    name: str
+    position: int
+    """Index of the component in the spec (its rank for lexicographic order)."""
+    weight: float
+    score: float
+
+
+def shaped(score: Score, value: float, **detail: object) -> Score:
+    """`score` with a new value; the first untransformed value is kept as `detail.raw_score`."""
+    raw = score.detail.get("raw_score", score.score)
+    return Score(score=value, status="ok", detail={**score.detail, **detail, "raw_score": raw})
+
+
+def withdrawn(score: Score, status: Status, reason: str) -> Score:
+    """`score` without a value (`status`, with the reason); its detail and value are kept."""
+    raw = score.detail.get("raw_score", score.score)
+    return Score(
+        score=None, status=status, detail={**score.detail, "reason": reason, "raw_score": raw}
+    )

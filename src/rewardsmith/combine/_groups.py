@@ -1,0 +1,169 @@
+"""From scored samples to finished results, in input order: shaping, combination, advantages.
+
+The engine hands over each sample's scores in input order; `ResultBuilder` returns results in
+the same order. Without group-level work (no group-scoped `transform:`, no
+`group_transform:`) every sample is finished at once. With it, the samples of a group are
+held until the group is complete, which is when a sample of another group (or of none)
+arrives, or the input ends: memory stays bounded by the largest group (or batch).
+
+So a group's samples must be contiguous, as trainers emit them (a prompt's completions
+together). A group id that reappears after its group was closed is an `InputError` naming
+the group (`GroupOrder`): its first part is normalised without the rest, and normalising the
+second part on its own would silently give wrong advantages. The engine checks this as it
+reads, so it stops before scoring the offending sample, finishes and yields everything before
+it, then raises. Sort the input by group. Group ids are tracked per call, so the next
+training step may reuse them.
+
+Inputs that are not valid samples (`invalid` results made by the engine) belong to no group:
+they do not close the current group and keep their place in the output. With a
+`group_transform:`, every result carries `advantage` (null for samples that did not score).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .._exceptions import InputError
+from ..models import Result, Sample
+from ._advantages import Entry
+from ._base import Scored
+from ._combine import combine_scores
+from ._shaping import shape
+
+if TYPE_CHECKING:
+    from ..spec import RewardSpec
+
+__all__ = ["GroupOrder", "ResultBuilder"]
+
+Pending = Scored | Result
+"""A scored sample waiting for its group, or an input that failed before scoring."""
+
+
+class GroupOrder:
+    """Checks, sample by sample in input order, that every group is contiguous."""
+
+    def __init__(self) -> None:
+        self._current: str | None = None
+        self._closed: set[str] = set()
+
+    def check(self, sample: Sample) -> InputError | None:
+        """The error for a sample whose group was closed earlier, else None."""
+        key = sample.group
+        if key == self._current:
+            return None
+        if self._current is not None:
+            self._closed.add(self._current)
+        self._current = key
+        if key is not None and key in self._closed:
+            return InputError(
+                f"group {key!r} reappears at sample {sample.id!r} after other groups; "
+                "group transforms need each group's samples together (sort the input by group)"
+            )
+        return None
+
+
+class ResultBuilder:
+    """Finishes scored samples into results, buffering what group-level work needs."""
+
+    def __init__(self, spec: RewardSpec) -> None:
+        self._spec = spec
+        self._transform = spec.group_transform
+        self._batch_step = self._transform.batch if self._transform is not None else None
+        self._grouped = spec.needs_groups
+        self._pending: list[Pending] = []
+        self._group: str | None = None
+        self._order = GroupOrder()
+        self._batch: list[tuple[Result, float | None]] = []
+
+    def push(self, item: Pending) -> list[Result]:
+        """Take the next item in input order; return the results now finished, in order."""
+        if not self._grouped:
+            return self._emit(self._finish([item]))
+        if isinstance(item, Result):
+            if self._pending:
+                self._pending.append(item)
+                return []
+            return self._emit(self._finish([item]))
+        error = self._order.check(item.sample)
+        if error is not None:
+            raise error
+        key = item.sample.group
+        if key is not None and key == self._group:
+            self._pending.append(item)
+            return []
+        out = self._close_group()
+        if key is None:
+            return out + self._emit(self._finish([item]))
+        self._group = key
+        self._pending = [item]
+        return out
+
+    def close(self) -> list[Result]:
+        """The end of the input: finish what is held."""
+        return self._close_group() + self._flush_batch()
+
+    def _close_group(self) -> list[Result]:
+        if not self._pending:
+            return []
+        items, self._pending = self._pending, []
+        self._group = None
+        return self._emit(self._finish(items))
+
+    def _finish(self, items: Sequence[Pending]) -> list[tuple[Result, float | None]]:
+        """Shape, combine and (group step of the transform) one group."""
+        scored = [item for item in items if isinstance(item, Scored)]
+        shaped = iter(shape(self._spec, scored))
+        results: list[Result] = []
+        entries: list[Entry] = []
+        positions: list[int] = []
+        for item in items:
+            if isinstance(item, Result):
+                results.append(item)
+                continue
+            combined = combine_scores(self._spec, next(shaped))
+            result = Result(
+                id=item.sample.id,
+                reward=combined.reward,
+                status=combined.status,
+                components=combined.components,
+            )
+            if combined.steps is not None:
+                result.steps = list(combined.steps)
+            if combined.status == "ok" and combined.reward is not None:
+                entries.append(Entry(item.sample, result, combined.counted))
+                positions.append(len(results))
+            results.append(result)
+        values: list[float | None] = [None] * len(results)
+        if self._transform is not None and entries:
+            for position, value in zip(positions, self._transform.advantages(entries), strict=True):
+                values[position] = value
+        return list(zip(results, values, strict=True))
+
+    def _emit(self, finished: list[tuple[Result, float | None]]) -> list[Result]:
+        if self._batch_step is None:
+            return [self._with_advantage(result, value) for result, value in finished]
+        self._batch.extend(finished)
+        size = self._batch_step.size
+        return self._flush_batch() if size is not None and len(self._batch) >= size else []
+
+    def _flush_batch(self) -> list[Result]:
+        if self._batch_step is None or not self._batch:
+            return []
+        batch, self._batch = self._batch, []
+        scored = [(i, v) for i, (_, v) in enumerate(batch) if v is not None]
+        whitened = dict(
+            zip(
+                (i for i, _ in scored),
+                self._batch_step.apply([v for _, v in scored]),
+                strict=True,
+            )
+        )
+        return [
+            self._with_advantage(result, whitened.get(i)) for i, (result, _) in enumerate(batch)
+        ]
+
+    def _with_advantage(self, result: Result, value: float | None) -> Result:
+        if self._transform is not None:
+            result.advantage = value
+        return result

@@ -1,0 +1,37 @@
+"""Lexicographic combination: later components only break ties of earlier ones."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import Field
+
+from ._base import Choice, Counted
+
+__all__ = ["Lexicographic"]
+
+
+class Lexicographic(Choice):
+    """``sum_k tie_scale**k * w_k * s_k``, k the component's position in the spec (from 0).
+
+    The classic reduction of a lexicographic (preemptive) objective to one weighted sum with
+    geometrically decreasing weights (Sherali 1982, "Equivalent weights for lexicographic
+    multi-objective programs: characterizations and computations", EJOR 11). The position is
+    the component's place in the spec, not among the components that count, so a component
+    that does not apply never promotes the next one to a higher rank.
+
+    The order is exactly lexicographic when every weighted score lies in [-B, B] and distinct
+    values of a component differ by at least D, with ``2 * B * tie_scale / (1 - tie_scale) < D``:
+    e.g. 0/1 correctness first, scores in [-1, 1] after, and the default 1e-3. Ties are broken
+    down to float resolution: secondary differences below about ``ulp(total) / tie_scale``
+    (~1e-13 for totals near 1) are lost.
+    """
+
+    type: Literal["lexicographic"] = "lexicographic"
+    tie_scale: float = Field(default=1e-3, gt=0, lt=1)
+
+    def total(self, items: Sequence[Counted]) -> float:
+        """The combined reward of the counted components."""
+        return math.fsum(self.tie_scale**c.position * c.weight * c.score for c in items)

@@ -1,0 +1,55 @@
+"""ReNorm: per-step process rewards calibrated by the outcome."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from ..models import Score
+from ._base import Choice
+
+__all__ = ["ReNorm"]
+
+
+class ReNorm(Choice):
+    """Reward Normalization of process and outcome rewards.
+
+    Xu et al. 2025, "Hybrid Reward Normalization for Process-supervised Non-verifiable Agentic
+    Tasks" (PPR, arXiv 2509.25598): with a process reward r_p,t in [0, 1] for each step t and
+    an outcome r_o in {0, 1}, a step before the last gets ``r_t = r_p,t + r_o - beta`` and the
+    last (answer) step gets ``r_T = r_o``. With beta = 1 a wrong trajectory's steps land in
+    [-1, 0] and a right one's in [0, 1]: no step of a wrong answer is rewarded above a step of a
+    right one, however good the process model thinks it is.
+
+    Where the numbers come from: the `process` component reports one reward per step of the
+    trajectory, in order, the answer step last, as ``detail.steps`` (its own score is not
+    used); the `outcome` component's score is r_o (a score in [0, 1] is accepted). The last
+    step's process reward is replaced by the outcome, as above.
+
+    Output: the per-step rewards are the result's `steps` list; its `reward` (the scalar a
+    trainer without per-step credit uses) is their mean, which keeps the sign property.
+    """
+
+    type: Literal["renorm"] = "renorm"
+    process: str
+    outcome: str
+    beta: float = 1.0
+
+    def steps(self, process: Score, outcome: Score) -> list[float] | str:
+        """The per-step rewards, or why they cannot be computed."""
+        raw = process.detail.get("steps")
+        if not isinstance(raw, list) or not raw:
+            return f"renorm: component {self.process!r} must report detail.steps, a non-empty list"
+        if not all(
+            isinstance(r, int | float) and not isinstance(r, bool) and 0 <= r <= 1 for r in raw
+        ):
+            return f"renorm: {self.process}.detail.steps must be numbers in [0, 1]"
+        r_o = outcome.score
+        if r_o is None or not 0 <= r_o <= 1:
+            return f"renorm: outcome {self.outcome!r} must score in [0, 1], got {r_o!r}"
+        return [r + r_o - self.beta for r in raw[:-1]] + [r_o]
+
+    @staticmethod
+    def reward(steps: list[float]) -> float:
+        """The scalar reward of a trajectory: the mean of its step rewards."""
+        return math.fsum(steps) / len(steps)

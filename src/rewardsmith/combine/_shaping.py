@@ -1,0 +1,269 @@
+"""Per-component shaping (`transform:`): clip, tanh, min-max, mean-std and PAR.
+
+A component's `transform:` is one transform or a list applied in order, to the component's
+score, before combination. Only `ok` scores are shaped; a failed or not-applicable score is
+left as it is. The shaped score keeps the reward's own value as `detail.raw_score`, and gates,
+vetoes and `correct:` references judge that raw value: shaping changes magnitudes, not
+whether a component passed.
+
+Transforms that need group statistics (min-max and mean-std without fixed bounds, and the
+group length rewards in `_length`) see every sample of the sample's `group`; statistics are
+over the samples whose component is `ok`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field, model_validator
+
+from ..models import Sample, Score
+from ._base import Choice, Scored, shaped, withdrawn
+from ._stats import all_equal, standardised
+
+if TYPE_CHECKING:
+    from ..spec import RewardSpec
+
+__all__ = [
+    "Clip",
+    "MeanStd",
+    "MinMax",
+    "Par",
+    "PerSample",
+    "Row",
+    "Tanh",
+    "ok_values",
+    "replaced",
+    "shape",
+    "sigmoid",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One sample as transforms see it."""
+
+    sample: Sample
+    scores: dict[str, Score]
+    """Current scores (transforms of earlier components already applied)."""
+    raw: Mapping[str, Score]
+    """Scores as the rewards returned them."""
+
+    def correct(self, name: str) -> bool | None:
+        """Whether component `name` passed (its raw score > 0); None when it has no score."""
+        score = self.raw[name]
+        if score.status != "ok" or score.score is None:
+            return None
+        return score.score > 0
+
+
+def shape(spec: RewardSpec, items: Sequence[Scored]) -> list[dict[str, Score]]:
+    """Every component's transforms applied, in spec order, over one group of samples."""
+    rows = [Row(item.sample, dict(item.scores), item.scores) for item in items]
+    for name, component in spec.rewards.items():
+        for transform in component.transform:
+            for row, score in zip(rows, transform.apply(name, rows), strict=True):
+                row.scores[name] = score
+    return [row.scores for row in rows]
+
+
+class PerSample(Choice):
+    """A transform of one score at a time."""
+
+    @property
+    def group_scoped(self) -> bool:
+        """Per-sample transforms need no group."""
+        return False
+
+    def apply(self, name: str, rows: Sequence[Row]) -> list[Score]:
+        """The component's new score on each row (failed scores unchanged)."""
+        return [
+            self.one(row.scores[name], row) if row.scores[name].status == "ok" else row.scores[name]
+            for row in rows
+        ]
+
+    def one(self, score: Score, row: Row) -> Score:
+        """The new score of one `ok` score (each transform defines it)."""
+        raise NotImplementedError
+
+
+def ok_values(name: str, rows: Sequence[Row]) -> list[tuple[int, float]]:
+    """(row index, score) of the rows where component `name` is `ok`."""
+    return [
+        (i, row.scores[name].score)  # type: ignore[misc]
+        for i, row in enumerate(rows)
+        if row.scores[name].status == "ok" and row.scores[name].score is not None
+    ]
+
+
+def replaced(name: str, rows: Sequence[Row], new: Mapping[int, Score]) -> list[Score]:
+    """The component's column with the rows in `new` replaced."""
+    return [new.get(i, row.scores[name]) for i, row in enumerate(rows)]
+
+
+class Clip(PerSample):
+    """``min(max(x, min), max)``: bound a score (the "Clip" baseline of PAR, Fu et al. 2025)."""
+
+    type: Literal["clip"] = "clip"
+    min: float | None = None
+    max: float | None = None
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Clip:
+        if self.min is None and self.max is None:
+            raise ValueError("clip needs min, max or both")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"clip: min ({self.min}) is above max ({self.max})")
+        return self
+
+    def one(self, score: Score, row: Row) -> Score:
+        value = score.score
+        assert value is not None
+        if self.min is not None:
+            value = max(value, self.min)
+        if self.max is not None:
+            value = min(value, self.max)
+        return shaped(score, value)
+
+
+class Tanh(PerSample):
+    """``tanh(x / scale)``: a bounded, monotone squash into (-1, 1).
+
+    Bounding the RL reward is the first design principle of Fu et al. 2025, "Reward Shaping
+    to Mitigate Reward Hacking in RLHF" (PAR): an unbounded reward invites hacking.
+    """
+
+    type: Literal["tanh"] = "tanh"
+    scale: float = Field(default=1.0, gt=0)
+
+    def one(self, score: Score, row: Row) -> Score:
+        assert score.score is not None
+        return shaped(score, math.tanh(score.score / self.scale))
+
+
+class MinMax(Choice):
+    """``(x - min) / (max - min)`` into [0, 1] (the "Minmax" baseline of PAR, Fu et al. 2025).
+
+    With `min` and `max` given, they are fixed bounds (per sample). Without them, they are the
+    group's smallest and largest score; a group whose scores are all equal gets exactly 0.0
+    (no spread, no signal).
+    """
+
+    type: Literal["min_max"] = "min_max"
+    min: float | None = None
+    max: float | None = None
+
+    @model_validator(mode="after")
+    def _bounds(self) -> MinMax:
+        if (self.min is None) != (self.max is None):
+            raise ValueError("min_max: give both min and max (fixed), or neither (per group)")
+        if self.min is not None and self.max is not None and not self.min < self.max:
+            raise ValueError(f"min_max: min ({self.min}) must be below max ({self.max})")
+        return self
+
+    @property
+    def group_scoped(self) -> bool:
+        """Statistics come from the group when no fixed bounds are given."""
+        return self.min is None
+
+    def apply(self, name: str, rows: Sequence[Row]) -> list[Score]:
+        values = ok_values(name, rows)
+        if not values:
+            return replaced(name, rows, {})
+        xs = [x for _, x in values]
+        if self.min is not None and self.max is not None:
+            low, high = self.min, self.max
+        elif all_equal(xs):
+            return replaced(name, rows, {i: shaped(rows[i].scores[name], 0.0) for i, _ in values})
+        else:
+            low, high = min(xs), max(xs)
+        return replaced(
+            name,
+            rows,
+            {i: shaped(rows[i].scores[name], (x - low) / (high - low)) for i, x in values},
+        )
+
+
+class MeanStd(Choice):
+    """``(x - mean) / (std + epsilon)`` (the "Meanstd" baseline of PAR, Fu et al. 2025).
+
+    With `mean` and `std` given, they are fixed (per sample, e.g. running statistics of the
+    reward model). Without them, they are the group's (population std); a group whose scores
+    are all equal gets exactly 0.0.
+    """
+
+    type: Literal["mean_std"] = "mean_std"
+    mean: float | None = None
+    std: float | None = Field(default=None, gt=0)
+    epsilon: float = Field(default=1e-6, ge=0)
+
+    @model_validator(mode="after")
+    def _stats(self) -> MeanStd:
+        if (self.mean is None) != (self.std is None):
+            raise ValueError("mean_std: give both mean and std (fixed), or neither (per group)")
+        return self
+
+    @property
+    def group_scoped(self) -> bool:
+        """Statistics come from the group when no fixed mean and std are given."""
+        return self.mean is None
+
+    def apply(self, name: str, rows: Sequence[Row]) -> list[Score]:
+        values = ok_values(name, rows)
+        if self.mean is not None and self.std is not None:
+            m, s = self.mean, self.std
+            new = {i: shaped(rows[i].scores[name], (x - m) / (s + self.epsilon)) for i, x in values}
+            return replaced(name, rows, new)
+        z = standardised([x for _, x in values], std="population", epsilon=self.epsilon)
+        return replaced(
+            name,
+            rows,
+            {i: shaped(rows[i].scores[name], v) for (i, _), v in zip(values, z, strict=True)},
+        )
+
+
+def sigmoid(x: float) -> float:
+    """The logistic function, without overflow for large |x|."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+class Par(PerSample):
+    """Preference As Reward: ``mean over m of sigmoid(r - r_ref_m)``, in (0, 1).
+
+    Fu et al. 2025, "Reward Shaping to Mitigate Reward Hacking in RLHF", eq. (PAR): the RL
+    reward is the sigmoid of the reward centred on reference responses' rewards, averaged over
+    the M references. It is bounded, grows fastest near the reference and saturates far above
+    it, which is what takes the incentive out of hacking the reward model.
+
+    The references' rewards r_ref come with the sample, in ``metadata[key]`` (default
+    ``metadata.reference_rewards``): a non-empty list of numbers, scored by the same reward
+    (e.g. the reward model on the SFT model's responses to the same prompt). Without them the
+    component is `invalid` (PAR cannot be computed; it is never replaced by a guess).
+    """
+
+    type: Literal["par"] = "par"
+    key: str = "reference_rewards"
+
+    def one(self, score: Score, row: Row) -> Score:
+        refs = row.sample.metadata.get(self.key)
+        if (
+            not isinstance(refs, list)
+            or not refs
+            or not all(isinstance(r, int | float) and not isinstance(r, bool) for r in refs)
+            or not all(math.isfinite(r) for r in refs)
+        ):
+            return withdrawn(
+                score,
+                "invalid",
+                f"par needs metadata.{self.key}: a non-empty list of finite reference rewards",
+            )
+        r = score.score
+        assert r is not None
+        value = math.fsum(sigmoid(r - ref) for ref in refs) / len(refs)
+        return shaped(score, value, references=len(refs))

@@ -1,0 +1,48 @@
+"""Build specs and run the result builder over hand-made scores, without worker processes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rewardsmith import RewardSpec, Sample, Score
+from rewardsmith.combine import ResultBuilder, Scored
+from rewardsmith.models import Result
+
+ECHO = "tests.combine.rewards_for_tests:echo"
+
+
+def spec(components: dict[str, dict[str, Any]], **top: Any) -> RewardSpec:
+    """A spec whose components are all `echo` rewards (keyed by their own name)."""
+    rewards = {name: {"type": ECHO, "key": name, **body} for name, body in components.items()}
+    return RewardSpec.from_dict({"rewards": rewards, **top})
+
+
+def ok(value: float, **detail: Any) -> Score:
+    return Score.ok(value, **detail)
+
+
+def row(
+    group: str | None, scores: dict[str, Score], sample_id: str = "", **metadata: Any
+) -> Scored:
+    sample = Sample(id=sample_id or "s", completion="x", group=group, metadata=metadata)
+    return Scored(sample, scores)
+
+
+def run(spec: RewardSpec, items: list[Scored | Result]) -> list[Result]:
+    """Results for `items` in order, as the engine would emit them."""
+    builder = ResultBuilder(spec)
+    out: list[Result] = []
+    for i, item in enumerate(items):
+        if isinstance(item, Scored) and item.sample.id == "s":
+            item = Scored(item.sample.model_copy(update={"id": str(i)}), item.scores)
+        out += builder.push(item)
+    return out + builder.close()
+
+
+def rewards_in_group(values: list[float], group: str = "g") -> list[Scored]:
+    """One single-component (`r`) sample per value, all in `group`."""
+    return [row(group, {"r": ok(v)}) for v in values]
+
+
+def advantages(spec: RewardSpec, items: list[Scored | Result]) -> list[float | None]:
+    return [r.advantage for r in run(spec, items)]

@@ -1,0 +1,142 @@
+"""Combiners beyond the foundation's: ensembles, lexicographic, veto, ReNorm."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rewardsmith import Score
+from rewardsmith.combine import combine, combine_scores
+
+from .helpers import ok, row, run, spec
+
+NA = Score.failed("not_applicable", "nothing to check")
+
+
+def two(combine_mode, **weights):
+    return spec(
+        {"a": {"weight": weights.get("a", 1.0)}, "b": {"weight": weights.get("b", 1.0)}},
+        combine=combine_mode,
+    )
+
+
+@pytest.mark.parametrize(
+    ("mode", "a", "b", "expected"),
+    [
+        ("average", 1.0, 0.0, 0.5),
+        ("min", 1.0, 0.25, 0.25),
+        ({"type": "uncertainty", "lambda": 0.5}, 1.0, 0.0, 0.5 - 0.5 * 0.25),
+        ({"type": "uncertainty", "lambda": 2}, 0.8, 0.4, 0.6 - 2 * 0.04),
+        ("uncertainty", 0.35, 0.35, 0.35),
+        ({"type": "lexicographic", "tie_scale": 0.01}, 1.0, 0.5, 1.005),
+        ("lexicographic", 0.0, -1.0, -0.001),
+    ],
+)
+def test_hand_computed(mode, a, b, expected) -> None:
+    total, status = combine(two(mode), {"a": ok(a), "b": ok(b)})
+    assert status == "ok"
+    assert total == pytest.approx(expected, abs=1e-15)
+
+
+def test_ensembles_use_weighted_members() -> None:
+    total, _ = combine(two("average", a=2.0), {"a": ok(1.0), "b": ok(1.0)})
+    assert total == 1.5
+
+
+def test_lexicographic_rank_is_the_spec_position_not_the_counted_position() -> None:
+    s = two({"type": "lexicographic", "tie_scale": 0.01})
+    assert combine(s, {"a": NA, "b": ok(1.0)}) == (pytest.approx(0.01), "ok")
+
+
+def test_veto_zeroes_the_total_only_when_the_rule_fails() -> None:
+    s = spec({"correct": {}, "safe": {"veto": True, "weight": 0.0}})
+    assert combine(s, {"correct": ok(1.0), "safe": ok(0.0)}) == (0.0, "ok")
+    assert combine(s, {"correct": ok(1.0), "safe": ok(-1.0)}) == (0.0, "ok")
+    assert combine(s, {"correct": ok(1.0), "safe": ok(1.0)}) == (1.0, "ok")
+    assert combine(s, {"correct": ok(1.0), "safe": NA}) == (1.0, "ok")
+    failed = Score.failed("timeout", "slow")
+    assert combine(s, {"correct": ok(1.0), "safe": failed}) == (None, "timeout")
+
+
+def test_veto_counts_every_component_as_zero_for_gdpo() -> None:
+    s = spec({"correct": {}, "safe": {"veto": True}})
+    combined = combine_scores(s, {"correct": ok(1.0), "safe": ok(0.0)})
+    assert [c.score for c in combined.counted] == [0.0, 0.0]
+
+
+RENORM = {"type": "renorm", "process": "prm", "outcome": "correct"}
+
+
+def renorm(steps, outcome, **options):
+    s = spec({"prm": {}, "correct": {}}, combine={**RENORM, **options})
+    (result,) = run(s, [row("g", {"prm": ok(0.5, steps=steps), "correct": ok(outcome)})])
+    return result
+
+
+@pytest.mark.parametrize(
+    ("steps", "outcome", "expected"),
+    [
+        ([0.8, 0.6, 0.9], 1.0, [0.8, 0.6, 1.0]),
+        ([0.8, 0.6, 0.9], 0.0, [-0.2, -0.4, 0.0]),
+        ([0.3], 1.0, [1.0]),
+        ([1.0, 0.0], 0.0, [0.0, 0.0]),
+    ],
+)
+def test_renorm_hand_computed(steps, outcome, expected) -> None:
+    result = renorm(steps, outcome)
+    assert result.steps == pytest.approx(expected)
+    assert result.reward == pytest.approx(sum(expected) / len(expected))
+    assert result.model_dump(exclude_unset=True)["steps"] == result.steps
+
+
+def test_renorm_beta() -> None:
+    assert renorm([0.5, 0.5], 1.0, beta=0.5).steps == [1.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("steps", "outcome", "reason"),
+    [(None, 1.0, "detail.steps"), ([1.5], 1.0, "in [0, 1]"), ([0.5], 2.0, "outcome")],
+)
+def test_renorm_rejects_what_it_cannot_normalise(steps, outcome, reason) -> None:
+    detail = {} if steps is None else {"steps": steps}
+    s = spec({"prm": {}, "correct": {}}, combine=RENORM)
+    (result,) = run(s, [row("g", {"prm": ok(0.5, **detail), "correct": ok(outcome)})])
+    assert (result.reward, result.status, result.steps) == (None, "invalid", None)
+    assert reason in result.components["prm"].detail["reason"]
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=12), st.sampled_from([0.0, 1.0]))
+def test_renorm_wrong_answers_land_in_minus_one_zero_right_ones_in_zero_one(steps, outcome) -> None:
+    result = renorm(steps, outcome)
+    low, high = (0.0, 1.0) if outcome else (-1.0, 0.0)
+    assert all(low <= r <= high for r in result.steps)
+    assert low <= result.reward <= high
+
+
+members = st.lists(st.floats(-10, 10), min_size=1, max_size=6)
+
+
+@given(members, st.floats(0, 5))
+def test_ensemble_bounds(values, lam) -> None:
+    names = {f"c{i}": {} for i in range(len(values))}
+    scores = {f"c{i}": ok(v) for i, v in enumerate(values)}
+    mean, _ = combine(spec(names, combine="average"), scores)
+    worst, _ = combine(spec(names, combine="min"), scores)
+    cautious, _ = combine(spec(names, combine={"type": "uncertainty", "lambda": lam}), scores)
+    assert min(values) - 1e-9 <= mean <= max(values) + 1e-9
+    assert worst <= mean + 1e-9
+    assert cautious <= mean + 1e-9
+
+
+@given(st.sampled_from([0.0, 1.0]), st.sampled_from([0.0, 1.0]), st.floats(-1, 1), st.floats(-1, 1))
+def test_lexicographic_order_holds_for_binary_primary(p1, p2, s1, s2) -> None:
+    s = spec({"p": {}, "s": {}}, combine="lexicographic")
+    t1, _ = combine(s, {"p": ok(p1), "s": ok(s1)})
+    t2, _ = combine(s, {"p": ok(p2), "s": ok(s2)})
+    if p1 > p2:
+        assert t1 > t2
+    elif p1 == p2 and s1 > s2:
+        assert t1 >= t2  # strictly, down to the float resolution of the primary's scale:
+        if s1 - s2 > 1e-9:
+            assert t1 > t2

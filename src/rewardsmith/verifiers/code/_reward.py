@@ -35,6 +35,7 @@ from ._harness import (
     program_config,
     suite_config,
 )
+from ._remote import RemoteBackend
 from ._sandbox import (
     BWRAP_MISSING,
     Limits,
@@ -46,12 +47,13 @@ from ._sandbox import (
     site_packages,
     tail,
 )
+from ._zygote import WarmPool
 
 __all__ = ["CodeConfig", "code"]
 
 log = logging.getLogger(__name__)
 
-Backend = Literal["bwrap", "none"]
+Backend = Literal["bwrap", "none", "remote"]
 Mode = Literal["all", "fraction"]
 Compare = Literal["whitespace", "exact"]
 
@@ -81,6 +83,8 @@ class CodeConfig:
     limits: Limits
     parallelism: int
     python: str
+    warm: bool = True
+    url: str | None = None
 
 
 @reward("code")
@@ -97,6 +101,10 @@ def code(
     max_output_bytes: int = 1_000_000,
     parallelism: int | None = None,
     python: str | None = None,
+    warm: bool = True,
+    url: str | None = None,
+    remote_language: str = "python",
+    remote_timeout_s: float | None = None,
 ) -> RewardFn:
     """Unit-test reward for Python: 1 when the program passes every test (or the fraction).
 
@@ -106,7 +114,11 @@ def code(
     `extract`: which fenced block is the program. `prepend_prompt`: run
     ``prompt + program`` (HumanEval completions). `timeout_s`, `memory_mb`,
     `max_processes`, `max_output_bytes`: limits of one execution. `parallelism`:
-    concurrent stdin/stdout cases (default: cores).
+    concurrent stdin/stdout cases (default: cores). `warm` (bwrap only, default true): a warm
+    sandbox per engine worker (one bwrap + a preloaded interpreter that forks one isolated
+    child per run, see `_zygote`) instead of a fresh bwrap + interpreter per run.
+    ``sandbox: remote`` sends each program to a SandboxFusion server at `url` (see `_remote`);
+    `remote_language` is its language name, `remote_timeout_s` the HTTP timeout.
     """
     if not 0 < timeout_s <= MAX_TIMEOUT_S:
         raise ConfigError(f"timeout_s: must be in (0, {MAX_TIMEOUT_S}], got {timeout_s}")
@@ -118,6 +130,13 @@ def code(
         raise ConfigError(f"max_output_bytes: must be positive, got {max_output_bytes}")
     if parallelism is not None and parallelism < 1:
         raise ConfigError(f"parallelism: must be at least 1, got {parallelism}")
+    if sandbox == "remote":
+        if not url or not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ConfigError("url: `sandbox: remote` needs the SandboxFusion server's http(s) url")
+    elif url is not None:
+        raise ConfigError("url: only used with `sandbox: remote`")
+    if remote_timeout_s is not None and not 0 < remote_timeout_s <= 600:
+        raise ConfigError(f"remote_timeout_s: must be in (0, 600], got {remote_timeout_s}")
     interpreter = python or sys.executable
     if not os.access(interpreter, os.X_OK):
         raise ConfigError(f"python: {interpreter!r} is not an executable")
@@ -136,7 +155,13 @@ def code(
         ),
         parallelism=parallelism or _cores(),
         python=interpreter,
+        warm=warm,
+        url=url,
     )
+    if sandbox == "remote":
+        return _RemoteRunner(
+            config, RemoteBackend(url or "", remote_language, remote_timeout_s)
+        ).score
     if sandbox == "none":
         warnings.warn(_NO_SANDBOX_WARNING, RuntimeWarning, stacklevel=2)
         log.warning(_NO_SANDBOX_WARNING)
@@ -158,6 +183,7 @@ class _Runner:
         self.config = config
         self._plan: Any = None
         self._site: list[str] | None = None
+        self._pool: WarmPool | None = None
 
     # -- the reward function ---------------------------------------------------------------
 
@@ -206,21 +232,32 @@ class _Runner:
                 raise SandboxUnavailable(f"cannot query {self.config.python!r}: {exc}") from exc
         return self._site
 
+    def _execute(self, plan: Any, config: bytes, stdin: bytes, style_io: bool = False) -> RunResult:
+        """One run of the harness: in a warm sandbox, or a fresh bwrap (or plain process)."""
+        if plan is not None and self.config.warm:
+            if self._pool is None:
+                self._pool = WarmPool(plan, self.config.limits)
+            return self._pool.run(RUNNER, config=config, stdin=stdin)
+        return run_python(
+            plan, self.config.python, RUNNER, config=config, stdin=stdin, limits=self.config.limits
+        )
+
+    def _no_start_is_error(self, run: RunResult) -> bool:
+        """Whether a run without the harness's start record is an infrastructure failure."""
+        return True
+
+    def sandbox_pids(self) -> set[int]:
+        """Host pids of this reward's idle warm sandboxes (nothing else of a run remains)."""
+        return self._pool.pids() if self._pool is not None else set()
+
     # -- HumanEval / asserts: one execution --------------------------------------------------
 
     def _score_suite(self, plan: Any, suite: Suite, program: str) -> Score:
         token = new_token()
         started = time.monotonic()
-        run = run_python(
-            plan,
-            self.config.python,
-            RUNNER,
-            config=suite_config(suite, program, token, self._path()),
-            stdin=b"",
-            limits=self.config.limits,
-        )
+        run = self._execute(plan, suite_config(suite, program, token, self._path()), b"")
         channel = parse_channel(run.channel, token, suite.size)
-        if not channel.started:
+        if not channel.started and self._no_start_is_error(run):
             raise SandboxUnavailable(_startup_failure(run))
         outcomes: list[dict[str, Any]] = []
         for i in range(suite.size):
@@ -244,16 +281,11 @@ class _Runner:
         def one(i: int) -> tuple[dict[str, Any], RunResult, str | None]:
             case = suite.cases[i]
             token = new_token()
-            run = run_python(
-                plan,
-                self.config.python,
-                RUNNER,
-                config=program_config(program, token, self._path()),
-                stdin=case.input.encode(),
-                limits=self.config.limits,
+            run = self._execute(
+                plan, program_config(program, token, self._path()), case.input.encode(), True
             )
             channel = parse_channel(run.channel, token, 0)
-            if not channel.started:
+            if not channel.started and self._no_start_is_error(run):
                 raise SandboxUnavailable(_startup_failure(run))
             if channel.tampered:
                 return {"passed": False, "error": channel.tampered}, run, channel.tampered
@@ -325,6 +357,34 @@ class _Runner:
             first = next((o for o in outcomes if not o["passed"]), None)
             detail["reason"] = (first or {}).get("error") or "not every test reported"
         return Score.ok(value, **detail)
+
+
+class _RemoteRunner(_Runner):
+    """`sandbox: remote`: every execution is one call to a SandboxFusion server."""
+
+    def __init__(self, config: CodeConfig, backend: RemoteBackend) -> None:
+        super().__init__(config)
+        self.backend = backend
+
+    def _sandbox_plan(self) -> Any:
+        return self.backend
+
+    def _path(self) -> list[str]:
+        return []  # the server's interpreter has its own site-packages
+
+    def _no_start_is_error(self, run: RunResult) -> bool:
+        # The server says it ran the program to its time limit: a timeout (0), even when it
+        # returned none of the output.
+        return not run.timed_out
+
+    def _execute(self, plan: Any, config: bytes, stdin: bytes, style_io: bool = False) -> RunResult:
+        return self.backend.run(
+            RUNNER,
+            config=config,
+            stdin=stdin,
+            style_io=style_io,
+            run_timeout_s=self.config.limits.timeout_s,
+        )
 
 
 def _missing_reason(run: RunResult) -> str:

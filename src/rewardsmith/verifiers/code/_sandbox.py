@@ -138,8 +138,15 @@ def _load_libc() -> ctypes.CDLL:
     return _libc
 
 
-def _host_uid() -> int:
-    return _HOST_UID_BASE + os.getpid() % _HOST_UID_SPAN
+_HOST_UID_SLOTS = 16
+"""Host uids per worker process: slot 0 for cold runs and the first warm sandbox, one more
+per concurrent warm sandbox (`_zygote`)."""
+
+
+def _host_uid(slot: int = 0) -> int:
+    """The unprivileged host uid a root caller's sandboxes run as (per process and slot)."""
+    per_process = _HOST_UID_SPAN // _HOST_UID_SLOTS
+    return _HOST_UID_BASE + (os.getpid() % per_process) * _HOST_UID_SLOTS + slot % _HOST_UID_SLOTS
 
 
 def _own_task_count(uid: int) -> int:
@@ -282,25 +289,30 @@ def _preexec(plan: _Plan | None, limits: Limits, nproc: int) -> None:
     Failures exit with a distinctive code: the parent reports them as infrastructure errors.
     """
     if plan is not None and plan.as_root:
-        libc = _libc
-        assert libc is not None
-        if libc.unshare(_CLONE_NEWNS) != 0:
-            os._exit(121)
-        if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
-            os._exit(122)
-        if libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0, b"size=64k,mode=755") != 0:
-            os._exit(123)
-        os.mkdir("/tmp/.rewardsmith-bind", 0o755)
-        for i, directory in enumerate(plan.binds):
-            target = f"/tmp/.rewardsmith-bind/{i}".encode()
-            os.mkdir(target, 0o755)
-            if libc.mount(directory.encode(), target, None, _MS_BIND | _MS_REC, None) != 0:
-                os._exit(124)
-        uid = _host_uid()
-        os.setgroups([])
-        os.setresgid(_SANDBOX_UID, _SANDBOX_UID, _SANDBOX_UID)
-        os.setresuid(uid, uid, uid)
+        _preexec_root(plan, _host_uid())
     _set_limits(limits, nproc)
+
+
+def _preexec_root(plan: _Plan, uid: int) -> None:
+    """Root caller, in the forked child: stage the interpreter's prefix in a private mount
+    namespace, then become the unprivileged host `uid`."""
+    libc = _libc
+    assert libc is not None
+    if libc.unshare(_CLONE_NEWNS) != 0:
+        os._exit(121)
+    if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        os._exit(122)
+    if libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0, b"size=64k,mode=755") != 0:
+        os._exit(123)
+    os.mkdir("/tmp/.rewardsmith-bind", 0o755)
+    for i, directory in enumerate(plan.binds):
+        target = f"/tmp/.rewardsmith-bind/{i}".encode()
+        os.mkdir(target, 0o755)
+        if libc.mount(directory.encode(), target, None, _MS_BIND | _MS_REC, None) != 0:
+            os._exit(124)
+    os.setgroups([])
+    os.setresgid(_SANDBOX_UID, _SANDBOX_UID, _SANDBOX_UID)
+    os.setresuid(uid, uid, uid)
 
 
 _PREEXEC_FAILURES = {

@@ -143,9 +143,16 @@ def compute_score_batch(
     **kwargs: Any,
 ) -> list[dict[str, float]]:
     """verl's batched custom reward function (reward manager `batch`): one dict per sample."""
-    batcher = shared_batcher(spec, workers)
-    samples = _batch_samples(data_sources, solution_strs or [], ground_truths, extra_infos)
-    return [_output(batcher.engine.spec, r) for r in batcher.score(samples)]
+    results = compute_score(
+        spec=spec,
+        workers=workers,
+        data_sources=data_sources,
+        solution_strs=solution_strs or [],
+        ground_truths=ground_truths,
+        extra_infos=extra_infos,
+    )
+    assert isinstance(results, list)  # the batched form always answers a list
+    return results
 
 
 async def compute_score_async(

@@ -1,0 +1,272 @@
+"""Reward server under load: 64 concurrent clients on loopback vs in-process scoring, one run.
+
+    python benchmarks/server_bench.py [--data ../shared/data] [--clients 64]
+        [--sizes 1,16,64,256] [--repeats 5] [--passes 3]
+        [--write BENCHMARKS.md]
+
+Samples: the 5,776 math pairs of `math_bench.py` (GSM8K model solutions + MATH-500), the
+`math` spec. Both sides use the default worker count (one per core) and a warm pool.
+
+- in process: `Engine.score` on all samples at once (the ceiling: no HTTP, no JSON).
+- over HTTP: `rewardsmith serve` in its own process; `--clients` concurrent clients
+  (asyncio, one `httpx.AsyncClient` and keep-alive connection each, all in this process)
+  take the next request body (`size` samples, JSON-encoded before the clock starts, as a
+  trainer would have them; answers are decoded after it stops), POST it
+  to `/v1/score`, and go again until every sample is scored. The server micro-batches the
+  concurrent requests into its engine. Latency is per request, as a client sees it.
+
+Every HTTP result must equal the in-process result of the same sample (parsed JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import signal
+import socket
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).parent))
+from math_bench import SPEC, load_pairs, pct
+
+from rewardsmith import Engine
+
+HERE = Path(__file__).resolve().parent
+START, END = "<!-- server-bench:start -->", "<!-- server-bench:end -->"
+TARGET = 0.70
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+WARM_UP = [{"id": f"w{i}", "completion": f"\\boxed{{{i}}}", "reference": str(i)} for i in range(64)]
+"""Starts the workers' imports and paths, without filling their caches with the real samples."""
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by a process and its live descendants."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        cpu[int(entry)] = (int(fields[11]) + int(fields[12])) / ticks
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [c for c, p in parents.items() if p == parent]
+        tree.update(children)
+        frontier += children
+    return sum(cpu.get(p, 0.0) for p in tree)
+
+
+def in_process(samples: list[dict]) -> tuple[list[str], float, float]:
+    """Results as JSON lines, seconds, CPU seconds (this process and its workers)."""
+    with Engine(SPEC) as engine:
+        engine.score(WARM_UP)
+        cpu = tree_cpu(os.getpid())
+        started = time.perf_counter()
+        results = engine.score(samples)
+        elapsed = time.perf_counter() - started
+        cpu = tree_cpu(os.getpid()) - cpu
+    return [r.model_dump_json(exclude_unset=True) for r in results], elapsed, cpu
+
+
+class Server:
+    def __init__(self, spec: Path) -> None:
+        self.url = f"http://127.0.0.1:{free_port()}"
+        port = self.url.rsplit(":", 1)[1]
+        command = [sys.executable, "-m", "rewardsmith.cli", "serve", "--spec", str(spec)]
+        command += ["--port", port, "--log-level", "warning"]
+        self.process = subprocess.Popen(command)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise SystemExit(f"server exited {self.process.returncode}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise SystemExit("server did not start")
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=60)
+
+
+async def load(
+    url: str, samples: list[dict], clients: int, size: int
+) -> tuple[dict[str, dict], list[float], float, float]:
+    """Results by id, request latencies, seconds, and the clients' CPU seconds meanwhile."""
+    queue: asyncio.Queue[bytes] = asyncio.Queue()
+    for i in range(0, len(samples), size):  # encoded before the clock: the trainer's cost
+        queue.put_nowait(json.dumps({"samples": samples[i : i + size]}).encode())
+    latencies: list[float] = []
+    answers: list[bytes] = []
+    connected = asyncio.Event()
+    ready = 0
+    headers = {"Content-Type": "application/json"}
+    tls = ssl.create_default_context()  # unused on http://, but built once, not per client
+
+    async def client() -> None:  # one trainer process: its own client and connection
+        nonlocal ready
+        async with httpx.AsyncClient(base_url=url, timeout=120, verify=tls) as http:
+            await http.get("/health")  # connect before the clock starts
+            ready += 1
+            if ready == clients:
+                connected.set()
+            await connected.wait()
+            while not queue.empty():
+                body = queue.get_nowait()
+                t0 = time.perf_counter()
+                response = await http.post("/v1/score", content=body, headers=headers)
+                latencies.append(time.perf_counter() - t0)
+                response.raise_for_status()
+                answers.append(response.content)  # decoded after the clock
+
+    async def timed() -> tuple[float, float]:
+        await connected.wait()
+        return time.perf_counter(), time.process_time()
+
+    timer = asyncio.create_task(timed())
+    await asyncio.gather(*(client() for _ in range(clients)))
+    started, cpu_started = await timer
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    results = {r["id"]: r for answer in answers for r in json.loads(answer)["results"]}
+    return results, latencies, elapsed, cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=HERE.parent.parent / "shared" / "data")
+    parser.add_argument("--clients", type=int, default=64)
+    parser.add_argument(
+        "--sizes", default="1,16,64,256", help="samples per request, comma-separated"
+    )
+    parser.add_argument("--repeats", type=int, default=5, help="runs per row (median)")
+    parser.add_argument(
+        "--passes", type=int, default=3, help="times each run goes over the pairs (steady state)"
+    )
+    parser.add_argument("--write", type=Path, help="update this BENCHMARKS.md section")
+    args = parser.parse_args()
+
+    pairs = load_pairs(args.data)
+    samples = [
+        {"id": f"{p['id']}#{round_}", "completion": p["completion"], "reference": p["reference"]}
+        for round_ in range(args.passes)
+        for p in pairs
+    ]
+    n = len(samples)
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        spec = Path(folder) / "spec.yaml"
+        spec.write_text(SPEC)
+        for size in [int(s) for s in args.sizes.split(",")]:
+            local_runs, http_runs, latencies, mismatched = [], [], [], 0
+            local_cpu, server_cpu, client_cpu = [], [], []
+            for _ in range(args.repeats):  # alternate, so both sides see the same machine
+                # Fresh workers on both sides every time: the math reward caches parses, so a
+                # pool that has seen the samples before would score them faster.
+                expected, local_s, cpu = in_process(samples)
+                local_runs.append(local_s)
+                local_cpu.append(cpu)
+                by_id = {
+                    s["id"]: json.loads(line) for s, line in zip(samples, expected, strict=True)
+                }
+                server = Server(spec)
+                try:
+                    httpx.post(f"{server.url}/v1/score", json=WARM_UP, timeout=60)
+                    cpu = tree_cpu(server.process.pid)
+                    got, lat, elapsed, client_s = asyncio.run(
+                        load(server.url, samples, args.clients, size)
+                    )
+                    server_cpu.append(tree_cpu(server.process.pid) - cpu)
+                finally:
+                    server.stop()
+                http_runs.append(elapsed)
+                client_cpu.append(client_s)
+                latencies += lat
+                mismatched += sum(got.get(i) != result for i, result in by_id.items())
+            local_rate = n / statistics.median(local_runs)
+            rate = n / statistics.median(http_runs)
+            ratio = statistics.median(
+                [mine / http for mine, http in zip(local_runs, http_runs, strict=True)]
+            )
+            requests = len(latencies) // args.repeats
+            cpus = [statistics.median(c) for c in (local_cpu, server_cpu, client_cpu)]
+            rows.append((size, requests, local_rate, rate, ratio, latencies, mismatched, cpus))
+
+    lines = [
+        START,
+        "## Reward server under load",
+        "",
+        f"Run `python benchmarks/server_bench.py --write BENCHMARKS.md` on {date.today()}, "
+        f"{os.cpu_count()} cores (server, its workers and the clients share them), Python "
+        f"{platform.python_version()}, spec `math`, {args.clients} concurrent clients on "
+        f"127.0.0.1, `POST /v1/score`. Each run scores {n:,} samples: the {len(pairs):,} pairs "
+        f"of the math benchmark, {args.passes} times over (ids made unique), so that the "
+        "steady state, not start-up, is measured.",
+        "",
+        "| samples per request | requests | in process samples/s | over HTTP samples/s "
+        "| HTTP / in process | p50 latency ms | p99 latency ms | CPU s: in process / server "
+        "/ clients | results identical |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for size, requests, local_rate, rate, ratio, latencies, mismatched, cpus in rows:
+        mark = "" if ratio >= TARGET else " (below 70%)"
+        lines.append(
+            f"| {size} | {requests:,} | {local_rate:,.0f} | {rate:,.0f} | **{ratio:.0%}**{mark} "
+            f"| {statistics.median(latencies) * 1e3:.1f} | {pct(latencies, 0.99) * 1e3:.1f} "
+            f"| {cpus[0]:.2f} / {cpus[1]:.2f} / {cpus[2]:.2f} "
+            f"| {'yes' if not mismatched else f'NO: {mismatched} differ'} |"
+        )
+    lines += [
+        "",
+        f"Each row: {args.repeats} runs per side, alternating in process and HTTP so both see "
+        "the same machine load; samples/s are medians, HTTP / in process is the median of the "
+        "ratios of adjacent runs. Every run starts fresh workers (the math "
+        "reward caches parses), warmed on 64 other samples. In process is `Engine.score` on "
+        "all samples at once (no HTTP, no JSON). Throughput over HTTP is wall clock from the "
+        "first request to the last answer; latency percentiles are per request as the client "
+        "sees it (queueing in the server included), over all runs. CPU s (medians): the "
+        "in-process run (this process and its workers), the server (its process and workers) "
+        "and the 64 clients (one process) during the HTTP run; with 2 cores, what the clients "
+        "take the server cannot use. Results identical: every "
+        "result equals the in-process one (parsed JSON), in every run.",
+        END,
+    ]
+    section = "\n".join(lines)
+    print(section)
+    if args.write:
+        text = args.write.read_text() if args.write.exists() else "# Benchmarks\n"
+        if START in text:
+            text = text[: text.index(START)] + section + text[text.index(END) + len(END) :]
+        else:
+            text = text.rstrip() + "\n\n" + section + "\n"
+        args.write.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,21 @@
+"""The reward server: `rewardsmith serve` (needs the `server` extra: fastapi, uvicorn).
+
+`create_app` builds the FastAPI app (for tests or your own ASGI server); `serve` runs it
+with uvicorn. Both are imported on first use, so this package imports without the extra.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._config import TOKEN_ENV, check_bind
+
+__all__ = ["TOKEN_ENV", "check_bind", "create_app", "serve"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("create_app", "serve"):
+        from . import _app
+
+        return getattr(_app, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

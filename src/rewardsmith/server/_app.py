@@ -1,0 +1,320 @@
+"""The reward server: a FastAPI app over one engine, and `serve` to run it with uvicorn.
+
+Routes:
+
+- `POST /v1/score`: `{"samples": [sample, ...]}` (or the bare list) in the data contract ->
+  `{"results": [result, ...]}`, in order, each result as `rewardsmith score` writes it.
+- `POST /get_reward`: OpenRLHF's remote reward contract (see `_openrlhf`).
+- `GET /health`: liveness and queue depth (never needs the token).
+- `GET /metrics`: Prometheus text.
+
+Refusals, in the order they are checked: 401 (missing or wrong bearer token), 413 (body over
+`max_body_bytes`, or more samples than the queue can ever hold), 422 (malformed JSON or
+sample; the message names the field), 503 (queue full, or shutting down; with Retry-After).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request, Response
+from pydantic import TypeAdapter, ValidationError
+
+from .._exceptions import InputError
+from ..engine import Engine
+from ..engine._engine import Backend
+from ..models import Result, Sample
+from ..spec import RewardSpec, load_spec
+from ._batcher import Batcher, QueueFull, ShuttingDown
+from ._config import (
+    DEFAULT_MAX_BATCH_SAMPLES,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_QUEUE_SAMPLES,
+    TOKEN_ENV,
+    check_bind,
+)
+from ._metrics import CONTENT_TYPE, Metrics
+from ._openrlhf import OpenRLHFRequest, openrlhf_response
+
+__all__ = ["create_app", "serve"]
+
+_ROUTES = ("/v1/score", "/get_reward", "/health", "/metrics")
+_SAMPLES = TypeAdapter(list[Sample])
+_RESULTS = TypeAdapter(list[Result])
+_SCORE_KEYS = ("samples",)
+_MAX_ERRORS = 3
+
+ASGIApp = Callable[..., Awaitable[None]]
+
+
+class _Observe:
+    """ASGI middleware: latency and status code of every HTTP request, per route."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def observed_send(message: MutableMapping[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, observed_send)
+        finally:
+            path = scope.get("path", "")
+            route = path if path in _ROUTES else "other"
+            self.metrics.observe_request(route, status, time.perf_counter() - started)
+
+
+def create_app(
+    spec: RewardSpec | dict[str, Any] | str,
+    *,
+    token: str | None = None,
+    backend: Backend = "local",
+    ray_address: str | None = None,
+    workers: int | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_queue_samples: int = DEFAULT_MAX_QUEUE_SAMPLES,
+    max_batch_samples: int = DEFAULT_MAX_BATCH_SAMPLES,
+) -> FastAPI:
+    """The app; its engine starts with the app's lifespan and stops with it.
+
+    Args:
+        spec: the reward spec (object, dict, YAML string or path).
+        token: bearer token required on every route but `/health` (None: no auth).
+        backend, ray_address, workers: as for `Engine`.
+        max_body_bytes: larger request bodies get 413.
+        max_queue_samples: samples accepted and not yet answered; beyond it, 503.
+        max_batch_samples: most samples the engine scores per batch.
+    """
+    reward_spec = load_spec(spec)
+    metrics = Metrics()
+    batcher = Batcher(
+        lambda: Engine(reward_spec, workers=workers, backend=backend, ray_address=ray_address),
+        max_queue_samples=max_queue_samples,
+        max_batch_samples=max_batch_samples,
+        metrics=metrics,
+    )
+    metrics.add_gauge(
+        "rewardsmith_queue_samples",
+        "Samples accepted and not yet answered.",
+        lambda: batcher.admitted,
+    )
+    metrics.add_gauge(
+        "rewardsmith_queue_limit_samples",
+        "Most samples the queue takes.",
+        lambda: batcher.max_queue_samples,
+    )
+    expected = f"Bearer {token}".encode() if token else None
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await asyncio.to_thread(batcher.start)
+        try:
+            yield
+        finally:  # uvicorn has finished the in-flight requests by now
+            await asyncio.to_thread(batcher.close)
+
+    app = FastAPI(
+        title="rewardsmith",
+        summary="Rewards for RL post-training, from a reward spec.",
+        lifespan=lifespan,
+        # The interactive docs cannot send the token: served only when there is none.
+        docs_url=None if token else "/docs",
+        redoc_url=None,
+        openapi_url=None if token else "/openapi.json",
+    )
+    app.state.batcher = batcher
+    app.state.metrics = metrics
+    app.state.spec = reward_spec
+    app.add_middleware(_Observe, metrics=metrics)
+
+    def authorize(request: Request) -> None:
+        if expected is None:
+            return
+        given = request.headers.get("authorization", "").encode()
+        if not hmac.compare_digest(given, expected):
+            raise HTTPException(
+                401,
+                "missing or wrong bearer token (header: Authorization: Bearer <token>)",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+
+    async def read_json(request: Request) -> Any:
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
+            metrics.reject("too_large")
+            raise HTTPException(413, f"body: {declared} bytes; the limit is {max_body_bytes}")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_body_bytes:
+                metrics.reject("too_large")
+                raise HTTPException(413, f"body: over the limit of {max_body_bytes} bytes")
+            chunks.append(chunk)
+        try:
+            return json.loads(b"".join(chunks))
+        except (ValueError, UnicodeDecodeError) as exc:
+            metrics.reject("malformed")
+            raise HTTPException(422, f"body: not valid JSON: {exc}") from None
+
+    async def run(samples: list[Sample], route: str) -> list[Result]:
+        if len(samples) > batcher.max_queue_samples:
+            metrics.reject("too_large")
+            raise HTTPException(
+                413,
+                f"samples: {len(samples)} in one request; this server takes at most "
+                f"{batcher.max_queue_samples} at once",
+            )
+        try:
+            results = await batcher.score(samples)
+        except QueueFull as exc:
+            metrics.reject("queue_full")
+            raise HTTPException(503, str(exc), headers={"Retry-After": "1"}) from None
+        except InputError as exc:  # e.g. a group that is not contiguous
+            metrics.reject("malformed")
+            raise HTTPException(422, f"samples: {exc}") from None
+        except ShuttingDown as exc:
+            metrics.reject("shutting_down")
+            raise HTTPException(503, str(exc), headers={"Retry-After": "5"}) from None
+        metrics.observe_samples(route, len(results))
+        return results
+
+    @app.post("/v1/score", summary="Score samples in the data contract")
+    async def score(request: Request) -> Response:
+        authorize(request)
+        data = await read_json(request)
+        try:
+            raw = _samples_field(data)
+        except HTTPException:
+            metrics.reject("malformed")
+            raise
+        for position, item in enumerate(raw, start=1):
+            if isinstance(item, dict) and "id" not in item:
+                item["id"] = str(position)
+        try:
+            samples = _SAMPLES.validate_python(raw)
+        except ValidationError as exc:
+            metrics.reject("malformed")
+            raise HTTPException(422, _describe(exc, "samples")) from None
+        results = await run(samples, "/v1/score")
+        body = b'{"results":' + _RESULTS.dump_json(results, exclude_unset=True) + b"}"
+        return Response(body, media_type="application/json")
+
+    @app.post("/get_reward", summary="OpenRLHF remote reward")
+    async def get_reward(request: Request) -> Response:
+        authorize(request)
+        data = await read_json(request)
+        try:
+            parsed = OpenRLHFRequest.model_validate(data)
+        except ValidationError as exc:
+            metrics.reject("malformed")
+            raise HTTPException(422, _describe(exc, "")) from None
+        samples, found = parsed.samples()
+        results = await run(samples, "/get_reward")
+        answer = openrlhf_response(reward_spec, results, found)
+        return Response(json.dumps(answer).encode(), media_type="application/json")
+
+    @app.get("/health", summary="Liveness and queue depth")
+    async def health() -> dict[str, Any]:
+        return {
+            "status": "ok" if batcher.accepting else "stopping",
+            "queued_samples": batcher.admitted,
+            "queue_limit": batcher.max_queue_samples,
+        }
+
+    @app.get("/metrics", summary="Prometheus metrics")
+    async def metrics_route(request: Request) -> Response:
+        authorize(request)
+        return Response(metrics.render(), media_type=CONTENT_TYPE)
+
+    return app
+
+
+def _samples_field(data: Any) -> list[Any]:
+    if isinstance(data, list):
+        return data
+    if not isinstance(data, dict):
+        raise HTTPException(422, 'body: expected {"samples": [...]} or a list of samples')
+    for key in data:
+        if key not in _SCORE_KEYS:
+            raise HTTPException(422, f"{key}: unknown key. Allowed: {', '.join(_SCORE_KEYS)}")
+    if "samples" not in data:
+        raise HTTPException(422, "samples: field required")
+    if not isinstance(data["samples"], list):
+        raise HTTPException(422, "samples: must be a list of samples")
+    return data["samples"]  # type: ignore[no-any-return]
+
+
+def _describe(exc: ValidationError, prefix: str) -> str:
+    parts = []
+    for error in exc.errors()[:_MAX_ERRORS]:
+        where = ".".join(str(p) for p in (prefix, *error["loc"]) if p != "")
+        parts.append(f"{where or 'body'}: {error['msg']}")
+    more = exc.error_count() - _MAX_ERRORS
+    if more > 0:
+        parts.append(f"and {more} more")
+    return "; ".join(parts)
+
+
+def serve(
+    spec: RewardSpec | dict[str, Any] | str,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    token: str | None = None,
+    backend: Backend = "local",
+    ray_address: str | None = None,
+    *,
+    workers: int | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_queue_samples: int = DEFAULT_MAX_QUEUE_SAMPLES,
+    max_batch_samples: int = DEFAULT_MAX_BATCH_SAMPLES,
+    graceful_timeout_s: int = 60,
+    log_level: str = "info",
+    access_log: bool = False,
+) -> None:
+    """Run the reward server until SIGINT/SIGTERM, then finish in-flight requests and stop.
+
+    `token` defaults to the `REWARDSMITH_TOKEN` environment variable; without one the server
+    only binds a loopback address (`ConfigError` otherwise).
+    """
+    import uvicorn
+
+    token = token or os.environ.get(TOKEN_ENV) or None
+    check_bind(host, token)
+    app = create_app(
+        spec,
+        token=token,
+        backend=backend,
+        ray_address=ray_address,
+        workers=workers,
+        max_body_bytes=max_body_bytes,
+        max_queue_samples=max_queue_samples,
+        max_batch_samples=max_batch_samples,
+    )
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=access_log,
+        lifespan="on",
+        timeout_graceful_shutdown=graceful_timeout_s,
+    )
+    uvicorn.Server(config).run()

@@ -1,0 +1,106 @@
+"""A real `rewardsmith serve` process on a free loopback port, for end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "test-token-123"
+SPEC = """\
+rewards:
+  s: {type: "tests.engine.rewards_for_tests:scripted"}
+timeout_s: 1
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Server:
+    """`rewardsmith serve` in a subprocess; `url` once /health answers."""
+
+    def __init__(self, spec: Path, *args: str, token: str | None = TOKEN) -> None:
+        import httpx
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env.pop("REWARDSMITH_TOKEN", None)
+        command = [sys.executable, "-m", "rewardsmith.cli", "serve", "--spec", str(spec)]
+        command += ["--port", str(self.port), "--log-level", "warning", *args]
+        if token:
+            command += ["--token", token]
+        self.log = tempfile.NamedTemporaryFile("w+", prefix="rewardsmith-serve-")  # noqa: SIM115
+        self.process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited {self.process.returncode}: {self.output()}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("server did not become healthy in 60 s")
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read()
+
+    def terminate(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+
+@pytest.fixture(scope="session")
+def spec_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("spec") / "spec.yaml"
+    path.write_text(SPEC)
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(spec_path: Path) -> Iterator[Server]:
+    """Token auth, a 100 kB body limit, a queue of 8 samples, 2 workers."""
+    running = Server(spec_path, "--max-body-bytes", "100000", "--max-queue", "8", "--workers", "2")
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def client(server: Server) -> Iterator[httpx.Client]:
+    import httpx
+
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with httpx.Client(base_url=server.url, headers=headers, timeout=30) as http:
+        yield http

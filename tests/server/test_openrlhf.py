@@ -1,0 +1,53 @@
+"""Query -> completion, as OpenRLHF decodes its rollouts."""
+
+from __future__ import annotations
+
+import pytest
+
+from rewardsmith import RewardSpec
+from rewardsmith.server._openrlhf import completion_from_query, failure_reward
+
+QWEN = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
+LLAMA3 = (
+    "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nWhat is 2+2?<|eot_id|>"
+    "<|start_header_id|>assistant<|end_header_id|>\n\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("query", "prompt", "completion", "found"),
+    [
+        # left padding, the prompt, the response, end of turn and end of text
+        ("<|endoftext|>" * 3 + QWEN + "It is 4.<|im_end|>\n<|endoftext|>", QWEN, "It is 4.", True),
+        (LLAMA3 + "It is 4.<|eot_id|><|end_of_text|>", LLAMA3, "It is 4.", True),
+        ("<s> [INST] 2+2? [/INST] It is 4.</s>", "[INST] 2+2? [/INST]", " It is 4.", True),
+        (
+            "<｜begin▁of▁sentence｜>Q<｜Assistant｜>4<｜end▁of▁sentence｜>",
+            "Q<｜Assistant｜>",
+            "4",
+            True,
+        ),
+        (
+            "<bos><start_of_turn>user\nQ<end_of_turn>\n<start_of_turn>model\n4<end_of_turn>\n<eos>",
+            "<start_of_turn>user\nQ<end_of_turn>\n",
+            "4",
+            True,
+        ),
+        # the response keeps its inner text, special-looking or not
+        (QWEN + "a <|im_end|> b<|im_end|>", QWEN, "a <|im_end|> b", True),
+        # no prompt given (oldest OpenRLHF): only the special tokens go
+        ("<|im_start|>assistant\nIt is 4.<|im_end|>", None, "It is 4.", False),
+        # a prompt that the decoded query does not contain
+        ("<pad>Wh at is 2+2? 4</s>", "What is 2+2?", "Wh at is 2+2? 4", False),
+    ],
+)
+def test_completion_from_query(
+    query: str, prompt: str | None, completion: str, found: bool
+) -> None:
+    assert completion_from_query(query, prompt) == (completion, found)
+
+
+def test_failure_reward_is_on_error_else_zero() -> None:
+    spec = {"rewards": {"c": {"type": "exact_match"}}}
+    assert failure_reward(RewardSpec.from_dict(spec)) == 0.0
+    assert failure_reward(RewardSpec.from_dict({**spec, "on_error": -1})) == -1.0

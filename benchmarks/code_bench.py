@@ -30,11 +30,13 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+from _report import write_section
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "humaneval" / "HumanEval.jsonl.gz"
 WORK = ROOT / "benchmarks" / "_work"
 VENV = WORK / "venv-humaneval"
-START, END = "<!-- code-bench:start -->", "<!-- code-bench:end -->"
 CORES = 2
 
 _THEIRS = """
@@ -183,7 +185,6 @@ def main() -> None:
 
     section = "\n".join(
         [
-            START,
             "## Code execution: HumanEval canonical solutions",
             "",
             f"{n} HumanEval canonical solutions, {CORES} cores (CPU affinity), median of "
@@ -200,17 +201,9 @@ def main() -> None:
             f"{[round(s, 2) for s, _ in ours]}, theirs {[round(s, 2) for s, _ in theirs]}.",
             f"{note}. Python {platform.python_version()}, {platform.machine()}, "
             f"kernel {platform.release()}.",
-            END,
         ]
     )
-    print(section)
-    if args.write:
-        text = args.write.read_text() if args.write.exists() else ""
-        if START in text and END in text:
-            text = text[: text.index(START)] + section + text[text.index(END) + len(END) :]
-        else:
-            text = text.rstrip("\n") + ("\n\n" if text else "") + section + "\n"
-        args.write.write_text(text)
+    write_section(args.write, "code-bench", section)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,9 @@ import time
 import venv
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+from _report import write_section
+
 from rewardsmith.verifiers.instructions._text import language_backend
 
 HERE = Path(__file__).resolve().parent
@@ -31,7 +34,6 @@ VENV = WORK / "venv-lmeval"
 NLTK_DATA = WORK / "nltk_data"
 DATA = HERE.parents[1] / "shared" / "data" / "ifeval"
 LMEVAL_PINS = ["lm-eval==0.4.13", "langdetect==1.0.9", "nltk==3.10.4", "immutabledict"]
-START, END = "<!-- ifeval-bench:start -->", "<!-- ifeval-bench:end -->"
 
 
 def venv_python() -> Path:
@@ -173,15 +175,7 @@ def main() -> None:
             "checkers changed since.",
         ]
     )
-    print(section)
-    if args.write:
-        text = args.write.read_text() if args.write.exists() else ""
-        block = f"{START}\n{section}\n{END}"
-        if START in text and END in text:
-            text = text[: text.index(START)] + block + text[text.index(END) + len(END) :]
-        else:
-            text = text.rstrip("\n") + ("\n\n" if text else "") + block + "\n"
-        args.write.write_text(text)
+    write_section(args.write, "ifeval-bench", section)
 
 
 if __name__ == "__main__":

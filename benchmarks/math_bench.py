@@ -33,6 +33,7 @@ from datetime import date
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _report import write_section
 from _tree_memory import TreeMemory
 
 from rewardsmith import ComponentSpec, Sample, registry
@@ -40,7 +41,6 @@ from rewardsmith import ComponentSpec, Sample, registry
 HERE = Path(__file__).resolve().parent
 GSM8K_MODELS = ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verification")
 SPEC = "rewards:\n  correct: {type: math}\ntimeout_s: 5\n"
-START, END = "<!-- math-bench:start -->", "<!-- math-bench:end -->"
 
 
 def load_pairs(data: Path) -> list[dict]:
@@ -196,7 +196,6 @@ def main() -> None:
     ratio = (n / ours_seconds) / (n / theirs_seconds)
 
     lines = [
-        START,
         "## Math reward vs math-verify",
         "",
         f"Run `python benchmarks/math_bench.py --write BENCHMARKS.md` on {date.today()}, "
@@ -234,16 +233,8 @@ def main() -> None:
             f"- `{pair['id']}` ({kind}): extracted `{answer}` vs gold `{gold}`; "
             f"reason: {found.get('reason', detail.get('status'))}"
         )
-    lines.append(END)
     section = "\n".join(lines)
-    print(section)
-    if args.write:
-        text = args.write.read_text() if args.write.exists() else "# Benchmarks\n"
-        if START in text:
-            text = text[: text.index(START)] + section + text[text.index(END) + len(END) :]
-        else:
-            text = text.rstrip() + "\n\n" + section + "\n"
-        args.write.write_text(text)
+    write_section(args.write, "math-bench", section)
 
 
 if __name__ == "__main__":

@@ -31,12 +31,12 @@ from datetime import date
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _report import write_section
 from math_bench import SPEC, load_pairs
 
 from rewardsmith import Engine
 
 HERE = Path(__file__).resolve().parent
-START, END = "<!-- ray-bench:start -->", "<!-- ray-bench:end -->"
 WARM_UP = [{"id": f"w{i}", "completion": f"\\boxed{{{i}}}", "reference": str(i)} for i in range(64)]
 
 
@@ -118,7 +118,6 @@ def main() -> None:
 
     digest = hashlib.sha256(local_bytes).hexdigest()[:16]
     lines = [
-        START,
         "## Ray backend vs local backend",
         "",
         f"Run `python benchmarks/ray_bench.py --write BENCHMARKS.md` on {date.today()}, "
@@ -153,17 +152,9 @@ def main() -> None:
             else f"Warm, Ray costs {overhead:.0%} of throughput here: a remote call and its "
             "serialisation per chunk of up to 256 tasks, on top of the same worker pipes."
         ),
-        END,
     ]
     section = "\n".join(lines)
-    print(section)
-    if args.write:
-        text = args.write.read_text() if args.write.exists() else "# Benchmarks\n"
-        if START in text:
-            text = text[: text.index(START)] + section + text[text.index(END) + len(END) :]
-        else:
-            text = text.rstrip() + "\n\n" + section + "\n"
-        args.write.write_text(text)
+    write_section(args.write, "ray-bench", section)
 
 
 if __name__ == "__main__":

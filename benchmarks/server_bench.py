@@ -39,12 +39,12 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _report import write_section
 from math_bench import SPEC, load_pairs, pct
 
 from rewardsmith import Engine
 
 HERE = Path(__file__).resolve().parent
-START, END = "<!-- server-bench:start -->", "<!-- server-bench:end -->"
 TARGET = 0.70
 
 
@@ -219,7 +219,6 @@ def main() -> None:
             rows.append((size, requests, local_rate, rate, ratio, latencies, mismatched, cpus))
 
     lines = [
-        START,
         "## Reward server under load",
         "",
         f"Run `python benchmarks/server_bench.py --write BENCHMARKS.md` on {date.today()}, "
@@ -255,17 +254,9 @@ def main() -> None:
         "and the 64 clients (one process) during the HTTP run; with 2 cores, what the clients "
         "take the server cannot use. Results identical: every "
         "result equals the in-process one (parsed JSON), in every run.",
-        END,
     ]
     section = "\n".join(lines)
-    print(section)
-    if args.write:
-        text = args.write.read_text() if args.write.exists() else "# Benchmarks\n"
-        if START in text:
-            text = text[: text.index(START)] + section + text[text.index(END) + len(END) :]
-        else:
-            text = text.rstrip() + "\n\n" + section + "\n"
-        args.write.write_text(text)
+    write_section(args.write, "server-bench", section)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,6 +37,20 @@ def require(module: str) -> Any:
     if os.environ.get("CI"):
         return importlib.import_module(module)
     return pytest.importorskip(module)
+
+
+def load_openrlhf_reward_func(spec: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """`reward_func` of the OpenRLHF adapter, loaded by file path as OpenRLHF loads it, with
+    `spec` as `REWARDSMITH_SPEC` and one worker."""
+    import rewardsmith.integrations.openrlhf as openrlhf_adapter
+
+    monkeypatch.setenv("REWARDSMITH_SPEC", str(spec))
+    monkeypatch.setenv("REWARDSMITH_WORKERS", "1")
+    module_spec = importlib.util.spec_from_file_location("reward_func", openrlhf_adapter.__file__)
+    assert module_spec is not None and module_spec.loader is not None
+    reward_module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(reward_module)
+    return reward_module.reward_func
 
 
 class CountingEngine(Engine):

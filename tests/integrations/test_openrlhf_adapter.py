@@ -20,17 +20,15 @@ Older versions call ``reward_func(queries, prompts, labels)`` with chunks of
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import rewardsmith.integrations.openrlhf as openrlhf_adapter
-from rewardsmith.integrations._common import completion_from_query, strip_prompt
+from rewardsmith.integrations._protocol import completion_from_query, strip_prompt
 
-from .conftest import require
+from .conftest import load_openrlhf_reward_func, require
 
 torch = require("torch")
 
@@ -65,26 +63,21 @@ def spec_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def reward_func(spec_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    monkeypatch.setenv("REWARDSMITH_SPEC", str(spec_path))
-    monkeypatch.setenv("REWARDSMITH_WORKERS", "1")
-    spec = importlib.util.spec_from_file_location("reward_func", openrlhf_adapter.__file__)
-    assert spec is not None and spec.loader is not None
-    reward_module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(reward_module)
-    return reward_module.reward_func
+    return load_openrlhf_reward_func(spec_path, monkeypatch)
 
 
 def test_completion_is_the_response_without_prompt_or_special_tokens() -> None:
     got = [completion_from_query(query, prompt) for prompt, query, _ in SAMPLES]
-    assert got == [
+    assert [completion for completion, _ in got] == [
         "<think>2 + 2 = 4</think> \\boxed{4}",
         "The answer is \\boxed{5}.",
         "<think>3+5</think> So \\boxed{8}",
         "2",
     ]
+    assert all(found for _, found in got)
     # decoding may change whitespace in the prompt; the response is still found
-    assert strip_prompt("Q:  1+1?\nA: 2", "Q: 1+1? A:") == " 2"
-    assert strip_prompt("no prompt here", "missing") == "no prompt here"
+    assert strip_prompt("Q:  1+1?\nA: 2", "Q: 1+1? A:") == (" 2", True)
+    assert strip_prompt("no prompt here", "missing") == ("no prompt here", False)
 
 
 def test_single_turn_executor_calls_one_sample_per_thread(reward_func: Any) -> None:
@@ -107,7 +100,7 @@ def test_single_turn_executor_calls_one_sample_per_thread(reward_func: Any) -> N
             info[key] = torch.tensor([value.flatten()[0].item()])  # newer OpenRLHF
             assert value.item() == info[key].item()  # older OpenRLHF: value.item()
         rewards.append(info["reward"].item())
-        assert set(info) == {"reward", "score", "failed", "correct", "format"}
+        assert set(info) == {"reward", "score", "failed", "prompt_found", "correct", "format"}
     assert rewards == pytest.approx([1.2, 0.0, 1.2, 1.0])
 
 
@@ -133,4 +126,5 @@ def test_failures_get_the_spec_value_and_are_flagged(monkeypatch: pytest.MonkeyP
     )
     assert rewards == [-2.0, 2.0, 0.0]  # on_error; the total; nothing applied -> 0.0
     assert logs["failed"] == [1.0, 0.0, 0.0]
-    assert math.isnan(logs["a"][0]) and logs["a"][1] == 2.0
+    assert logs["a"] == [0.0, 2.0, 0.0]  # no score: 0.0 (JSON has no NaN), flagged above
+    assert logs["prompt_found"] == [1.0, 1.0, 1.0]

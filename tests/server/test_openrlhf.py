@@ -1,11 +1,12 @@
-"""Query -> completion, as OpenRLHF decodes its rollouts."""
+"""Query -> completion, as OpenRLHF decodes its rollouts (`integrations._protocol`, which the
+server's `/get_reward` and the `reward_func` adapter share)."""
 
 from __future__ import annotations
 
 import pytest
 
 from rewardsmith import RewardSpec
-from rewardsmith.server._openrlhf import completion_from_query, failure_reward
+from rewardsmith.integrations._protocol import completion_from_query, failure_reward
 
 QWEN = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
 LLAMA3 = (
@@ -20,7 +21,8 @@ LLAMA3 = (
         # left padding, the prompt, the response, end of turn and end of text
         ("<|endoftext|>" * 3 + QWEN + "It is 4.<|im_end|>\n<|endoftext|>", QWEN, "It is 4.", True),
         (LLAMA3 + "It is 4.<|eot_id|><|end_of_text|>", LLAMA3, "It is 4.", True),
-        ("<s> [INST] 2+2? [/INST] It is 4.</s>", "[INST] 2+2? [/INST]", " It is 4.", True),
+        # the space SentencePiece decodes before the response's first word is not the response's
+        ("<s> [INST] 2+2? [/INST] It is 4.</s>", "[INST] 2+2? [/INST]", "It is 4.", True),
         (
             "<｜begin▁of▁sentence｜>Q<｜Assistant｜>4<｜end▁of▁sentence｜>",
             "Q<｜Assistant｜>",
@@ -37,8 +39,10 @@ LLAMA3 = (
         (QWEN + "a <|im_end|> b<|im_end|>", QWEN, "a <|im_end|> b", True),
         # no prompt given (oldest OpenRLHF): only the special tokens go
         ("<|im_start|>assistant\nIt is 4.<|im_end|>", None, "It is 4.", False),
+        # decoding changed the prompt's whitespace: still found
+        ("<pad>Wh at is 2+2? 4</s>", "What is 2+2?", "4", True),
         # a prompt that the decoded query does not contain
-        ("<pad>Wh at is 2+2? 4</s>", "What is 2+2?", "Wh at is 2+2? 4", False),
+        ("<pad>What is 3+3? 6</s>", "What is 2+2?", "What is 3+3? 6", False),
     ],
 )
 def test_completion_from_query(

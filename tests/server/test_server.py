@@ -151,7 +151,7 @@ def test_openrlhf_request_is_answered_with_a_float_per_sample(client: httpx.Clie
     assert answer["rewards"] == [5.0, 0.0, 0.0, float(len("a different prompt</s>abc"))]
     assert answer["scores"] == answer["rewards"]
     assert answer["extra_logs"]["s"] == [5.0, 0.0, 0.0, 25.0]
-    assert answer["extra_logs"]["reward_failed"] == [0.0, 1.0, 0.0, 0.0]
+    assert answer["extra_logs"]["failed"] == [0.0, 1.0, 0.0, 0.0]
     assert answer["extra_logs"]["prompt_found"] == [1.0, 1.0, 1.0, 0.0]
     # The oldest OpenRLHF sends only the queries.
     legacy = client.post("/get_reward", json={"query": ["abc<|im_end|>"]})

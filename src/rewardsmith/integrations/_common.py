@@ -1,4 +1,7 @@
-"""What the trainer adapters share: trainer rows as samples, per-component values, engines.
+"""What the trainer adapters share: per-component values, shared engines and their batcher.
+
+Conversions the reward server shares too (query -> completion, the always-a-float reward,
+per-component logs, `plain`) are in `rewardsmith.integrations._protocol`.
 
 Absolute imports only: verl loads `verl.py` by file path (as a module outside any package),
 and that module imports this one.
@@ -12,7 +15,6 @@ import json
 import math
 import os
 import queue
-import re
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
@@ -21,6 +23,7 @@ from typing import Any
 
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.engine import Engine
+from rewardsmith.integrations._protocol import plain
 from rewardsmith.models import FAILURE_STATUSES, Result
 from rewardsmith.spec import RewardSpec, load_spec
 
@@ -29,17 +32,12 @@ __all__ = [
     "WORKERS_ENV",
     "check_split",
     "close_shared_engines",
-    "completion_from_query",
-    "component_logs",
     "component_values",
     "failure_counts",
     "group_scoped",
     "normalise_chat",
-    "plain",
     "shared_batcher",
     "splits_into_components",
-    "strip_prompt",
-    "trainer_reward",
     "without_group_transform",
 ]
 
@@ -178,92 +176,6 @@ def failure_counts(spec: RewardSpec, results: Sequence[Result]) -> dict[str, dic
     return counts
 
 
-_SPECIAL_TOKEN = re.compile(
-    r"(?:<\|[^|<>\s]{1,40}\|>|<｜[^｜<>]{1,40}｜>|</s>|<s>|<eos>|<bos>|<pad>|<end_of_turn>)"
-)
-_TRAILING_SPECIAL = re.compile(rf"(?:\s*{_SPECIAL_TOKEN.pattern})+\s*$")
-_LEADING_SPECIAL = re.compile(rf"^(?:{_SPECIAL_TOKEN.pattern}\s*)+")
-
-
-def strip_prompt(query: str, prompt: str) -> str:
-    """The response part of `query` (the prompt followed by the response).
-
-    The prompt is cut where it first occurs (usually at the start; a BOS token or other
-    special tokens may come before it), allowing for whitespace that decoding changed. When
-    the prompt is not found, the whole query is the response.
-    """
-    if not prompt:
-        return query
-    if query.startswith(prompt):
-        return query[len(prompt) :]
-    at = query.find(prompt)
-    if at >= 0:
-        return query[at + len(prompt) :]
-    chars = [re.escape(c) for c in prompt if not c.isspace()]
-    if chars:
-        match = re.search(r"\s*".join(chars), query)
-        if match:
-            return query[match.end() :]
-    return query
-
-
-def completion_from_query(query: str, prompt: str | None) -> str:
-    """The completion in an OpenRLHF query: prompt removed, chat special tokens trimmed.
-
-    OpenRLHF decodes prompt + response with `skip_special_tokens=False`, so the response
-    ends with the end-of-turn token (`<|im_end|>`, `<|eot_id|>`, `</s>`...) and may start
-    with a turn header when the prompt lacks the generation prompt. Special tokens at either
-    end of the response are removed; text between them is kept as it is.
-    """
-    response = strip_prompt(query, prompt or "")
-    response = _TRAILING_SPECIAL.sub("", response)
-    response = _LEADING_SPECIAL.sub("", response.lstrip())
-    if response.startswith("assistant\n"):  # a bare `<|im_start|>assistant\n` header
-        response = response[len("assistant\n") :]
-    return response
-
-
-def plain(value: Any) -> Any:
-    """Trainer data (numpy arrays and scalars, OmegaConf containers) as plain Python data."""
-    if isinstance(value, (str, bytes, int, float, bool)) or value is None:
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    tolist = getattr(value, "tolist", None)  # numpy arrays and scalars
-    if callable(tolist):
-        return plain(tolist())
-    if isinstance(value, Sequence):  # e.g. OmegaConf ListConfig
-        return [plain(v) for v in value]
-    return value
-
-
-def trainer_reward(spec: RewardSpec, result: Result) -> float:
-    """The reward of a result as a number, for trainers that cannot take a missing reward.
-
-    The total when there is one; else the spec's `on_error` when set (a failed sample);
-    else 0.0 (a failure without `on_error`, or a sample no component applied to). Adapters
-    that use it report the failure next to the number.
-    """
-    if result.reward is not None:
-        return result.reward
-    if result.status in FAILURE_STATUSES and spec.on_error is not None:
-        return spec.on_error
-    return 0.0
-
-
-def component_logs(spec: RewardSpec, result: Result) -> dict[str, float]:
-    """Per-sample numbers for a trainer's logs: each component's score (NaN when it has
-    none) and `failed` (1.0 when the sample failed). The same keys for every sample."""
-    logs = {"failed": 1.0 if result.status in FAILURE_STATUSES else 0.0}
-    for name in spec.rewards:
-        score = result.components[name]
-        key = name if name not in {"score", "failed", "reward"} else f"component_{name}"
-        logs[key] = score.score if score.status == "ok" and score.score is not None else math.nan
-    return logs
-
-
 class Batcher:
     """Scores samples sent from many threads or coroutines in shared engine batches.
 
@@ -271,6 +183,11 @@ class Batcher:
     threads at once. Each call here queues its samples and waits; one thread takes everything
     queued so far and scores it as one batch in the engine's worker pool, so concurrent
     calls run in parallel instead of one after another behind the engine's lock.
+
+    Not the server's `rewardsmith.server._batcher.Batcher`: that one is an admission queue
+    for an event loop (bounded, 503 when full, start/close with the app, one call per
+    request for group work); this one serves blocking trainer threads, starts on first use,
+    never refuses, and lives as long as the process.
     """
 
     def __init__(self, engine: Engine) -> None:

@@ -20,9 +20,12 @@ older versions call it with chunks of `micro_rollout_batch_size` from a Ray task
 Here the completion is the query with its prompt cut off and the chat special tokens at the
 ends of the response trimmed. `rewards` and `scores` are the spec's total reward -- or, for a
 sample without one, the spec's `on_error` (failures), else 0.0, always a number -- and
-`extra_logs` holds each component's score (NaN where it has none) and `failed` (1.0 for a
-failed sample), one value per sample. Concurrent calls (OpenRLHF runs one thread per sample)
-are scored together in one worker pool per process, started on the first call.
+`extra_logs` holds each component's score (0.0 where it has none), `failed` (1.0 for a
+failed sample) and `prompt_found` (1.0 where the prompt was found in the query), one value
+per sample. All of it is `rewardsmith.integrations._protocol`, which the reward server's
+`POST /get_reward` uses too: the same batch gets the same numbers either way. Concurrent
+calls (OpenRLHF runs one thread per sample) are scored together in one worker pool per
+process, started on the first call.
 
 Imports are absolute: OpenRLHF loads this file by path, outside the `rewardsmith` package.
 """
@@ -32,16 +35,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rewardsmith.integrations._common import (
-    SpecSource,
-    completion_from_query,
-    component_logs,
-    plain,
-    shared_batcher,
-    trainer_reward,
-)
+from rewardsmith.integrations._common import SpecSource, shared_batcher
+from rewardsmith.integrations._protocol import openrlhf_response, openrlhf_samples
 
-__all__ = ["reward_func", "score_queries"]
+__all__ = ["answer_queries", "reward_func", "score_queries"]
+
+
+def answer_queries(
+    queries: Sequence[str],
+    prompts: Sequence[Any] | None,
+    labels: Sequence[Any] | None,
+    *,
+    spec: SpecSource | None = None,
+    workers: Any = None,
+) -> dict[str, Any]:
+    """``{"rewards", "scores", "extra_logs"}`` as plain lists: what the reward server's
+    `/get_reward` answers for the same body (the same `_protocol` functions make both)."""
+    samples, found = openrlhf_samples(queries, prompts, labels)
+    batcher = shared_batcher(spec, workers)
+    results = batcher.score(samples)
+    return openrlhf_response(batcher.engine.spec, results, found)
 
 
 def score_queries(
@@ -53,39 +66,19 @@ def score_queries(
     workers: Any = None,
 ) -> tuple[list[float], dict[str, list[float]]]:
     """Rewards and per-sample logs for OpenRLHF-shaped input, as plain lists (no torch)."""
-    n = len(queries)
-    for name, column in (("prompts", prompts), ("labels", labels)):
-        if column is not None and len(column) != n:
-            raise ValueError(f"{name} has {len(column)} items for {n} queries")
-    samples = []
-    for i, query in enumerate(queries):
-        prompt = prompts[i] if prompts is not None else None
-        prompt_text = prompt if isinstance(prompt, str) else None
-        sample: dict[str, Any] = {
-            "completion": completion_from_query(str(query), prompt_text),
-            "reference": plain(labels[i]) if labels is not None else None,
-        }
-        if prompt_text is not None:
-            sample["prompt"] = prompt_text
-        samples.append(sample)
-    batcher = shared_batcher(spec, workers)
-    spec_ = batcher.engine.spec
-    results = batcher.score(samples)
-    rewards = [trainer_reward(spec_, r) for r in results]
-    per_sample = [component_logs(spec_, r) for r in results]
-    keys = list(per_sample[0]) if per_sample else ["failed", *spec_.rewards]
-    logs = {key: [row[key] for row in per_sample] for key in keys}
-    return rewards, logs
+    answer = answer_queries(queries, prompts, labels, spec=spec, workers=workers)
+    return answer["rewards"], answer["extra_logs"]
 
 
 def reward_func(queries: Sequence[str], prompts: Sequence[Any], labels: Sequence[Any]) -> dict:
     """OpenRLHF's custom reward function: ``{"rewards", "scores", "extra_logs"}`` tensors."""
     import torch
 
-    rewards, logs = score_queries(queries, prompts, labels)
-    reward_tensor = torch.tensor(rewards, dtype=torch.float32)
+    answer = answer_queries(queries, prompts, labels)
     return {
-        "rewards": reward_tensor,
-        "scores": reward_tensor.clone(),
-        "extra_logs": {k: torch.tensor(v, dtype=torch.float32) for k, v in logs.items()},
+        "rewards": torch.tensor(answer["rewards"], dtype=torch.float32),
+        "scores": torch.tensor(answer["scores"], dtype=torch.float32),
+        "extra_logs": {
+            k: torch.tensor(v, dtype=torch.float32) for k, v in answer["extra_logs"].items()
+        },
     }

@@ -335,6 +335,11 @@ class ComponentReward:
         prompts, completions, completion_ids = _call_args(
             args, prompts, completions, completion_ids
         )
+        return self._column(prompts, completions, completion_ids, kwargs)
+
+    def _column(
+        self, prompts: Any, completions: Any, completion_ids: Any, kwargs: dict[str, Any]
+    ) -> list[float | None]:
         return self.rewards.column(self.name, prompts, completions, completion_ids, kwargs)
 
     def __repr__(self) -> str:
@@ -344,17 +349,9 @@ class ComponentReward:
 class TotalReward(ComponentReward):
     """TRL reward function for the spec's total reward: works for any `combine`."""
 
-    def __call__(
-        self,
-        *args: Any,
-        prompts: Sequence[Any] | None = None,
-        completions: Sequence[Any] | None = None,
-        completion_ids: Sequence[Sequence[int]] | None = None,
-        **kwargs: Any,
+    def _column(
+        self, prompts: Any, completions: Any, completion_ids: Any, kwargs: dict[str, Any]
     ) -> list[float | None]:
-        prompts, completions, completion_ids = _call_args(
-            args, prompts, completions, completion_ids
-        )
         return self.rewards.total_column(prompts, completions, completion_ids, kwargs)
 
 
@@ -377,6 +374,19 @@ class _Coroutine(ComponentReward):
         self.__dict__.update(state)
         _mark(self)
 
+    async def __call__(  # type: ignore[override]
+        self,
+        *args: Any,
+        prompts: Sequence[Any] | None = None,
+        completions: Sequence[Any] | None = None,
+        completion_ids: Sequence[Sequence[int]] | None = None,
+        **kwargs: Any,
+    ) -> list[float | None]:
+        prompts, completions, completion_ids = _call_args(
+            args, prompts, completions, completion_ids
+        )
+        return await asyncio.to_thread(self._column, prompts, completions, completion_ids, kwargs)
+
 
 def _mark(func: object) -> None:
     mark = getattr(inspect, "markcoroutinefunction", None)  # Python >= 3.12
@@ -387,39 +397,9 @@ def _mark(func: object) -> None:
 class AsyncComponentReward(_Coroutine):
     """`ComponentReward` as a coroutine function; scoring runs in a worker thread."""
 
-    async def __call__(  # type: ignore[override]
-        self,
-        *args: Any,
-        prompts: Sequence[Any] | None = None,
-        completions: Sequence[Any] | None = None,
-        completion_ids: Sequence[Sequence[int]] | None = None,
-        **kwargs: Any,
-    ) -> list[float | None]:
-        prompts, completions, completion_ids = _call_args(
-            args, prompts, completions, completion_ids
-        )
-        return await asyncio.to_thread(
-            self.rewards.column, self.name, prompts, completions, completion_ids, kwargs
-        )
 
-
-class AsyncTotalReward(_Coroutine):
+class AsyncTotalReward(_Coroutine, TotalReward):
     """`TotalReward` as a coroutine function; scoring runs in a worker thread."""
-
-    async def __call__(  # type: ignore[override]
-        self,
-        *args: Any,
-        prompts: Sequence[Any] | None = None,
-        completions: Sequence[Any] | None = None,
-        completion_ids: Sequence[Sequence[int]] | None = None,
-        **kwargs: Any,
-    ) -> list[float | None]:
-        prompts, completions, completion_ids = _call_args(
-            args, prompts, completions, completion_ids
-        )
-        return await asyncio.to_thread(
-            self.rewards.total_column, prompts, completions, completion_ids, kwargs
-        )
 
 
 def reward_funcs(

@@ -43,13 +43,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rewardsmith.integrations._common import (
-    SpecSource,
-    component_logs,
-    plain,
-    shared_batcher,
-    trainer_reward,
-)
+from rewardsmith.integrations._common import SpecSource, shared_batcher
+from rewardsmith.integrations._protocol import component_logs, plain, trainer_reward
 from rewardsmith.models import Result
 
 __all__ = ["compute_score", "compute_score_async", "compute_score_batch", "to_sample"]

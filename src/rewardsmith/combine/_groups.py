@@ -122,7 +122,7 @@ class ResultBuilder:
                 results.append(item)
                 continue
             combined = combine_scores(self._spec, next(shaped))
-            result = Result(
+            result = Result.model_construct(  # every field is already validated
                 id=item.sample.id,
                 reward=combined.reward,
                 status=combined.status,

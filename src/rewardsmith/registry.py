@@ -169,6 +169,12 @@ _BUILTIN = {
     "ifbench": "rewardsmith.verifiers.instructions:ifbench",
     "constraints": "rewardsmith.verifiers.instructions:constraints",
     "code": "rewardsmith.verifiers.code:code",
+    "rubric": "rewardsmith.judges:rubric",
+    "judge_pointwise": "rewardsmith.judges:judge_pointwise",
+    "judge_pairwise": "rewardsmith.judges:judge_pairwise",
+    "judge_group": "rewardsmith.judges:judge_group",
+    "judge_reference": "rewardsmith.judges:judge_reference",
+    "judge_principles": "rewardsmith.judges:judge_principles",
 }
 for _name, _target in _BUILTIN.items():
     registry.register(_name, _target)

@@ -1,0 +1,236 @@
+"""What every judged reward shares: backend settings, the guard, bounded parse retries, and
+the bridge from the engine's synchronous call to the async judge calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from .._exceptions import ConfigError
+from ..models import Sample, Score
+from ..verifiers._common import answer_part
+from ._backends import Backend, BackendConfig, BackendError, JudgeReply, JudgeRequest, run_sync
+from ._backends import make_backend as _make_backend
+from ._cache import default_cache_path
+from ._guard import Guard
+from ._prompts import Messages, render_conversation
+
+__all__ = ["COMMON", "Judge", "Unparseable", "gather_bounded", "judge_settings"]
+
+COMMON = frozenset(
+    {
+        "backend",
+        "base_url",
+        "model",
+        "api_key_env",
+        "max_concurrency",
+        "request_timeout_s",
+        "max_retries",
+        "structured_output",
+        "cache",
+        "parse_retries",
+        "deadline_s",
+        "temperature",
+        "top_logprobs",
+        "guard",
+        "guard_openers",
+        "strip_think",
+        "n_ctx",
+        "n_threads",
+    }
+)
+"""The parameters every judged reward takes (see `judge_settings`)."""
+
+T = TypeVar("T")
+
+_RETRY_TEMPERATURE = 0.7
+"""Temperature of a retry after an unparseable reply (a greedy retry would repeat it)."""
+
+
+class Unparseable(Exception):
+    """The judge's replies could not be parsed within the allowed attempts."""
+
+    def __init__(self, replies: list[str]) -> None:
+        super().__init__(f"unparseable judge reply after {len(replies)} attempts")
+        self.replies = replies
+
+
+def make_backend(config: BackendConfig, cache_path: str | None) -> Backend:
+    """Indirection so tests can substitute a scripted backend."""
+    return _make_backend(config, cache_path)
+
+
+@dataclass
+class Judge:
+    """A configured judge: backend, cache, guard, retries, deadline."""
+
+    config: BackendConfig
+    cache_path: str | None
+    guard: Guard | None
+    parse_retries: int
+    deadline_s: float
+    temperature: float
+    top_logprobs: int
+    strip_think: bool
+    usage: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def backend(self) -> Backend:
+        return make_backend(self.config, self.cache_path)
+
+    def text_of(self, sample: Sample) -> str:
+        """What is judged: the completion, without its ``<think>`` block when `strip_think`."""
+        return self.strip(sample.text)
+
+    def strip(self, text: str) -> str:
+        """`text` without its ``<think>`` block when `strip_think`."""
+        return answer_part(text) if self.strip_think else text
+
+    def conversation(self, sample: Sample) -> str:
+        return render_conversation(sample.prompt)
+
+    def guarded(self, text: str) -> Score | None:
+        """Score 0 (status ok, `detail.guard`) when the text is a master key, else None."""
+        rule = self.guard.check(text) if self.guard is not None else None
+        if rule is None:
+            return None
+        return Score.ok(0.0, guard=rule, reason=f"not sent to the judge: {rule}")
+
+    async def ask(
+        self,
+        messages: Messages,
+        parse: Callable[[JudgeReply], T | None],
+        max_tokens: int,
+        *,
+        logprobs: bool = True,
+        schema: dict[str, Any] | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+        retry_schema: dict[str, Any] | None = None,
+    ) -> tuple[T, JudgeReply]:
+        """Ask; parse; on an unparseable reply ask again (at most `parse_retries` times, at a
+        higher temperature with a new seed, so the retry is a new, cacheable request), then
+        raise `Unparseable`. Transport failures raise `BackendError`.
+
+        `retry_schema`: the reply's JSON form; retries send it as structured output (a
+        grammar on llama.cpp, `json_schema` on OpenAI-style servers) unless the backend's
+        `structured_output` is `none`, so a model that rambles is constrained the second time.
+        """
+        replies: list[str] = []
+        base = self.temperature if temperature is None else temperature
+        structured = self.config.structured_output != "none"
+        for attempt in range(self.parse_retries + 1):
+            constrain = attempt > 0 and retry_schema is not None and structured
+            request = JudgeRequest(
+                messages=messages,
+                max_tokens=max(max_tokens, 32) if constrain else max_tokens,
+                temperature=base if attempt == 0 else max(base, _RETRY_TEMPERATURE),
+                top_logprobs=self.top_logprobs if logprobs else 0,
+                seed=seed if attempt == 0 else (seed or 0) * 1000 + attempt,
+                schema=retry_schema if constrain else schema,
+            )
+            reply = await self.backend.complete(request)
+            parsed = parse(reply)
+            if parsed is not None:
+                return parsed, reply
+            replies.append(reply.text[:200])
+        raise Unparseable(replies)
+
+    def run(self, coro: Coroutine[Any, Any, Score]) -> Score:
+        """Run the sample's judge calls under the deadline; failures become statuses."""
+        started = time.monotonic()
+        backend = self.backend
+        before = backend.usage()
+        try:
+            score = run_sync(coro, self.deadline_s)
+        except TimeoutError as exc:
+            score = Score.failed("timeout", str(exc), deadline_s=self.deadline_s)
+        except Unparseable as exc:
+            score = Score.failed("invalid", str(exc), replies=exc.replies)
+        except BackendError as exc:
+            score = Score.failed("error", f"judge backend: {exc}")
+        score.detail.setdefault("judge_s", round(time.monotonic() - started, 3))
+        after = backend.usage()
+        score.detail["usage"] = {k: v - before.get(k, 0) for k, v in after.items()}
+        return score
+
+
+def judge_settings(
+    *,
+    backend: Literal["local", "openai"],
+    base_url: str | None,
+    model: str | None,
+    api_key_env: str,
+    max_concurrency: int,
+    request_timeout_s: float,
+    max_retries: int,
+    structured_output: Literal["auto", "json_schema", "json_object", "none"],
+    cache: bool | str,
+    parse_retries: int,
+    deadline_s: float,
+    temperature: float,
+    top_logprobs: int,
+    guard: bool,
+    guard_openers: list[str] | None,
+    strip_think: bool,
+    n_ctx: int,
+    n_threads: int | None,
+) -> Judge:
+    """Validate the options every judged reward takes and build its `Judge`."""
+    if backend == "openai" and not base_url:
+        import os
+
+        if not os.environ.get("OPENAI_BASE_URL"):
+            raise ConfigError("backend openai: set base_url (or $OPENAI_BASE_URL)")
+    if max_concurrency < 1:
+        raise ConfigError(f"max_concurrency: must be >= 1, got {max_concurrency}")
+    if parse_retries < 0 or max_retries < 0:
+        raise ConfigError("parse_retries and max_retries must be >= 0")
+    if deadline_s <= 0 or request_timeout_s <= 0:
+        raise ConfigError("deadline_s and request_timeout_s must be > 0")
+    if not 0 <= top_logprobs <= 20:
+        raise ConfigError(f"top_logprobs: must be in 0..20, got {top_logprobs}")
+    config = BackendConfig(
+        kind=backend,
+        base_url=base_url,
+        model=model,
+        api_key_env=api_key_env,
+        max_concurrency=max_concurrency,
+        request_timeout_s=request_timeout_s,
+        max_retries=max_retries,
+        structured_output=structured_output,
+        n_ctx=n_ctx,
+        n_threads=n_threads,
+    )
+    cache_path = default_cache_path() if cache is True else (cache or None)
+    return Judge(
+        config=config,
+        cache_path=cache_path if isinstance(cache_path, str) else None,
+        guard=Guard(guard_openers or ()) if guard else None,
+        parse_retries=parse_retries,
+        deadline_s=deadline_s,
+        temperature=temperature,
+        top_logprobs=top_logprobs,
+        strip_think=strip_think,
+    )
+
+
+async def gather_bounded(coros: list[Coroutine[Any, Any, T]], limit: int) -> list[T]:
+    """Run `coros` at most `limit` at a time; the first exception cancels the rest."""
+    semaphore = asyncio.Semaphore(limit)
+
+    async def one(coro: Coroutine[Any, Any, T]) -> T:
+        async with semaphore:
+            return await coro
+
+    tasks = [asyncio.ensure_future(one(c)) for c in coros]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        raise

@@ -1,0 +1,439 @@
+"""Judge modes: pointwise (G-Eval), pairwise (both orders), group (listwise, RULER-style),
+reference equivalence, and principles + critique with k samples voted (DeepSeek-GRM).
+
+Each is a reward type taking the backend options every judged reward takes (`COMMON`).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Literal
+
+from .._exceptions import ConfigError
+from ..models import Sample, Score
+from ..registry import RewardFn, reward
+from ._backends import JudgeReply
+from ._judge import COMMON, Judge, Unparseable, gather_bounded, judge_settings
+from ._prompts import (
+    choice_schema,
+    group_messages,
+    pair_messages,
+    parse_choice,
+    parse_ranking,
+    parse_rating,
+    parse_yes_no,
+    principles_messages,
+    rating_messages,
+    rating_schema,
+    reference_messages,
+    verdict_schema,
+)
+
+__all__ = [
+    "judge_group",
+    "judge_pairwise",
+    "judge_pointwise",
+    "judge_principles",
+    "judge_reference",
+]
+
+Backend = Literal["local", "openai"]
+Dialect = Literal["auto", "json_schema", "json_object", "none"]
+
+
+def _judge(options: dict[str, Any]) -> Judge:
+    return judge_settings(**{k: v for k, v in options.items() if k in COMMON})
+
+
+def _reference_text(reference: Any) -> str | None:
+    if isinstance(reference, str | int | float) and not isinstance(reference, bool):
+        return str(reference)
+    if isinstance(reference, dict):
+        for key in ("answer", "response", "text", "reference"):
+            if isinstance(reference.get(key), str):
+                return str(reference[key])
+    return None
+
+
+# -- pointwise ------------------------------------------------------------------------------------
+
+
+@reward("judge_pointwise", preload=("httpx",))
+def judge_pointwise(
+    *,
+    instruction: str = "Rate the overall quality of the response: correctness, helpfulness, "
+    "clarity.",
+    scale_min: int = 1,
+    scale_max: int = 5,
+    expectation: bool = True,
+    backend: Backend = "local",
+    base_url: str | None = None,
+    model: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    max_concurrency: int = 8,
+    request_timeout_s: float = 20.0,
+    max_retries: int = 3,
+    structured_output: Dialect = "auto",
+    cache: bool | str = True,
+    parse_retries: int = 2,
+    deadline_s: float = 50.0,
+    temperature: float = 0.0,
+    top_logprobs: int = 10,
+    guard: bool = True,
+    guard_openers: list[str] | None = None,
+    strip_think: bool = True,
+    n_ctx: int = 2048,
+    n_threads: int | None = None,
+) -> RewardFn:
+    """A score on a scale, normalised to [0, 1]: the strictly parsed integer, or with
+    `expectation` and logprobs the probability-weighted mean over the scale's tokens (G-Eval).
+    """
+    if not 0 <= scale_min < scale_max <= 100:
+        raise ConfigError(f"scale: need 0 <= scale_min < scale_max <= 100, got {scale_min}..")
+    judge = _judge(locals())
+    span = scale_max - scale_min
+
+    async def judged(sample: Sample, text: str) -> Score:
+        def parse(reply: JudgeReply) -> tuple[int, float | None] | None:
+            return parse_rating(reply.text, scale_min, scale_max, reply.top_logprobs, reply.tokens)
+
+        messages = rating_messages(
+            judge.conversation(sample), text, instruction, scale_min, scale_max
+        )
+        (rating, expected), reply = await judge.ask(
+            messages, parse, 6, retry_schema=rating_schema(scale_min, scale_max)
+        )
+        value = expected if expectation and expected is not None else float(rating)
+        return Score.ok(
+            (value - scale_min) / span, rating=rating, expected_rating=expected, cached=reply.cached
+        )
+
+    def score(sample: Sample) -> Score:
+        text = judge.text_of(sample)
+        return judge.guarded(text) or judge.run(judged(sample, text))
+
+    return score
+
+
+# -- pairwise -------------------------------------------------------------------------------------
+
+
+@reward("judge_pairwise", preload=("httpx",))
+def judge_pairwise(
+    *,
+    against: Literal["reference", "metadata"] = "reference",
+    opponent_key: str = "opponent",
+    instruction: str = "Judge correctness, helpfulness and clarity.",
+    backend: Backend = "local",
+    base_url: str | None = None,
+    model: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    max_concurrency: int = 8,
+    request_timeout_s: float = 20.0,
+    max_retries: int = 3,
+    structured_output: Dialect = "auto",
+    cache: bool | str = True,
+    parse_retries: int = 2,
+    deadline_s: float = 50.0,
+    temperature: float = 0.0,
+    top_logprobs: int = 10,
+    guard: bool = True,
+    guard_openers: list[str] | None = None,
+    strip_think: bool = True,
+    n_ctx: int = 2048,
+    n_threads: int | None = None,
+) -> RewardFn:
+    """1 if the completion beats the other answer, 0 if it loses, 0.5 for a tie.
+
+    The other answer is the reference (`against: reference`) or another sample's completion
+    in `metadata[opponent_key]`. Judged in both orders (completion as A, then as B); a win or
+    a loss counts only when both orders agree, anything else is a tie (position bias cancels).
+    """
+    judge = _judge(locals())
+
+    async def judged(sample: Sample, text: str, other: str) -> Score:
+        conversation = judge.conversation(sample)
+
+        def parse(reply: JudgeReply) -> str | None:
+            return parse_choice(reply.text, ("A", "B", "TIE"))
+
+        schema = choice_schema(("A", "B", "TIE"))
+
+        (first, r1), (second, r2) = await gather_bounded(
+            [
+                judge.ask(
+                    pair_messages(conversation, text, other, instruction),
+                    parse,
+                    6,
+                    retry_schema=schema,
+                ),
+                judge.ask(
+                    pair_messages(conversation, other, text, instruction),
+                    parse,
+                    6,
+                    retry_schema=schema,
+                ),
+            ],
+            max_concurrency,
+        )
+        ours = (first == "A", second == "B")
+        theirs = (first == "B", second == "A")
+        value = 1.0 if all(ours) else 0.0 if all(theirs) else 0.5
+        outcome = {1.0: "win", 0.0: "loss", 0.5: "tie"}[value]
+        return Score.ok(
+            value,
+            outcome=outcome,
+            completion_first=first,
+            completion_second=second,
+            agreed=value != 0.5 or (first == "TIE" and second == "TIE"),
+            cached=r1.cached and r2.cached,
+        )
+
+    def score(sample: Sample) -> Score:
+        other = (
+            _reference_text(sample.reference)
+            if against == "reference"
+            else sample.metadata.get(opponent_key)
+        )
+        if not isinstance(other, str) or not other.strip():
+            where = "reference" if against == "reference" else f"metadata.{opponent_key}"
+            return Score.failed("not_applicable", f"no answer to compare against in {where}")
+        text = judge.text_of(sample)
+        return judge.guarded(text) or judge.run(judged(sample, text, other))
+
+    return score
+
+
+# -- group ----------------------------------------------------------------------------------------
+
+
+def _group_items(sample: Sample, key: str) -> list[tuple[str, str]] | str:
+    """(member id, completion) of the group, the sample itself included; or why not."""
+    raw = sample.metadata.get(key)
+    if not isinstance(raw, list) or len(raw) < 2:
+        return f"metadata.{key} must list the group's completions (at least 2)"
+    items: list[tuple[str, str]] = []
+    for index, item in enumerate(raw):
+        if isinstance(item, str):
+            items.append((str(index), item))
+        elif isinstance(item, dict) and isinstance(item.get("completion"), str):
+            items.append((str(item.get("id", index)), item["completion"]))
+        else:
+            return f"metadata.{key}[{index}]: expected a string or {{id, completion}}"
+    if len({i for i, _ in items}) != len(items):
+        return f"metadata.{key}: duplicate ids"
+    return items
+
+
+@reward("judge_group", preload=("httpx",))
+def judge_group(
+    *,
+    group_key: str = "group_completions",
+    instruction: str = "Rank by correctness, helpfulness and clarity.",
+    seed: int = 0,
+    structured: bool = False,
+    backend: Backend = "local",
+    base_url: str | None = None,
+    model: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    max_concurrency: int = 8,
+    request_timeout_s: float = 20.0,
+    max_retries: int = 3,
+    structured_output: Dialect = "auto",
+    cache: bool | str = True,
+    parse_retries: int = 2,
+    deadline_s: float = 50.0,
+    temperature: float = 0.0,
+    top_logprobs: int = 0,
+    guard: bool = True,
+    guard_openers: list[str] | None = None,
+    strip_think: bool = True,
+    n_ctx: int = 2048,
+    n_threads: int | None = None,
+) -> RewardFn:
+    """The sample's place in a listwise ranking of its whole group, (n-1-rank)/(n-1).
+
+    Every sample carries the group's completions in `metadata[group_key]` (strings, or
+    ``{id, completion}`` with the sample's own `id` among them). The group is shown in an
+    order shuffled with `seed` and the group's ids, under labels R1..Rn; the reply must name
+    every label exactly once (a reply with a missing, extra or repeated label is retried,
+    then `invalid`). The prompt is identical for every member, so with the cache the group
+    costs one judge call (members scored at the same moment in different workers may each
+    make it once). `structured` asks for ``{"ranking": [...]}`` under a JSON schema.
+    """
+    judge = _judge(locals())
+
+    async def judged(sample: Sample, items: list[tuple[str, str]], me: str) -> Score:
+        order = list(items)
+        random.Random(f"{seed}:{sorted(i for i, _ in items)}").shuffle(order)
+        labels = {f"R{n}": member for n, (member, _) in enumerate(order, 1)}
+        shown = [(f"R{n}", judge.strip(text)) for n, (_, text) in enumerate(order, 1)]
+        ranking_schema = {
+            "type": "object",
+            "properties": {
+                "ranking": {
+                    "type": "array",
+                    "items": {"type": "string", "enum": list(labels)},
+                    "minItems": len(labels),
+                    "maxItems": len(labels),
+                }
+            },
+            "required": ["ranking"],
+        }
+        schema = ranking_schema if structured else None
+
+        def parse(reply: JudgeReply) -> list[str] | None:
+            return parse_ranking(reply.text, list(labels))
+
+        messages = group_messages(judge.conversation(sample), shown, instruction)
+        ranking, reply = await judge.ask(
+            messages,
+            parse,
+            12 * len(labels) + 16,
+            logprobs=False,
+            schema=schema,
+            retry_schema=ranking_schema,
+        )
+        ranked = [labels[label] for label in ranking]
+        rank = ranked.index(me)
+        n = len(ranked)
+        return Score.ok((n - 1 - rank) / (n - 1), rank=rank, ranking=ranked, cached=reply.cached)
+
+    def score(sample: Sample) -> Score:
+        items = _group_items(sample, group_key)
+        if isinstance(items, str):
+            return Score.failed("not_applicable", items)
+        ids = [i for i, _ in items]
+        me = sample.id if sample.id in ids else None
+        if me is None:
+            matches = [i for i, text in items if text == sample.text]
+            if len(matches) != 1:
+                return Score.failed(
+                    "invalid", f"sample {sample.id!r} not found in metadata.{group_key}"
+                )
+            me = matches[0]
+        text = judge.text_of(sample)
+        return judge.guarded(text) or judge.run(judged(sample, items, me))
+
+    return score
+
+
+# -- reference ------------------------------------------------------------------------------------
+
+
+@reward("judge_reference", preload=("httpx",))
+def judge_reference(
+    *,
+    soft: bool = False,
+    backend: Backend = "local",
+    base_url: str | None = None,
+    model: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    max_concurrency: int = 8,
+    request_timeout_s: float = 20.0,
+    max_retries: int = 3,
+    structured_output: Dialect = "auto",
+    cache: bool | str = True,
+    parse_retries: int = 2,
+    deadline_s: float = 50.0,
+    temperature: float = 0.0,
+    top_logprobs: int = 10,
+    guard: bool = True,
+    guard_openers: list[str] | None = None,
+    strip_think: bool = True,
+    n_ctx: int = 2048,
+    n_threads: int | None = None,
+) -> RewardFn:
+    """1 if the judge finds the final answer equivalent to the reference, else 0 (`soft`:
+    P(equivalent) when logprobs exist). For free-form answers `math` cannot parse."""
+    judge = _judge(locals())
+
+    async def judged(sample: Sample, text: str, reference: str) -> Score:
+        messages = reference_messages(judge.conversation(sample), text, reference)
+        (same, probability), reply = await judge.ask(
+            messages,
+            lambda r: parse_yes_no(r.text, r.top_logprobs, r.tokens),
+            6,
+            retry_schema=verdict_schema(),
+        )
+        value = probability if soft and probability is not None else float(same)
+        return Score.ok(value, equivalent=same, p_equivalent=probability, cached=reply.cached)
+
+    def score(sample: Sample) -> Score:
+        reference = _reference_text(sample.reference)
+        if reference is None:
+            return Score.failed("not_applicable", "no reference answer")
+        text = judge.text_of(sample)
+        return judge.guarded(text) or judge.run(judged(sample, text, reference))
+
+    return score
+
+
+# -- principles -----------------------------------------------------------------------------------
+
+
+@reward("judge_principles", preload=("httpx",))
+def judge_principles(
+    *,
+    k: int = 4,
+    vote: Literal["mean", "sum"] = "mean",
+    scale_min: int = 1,
+    scale_max: int = 10,
+    max_tokens: int = 256,
+    backend: Backend = "local",
+    base_url: str | None = None,
+    model: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    max_concurrency: int = 8,
+    request_timeout_s: float = 20.0,
+    max_retries: int = 3,
+    structured_output: Dialect = "auto",
+    cache: bool | str = True,
+    parse_retries: int = 2,
+    deadline_s: float = 50.0,
+    temperature: float = 0.7,
+    top_logprobs: int = 0,
+    guard: bool = True,
+    guard_openers: list[str] | None = None,
+    strip_think: bool = True,
+    n_ctx: int = 2048,
+    n_threads: int | None = None,
+) -> RewardFn:
+    """DeepSeek-GRM style: the judge writes principles, a critique, then "Score: N"; `k`
+    samples (seeds 0..k-1) are voted. `mean`: mean normalised rating in [0, 1] over the
+    samples that parsed (at least one); `sum`: sum of the k normalised ratings in [0, k]
+    (every sample must parse, else `invalid`)."""
+    if k < 1:
+        raise ConfigError(f"k: must be >= 1, got {k}")
+    if not 0 <= scale_min < scale_max:
+        raise ConfigError("scale: need 0 <= scale_min < scale_max")
+    judge = _judge(locals())
+    span = scale_max - scale_min
+
+    async def one(messages: Any, index: int) -> int | None:
+        def parse(reply: JudgeReply) -> int | None:
+            parsed = parse_rating(reply.text, scale_min, scale_max, anywhere=True)
+            return parsed[0] if parsed else None
+
+        try:
+            rating, _ = await judge.ask(messages, parse, max_tokens, logprobs=False, seed=index)
+        except Unparseable:
+            return None
+        return rating
+
+    async def judged(sample: Sample, text: str) -> Score:
+        messages = principles_messages(judge.conversation(sample), text, scale_min, scale_max)
+        ratings = await gather_bounded([one(messages, i) for i in range(k)], max_concurrency)
+        valid = [(r - scale_min) / span for r in ratings if r is not None]
+        detail = {"ratings": ratings, "vote": vote}
+        if not valid or (vote == "sum" and len(valid) < k):
+            missing = k - len(valid)
+            return Score.failed("invalid", f"{missing} of {k} samples gave no score", **detail)
+        value = sum(valid) if vote == "sum" else sum(valid) / len(valid)
+        return Score.ok(value, **detail)
+
+    def score(sample: Sample) -> Score:
+        text = judge.text_of(sample)
+        return judge.guarded(text) or judge.run(judged(sample, text))
+
+    return score

@@ -1,0 +1,209 @@
+"""The two backends for real: the openai backend against a llama.cpp server on loopback (through
+a counting proxy), the local backend in-process; the cache; retries; deadlines."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from rewardsmith import Sample, score
+from rewardsmith.judges import judge_group, rubric
+from rewardsmith.judges._backends import BackendConfig, JudgeRequest, OpenAIBackend
+
+from .conftest import Proxy
+
+RUBRIC = [
+    {
+        "criterion": "The response says that Paris is the capital of France.",
+        "points": 5,
+        "tags": ["axis:accuracy"],
+    },
+    {"criterion": "The response is polite.", "points": 2, "tags": ["axis:communication"]},
+    {"criterion": "The response insults the user.", "points": -4},
+]
+SAMPLES = [
+    Sample(
+        id="a",
+        prompt="What is the capital of France?",
+        completion="The capital of France is Paris.",
+    ),
+    Sample(id="b", prompt="What is the capital of France?", completion="Lyon, obviously."),
+]
+
+
+def _check_verdicts(result_score) -> None:
+    assert result_score.status == "ok", result_score.detail
+    rows = result_score.detail["criteria"]
+    assert len(rows) == len(RUBRIC)
+    for row in rows:
+        assert isinstance(row["met"], bool)
+        assert row["p_met"] is not None and 0.0 <= row["p_met"] <= 1.0
+
+
+def test_openai_backend_against_llama_server(proxy: Proxy, tmp_path: Path) -> None:
+    fn = rubric(
+        rubric=RUBRIC,
+        aggregate="healthbench",
+        backend="openai",
+        base_url=proxy.url,
+        cache=str(tmp_path / "c.sqlite3"),
+    )
+    result = fn(SAMPLES[0])
+    _check_verdicts(result)
+    assert proxy.calls >= len(RUBRIC)
+    assert result.detail["usage"]["prompt_tokens"] > 0
+    assert "axis:accuracy" in result.detail["tag_scores"]
+
+
+def test_local_backend_in_process(model_path: str, tmp_path: Path) -> None:
+    fn = rubric(rubric=RUBRIC, aggregate="explicit", backend="local", cache=False, n_ctx=1024)
+    result = fn(SAMPLES[0])
+    _check_verdicts(result)
+    assert result.detail["usage"]["calls"] >= len(RUBRIC)
+
+
+def test_cache_second_run_makes_no_backend_call(proxy: Proxy, tmp_path: Path) -> None:
+    """First run in this process, second through the engine's worker processes: the second
+    reaches the server zero times (counted by the proxy in front of it)."""
+    cache = str(tmp_path / "judge.sqlite3")
+    params = {
+        "rubric": RUBRIC,
+        "aggregate": "healthbench",
+        "backend": "openai",
+        "base_url": proxy.url,
+        "cache": cache,
+    }
+    first = [rubric(**params)(s) for s in SAMPLES]
+    assert all(r.status == "ok" for r in first)
+    made = proxy.calls
+    assert made >= 2 * len(RUBRIC)
+    spec = {"rewards": {"judged": {"type": "rewardsmith.judges:rubric", **params}}, "timeout_s": 60}
+    results = score(SAMPLES, spec, workers=2)
+    assert proxy.calls == made, "the rerun reached the server"
+    for before, after in zip(first, results, strict=True):
+        component = after.components["judged"]
+        assert component.status == "ok"
+        assert component.score == before.score
+        assert all(row["cached"] for row in component.detail["criteria"])
+        assert component.detail["usage"]["calls"] == 0
+        assert component.detail["usage"]["cache_hits"] == len(RUBRIC)
+
+
+def test_transport_retries_then_success(proxy: Proxy, tmp_path: Path) -> None:
+    proxy.fail_with.extend([503, 429])
+    backend = OpenAIBackend(BackendConfig(kind="openai", base_url=proxy.url, backoff_s=0.01))
+    request = JudgeRequest(messages=(("user", "Say YES."),), max_tokens=2)
+
+    async def go():
+        try:
+            return await backend.complete(request)
+        finally:
+            await backend.aclose()
+
+    reply = asyncio.run(go())
+    assert reply.text
+    assert backend.retries == 2 and proxy.calls == 3
+
+
+def test_transport_failure_is_error_not_zero(proxy: Proxy) -> None:
+    proxy.fail_with.extend([503] * 10)
+    fn = rubric(rubric=RUBRIC[:1], backend="openai", base_url=proxy.url, cache=False, max_retries=2)
+    result = fn(SAMPLES[0])
+    assert result.status == "error" and result.score is None
+    assert proxy.calls == 3  # one try + two retries, then it stops
+
+
+def test_client_error_is_not_retried(proxy: Proxy) -> None:
+    proxy.fail_with.append(400)
+    fn = rubric(rubric=RUBRIC[:1], backend="openai", base_url=proxy.url, cache=False)
+    result = fn(SAMPLES[0])
+    assert result.status == "error" and "400" in result.detail["reason"]
+    assert proxy.calls == 1
+
+
+def test_unparseable_reply_retried_then_invalid(proxy: Proxy) -> None:
+    proxy.garbage = 100
+    fn = rubric(
+        rubric=RUBRIC[:1],
+        backend="openai",
+        base_url=proxy.url,
+        cache=False,
+        parse_retries=2,
+        structured_output="json_object",
+    )
+    result = fn(SAMPLES[0])
+    assert result.status == "invalid" and result.score is None
+    assert proxy.calls == 3  # bounded: 1 + parse_retries
+    assert result.detail["criteria"][0]["replies"] == ["Hmm, it depends :)"] * 3
+
+
+def test_unparseable_then_structured_retry_recovers(proxy: Proxy) -> None:
+    """The retry is constrained by the verdict's JSON schema (auto: `json_schema` first, the
+    llama.cpp server refuses it, the backend switches to `json_object` + schema)."""
+    proxy.garbage = 1
+    fn = rubric(
+        rubric=RUBRIC[:1], backend="openai", base_url=proxy.url, cache=False, parse_retries=2
+    )
+    result = fn(SAMPLES[0])
+    assert result.status == "ok", result.detail
+    assert isinstance(result.detail["criteria"][0]["met"], bool)
+    assert proxy.calls == 3  # garbage, refused json_schema, json_object + schema: parsed
+
+
+def test_bounded_concurrency(proxy: Proxy) -> None:
+    proxy.fail_with.extend([400] * 0)
+    criteria = [
+        {"criterion": f"The response mentions the number {n}.", "weight": 1} for n in range(6)
+    ]
+    fn = rubric(
+        rubric=criteria, backend="openai", base_url=proxy.url, cache=False, max_concurrency=2
+    )
+    result = fn(SAMPLES[0])
+    assert result.status in ("ok", "invalid")
+    assert proxy.calls >= 6
+    assert proxy.max_inflight <= 2
+
+
+def test_deadline_gives_timeout_status(proxy: Proxy) -> None:
+    proxy.delay_s = 2.0
+    fn = rubric(
+        rubric=RUBRIC[:1], backend="openai", base_url=proxy.url, cache=False, deadline_s=0.3
+    )
+    result = fn(SAMPLES[0])
+    assert result.status == "timeout" and result.score is None
+
+
+def test_structured_output_group_ranking_on_server(proxy: Proxy) -> None:
+    group = [
+        {"id": "a", "completion": "Paris."},
+        {"id": "b", "completion": "Lyon."},
+        {"id": "c", "completion": "Marseille."},
+    ]
+    fn = judge_group(
+        backend="openai",
+        base_url=proxy.url,
+        cache=False,
+        structured=True,
+        model="SmolLM2-135M-Instruct.Q4_1.gguf",
+    )
+    sample = Sample(
+        id="b",
+        prompt="Capital of France?",
+        completion="Lyon.",
+        metadata={"group_completions": group},
+    )
+    result = fn(sample)
+    assert result.status == "ok", result.detail
+    assert sorted(result.detail["ranking"]) == ["a", "b", "c"]
+    assert result.score in (0.0, 0.5, 1.0)
+
+
+@pytest.mark.parametrize("backend", ["openai", "local"])
+def test_guard_makes_no_call(proxy: Proxy, backend: str, model_path: str) -> None:
+    fn = rubric(rubric=RUBRIC, backend=backend, base_url=proxy.url, cache=False)
+    result = fn(Sample(id="x", prompt="Q?", completion="Let's solve this problem step by step."))
+    assert result.status == "ok" and result.score == 0.0
+    assert result.detail["guard"] == "generic_opener"
+    assert proxy.calls == 0

@@ -312,7 +312,9 @@ class _Summary:
     def table(self) -> Table:
         elapsed = time.perf_counter() - self.started
         rate = self.count / elapsed if elapsed > 0 else 0.0
-        table = Table(title=f"{self.count} samples in {elapsed:.1f}s ({rate:.0f} samples/s)")
+        digits = 0 if rate >= 10 else 2
+        title = f"{self.count} samples in {elapsed:.1f}s ({rate:,.{digits}f} samples/s)"
+        table = Table(title=title)
         table.add_column("component")
         table.add_column("mean", justify="right")
         for status in ("ok", "not_applicable", "invalid", "error", "timeout"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 import pytest
@@ -224,3 +225,14 @@ def test_a_worker_killed_by_the_engine_leaves_no_sandbox_behind() -> None:
     while _sandbox_processes() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _sandbox_processes() == []
+
+
+@needs_bwrap
+def test_an_interpreter_under_tmp_is_refused_with_the_reason(monkeypatch) -> None:
+    """Every sandbox gets its own private /tmp, which would hide such an interpreter's files
+    (e.g. a virtual environment created under /tmp): refused, saying why, never a 0."""
+    from rewardsmith.verifiers.code import _sandbox
+
+    monkeypatch.setattr(_sandbox, "_python_binds", lambda python: ["/tmp/venv"])
+    with pytest.raises(_sandbox.SandboxUnavailable, match="under /tmp"):
+        _sandbox.plan_bwrap(sys.executable, _sandbox.Limits(timeout_s=1, cpu_s=2))

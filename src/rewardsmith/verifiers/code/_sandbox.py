@@ -227,6 +227,13 @@ def plan_bwrap(python: str, limits: Limits) -> _Plan:
         binds = _python_binds(python)
     except (OSError, subprocess.SubprocessError) as exc:
         raise SandboxUnavailable(f"cannot query the interpreter {python!r}: {exc}") from exc
+    hidden = [d for d in binds if d == "/tmp" or d.startswith("/tmp/")]
+    if hidden:
+        raise SandboxUnavailable(
+            f"the interpreter's files are under /tmp ({hidden[0]}), which every sandbox "
+            "replaces with its own private /tmp; use a Python installed elsewhere (a virtual "
+            "environment outside /tmp, or the `python` parameter)"
+        )
     as_root = os.geteuid() == 0
     argv = [
         bwrap,

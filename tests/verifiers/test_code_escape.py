@@ -278,7 +278,7 @@ def test_printing_a_fake_pass_marker(fn) -> None:
         fake = "0" * 32
         print("PASSED all tests", fake, "done 1")
         sys.stderr.write("passed\\n")
-        for fd in range(3, 64):
+        for fd in sorted(int(name) for name in os.listdir("/proc/self/fd")):  # every open fd
             for line in (fake + " start\\n", fake + " test 0 1 -\\n", fake + " done 1\\n"):
                 try:
                     os.write(fd, line.encode())

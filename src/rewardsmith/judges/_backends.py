@@ -21,6 +21,7 @@ Every backend may be wrapped by `CachedBackend` (SQLite on disk, see `_cache`).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
 import importlib.util
 import math
@@ -386,8 +387,17 @@ def load_local_model(path: str, n_ctx: int, n_threads: int | None) -> Any:
                 **options,
             )
             model._rewardsmith_lock = threading.Lock()
+            if not _MODELS:  # free models while the interpreter still works, not in __del__
+                atexit.register(_close_models)
             _MODELS[key] = model
         return model
+
+
+def _close_models() -> None:
+    with _MODELS_LOCK:
+        for model in _MODELS.values():
+            model.close()
+        _MODELS.clear()
 
 
 class LocalBackend(Backend):

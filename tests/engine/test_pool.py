@@ -111,3 +111,21 @@ def test_on_error_value_replaces_a_failed_total_but_keeps_the_status() -> None:
     (result,) = score([{"completion": "raise"}], spec(on_error=-1.0), workers=1)
     assert result.reward == -1.0
     assert result.status == "error"
+
+
+def test_a_none_item_is_an_invalid_result_not_the_end_of_the_input(engine: Engine) -> None:
+    results = engine.score([{"id": "a", "completion": "x"}, None, {"id": "c", "completion": "yy"}])
+    assert [(r.id, r.status) for r in results] == [("a", "ok"), ("2", "invalid"), ("c", "ok")]
+
+
+def test_an_abandoned_run_does_not_leak_results_into_the_next() -> None:
+    with Engine(spec(), workers=2) as engine:
+        stream = engine.iter_score(
+            {"id": f"old{i}", "completion": "sleep 0.002"} for i in range(500)
+        )
+        next(stream)
+        stream.close()  # a trainer step interrupted mid-run
+        fresh = [{"id": f"new{i}", "completion": "x" * (i % 7)} for i in range(300)]
+        results = engine.score(fresh)
+        assert [r.id for r in results] == [f"new{i}" for i in range(300)]
+        assert [r.reward for r in results] == [float(i % 7) for i in range(300)]

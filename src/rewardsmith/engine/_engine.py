@@ -30,6 +30,9 @@ _WINDOW = 4_096
 SampleLike = Sample | dict[str, Any] | InputError
 """What the engine accepts: a sample, its dict form, or a line that failed to parse."""
 
+_END = object()
+"""End of the input (None is an input item: an invalid one)."""
+
 Backend = Literal["local", "ray"]
 """Where CPU rewards run."""
 
@@ -114,7 +117,13 @@ class Engine:
         the input: a group id seen again after other groups raises `InputError`.
         """
         with self._lock:
-            yield from self._run(iter(samples), on_result)
+            finished = False
+            try:
+                yield from self._run(iter(samples), on_result)
+                finished = True
+            finally:
+                if not finished:  # abandoned or raised mid-run: its tasks must not leak into
+                    self.close()  # the next run, so the workers go (restarted on next use)
 
     def _run(
         self, samples: Iterator[SampleLike], on_result: Callable[[Result], None] | None
@@ -132,8 +141,8 @@ class Engine:
         exhausted = False
         while True:
             while not exhausted and len(ready) + len(partial) < self._window:
-                item = next(samples, None)
-                if item is None:
+                item = next(samples, _END)
+                if item is _END:
                     exhausted = True
                     break
                 index = next(counter)

@@ -59,6 +59,8 @@ class Verdict:
 
     equal: bool
     reason: str
+    gold_unparseable: bool = False
+    """The gold answer could not be read: the sample cannot be judged (never a 0)."""
 
 
 _OR = " or "
@@ -333,8 +335,10 @@ def _compare_atoms(pred: str, gold: str, symbolic: bool) -> Verdict:
     if refused is not None:
         return Verdict(False, f"not evaluated: {refused}")
     a, b = _to_sympy(pred), _to_sympy(gold)
-    if a is None or b is None:
-        return Verdict(False, "unparseable answer" if a is None else "unparseable gold")
+    if b is None:
+        return Verdict(False, "unparseable gold", gold_unparseable=True)
+    if a is None:
+        return Verdict(False, "unparseable answer")
     try:
         same = _sympy_equal(a, b)
     except Exception:  # sympy raises many types (TypeError, RecursionError...) on odd trees

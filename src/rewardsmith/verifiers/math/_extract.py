@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from .._common import answer_part
 from ._config import MathConfig
 from ._equivalence import MAX_ANSWER_CHARS, is_equivalent
-from ._normalize import MAX_NUMBER_CHARS, brace_group, key, normalize
+from ._normalize import MAX_NUMBER_CHARS, brace_group, key, normalize, parse_number
 
 __all__ = ["Extraction", "extract_answer"]
 
@@ -38,6 +38,17 @@ MAX_PHRASE_NESTING = 4
 
 _DEFAULT = MathConfig()
 _BOX = re.compile(r"\\(?:boxed|fbox)(?![a-zA-Z])\s*")
+_CONTEXT_CHARS = 40
+"""How far before a box a negation is looked for."""
+_NEGATED_BEFORE = re.compile(
+    r"\b(?:not|isn't|isn’t|never|cannot be|can't be)\s*(?:equal to\s*|equals\s*)?\$*\s*$",
+    re.IGNORECASE,
+)
+_HEDGED_AFTER = re.compile(
+    r"\s*\$*\s*[.,;:]?\s*(?:\(?\s*(?:or(?!\s+equivalently)|maybe|possibly|perhaps|probably)\b"
+    r"|is\s+(?:incorrect|wrong|not)\b|\?)",
+    re.IGNORECASE,
+)
 _HASH = re.compile(r"####[ \t]*([^\n]*)")
 _A_LINE = re.compile(r"^\s*A\s*:\s*(.+?)\s*$")
 _PHRASE = re.compile(
@@ -76,6 +87,7 @@ def _boxes(text: str) -> tuple[list[str], str | None]:
     """Contents of every `\\boxed{...}` / `\\fbox{...}` (nested braces), or why there are none."""
     found: list[str] = []
     count = 0
+    last_end: int | None = None
     for match in _BOX.finditer(text):
         count += 1
         if count > MAX_BOXES:
@@ -86,10 +98,16 @@ def _boxes(text: str) -> tuple[list[str], str | None]:
             content = text[start + 1 : end - 1] if end is not None else ""
         else:  # `\boxed 5`
             content = re.match(r"[^\s$]*", text[start : start + MAX_ANSWER_CHARS]).group()
+            end = start + len(content)
+        if _NEGATED_BEFORE.search(text[max(0, match.start() - _CONTEXT_CHARS) : match.start()]):
+            return [], "the boxed answer is negated"
+        last_end = end
         if content.strip():
             found.append(content.strip())
     if count and not found:
         return [], "boxed answer empty or with unbalanced braces"
+    if found and last_end is not None and _HEDGED_AFTER.match(text, last_end):
+        return [], "the boxed answer is hedged"  # between boxes, "or" is judged by agreement
     return found, None
 
 
@@ -145,6 +163,20 @@ def _resolve(candidates: list[str], source: str, config: MathConfig) -> Extracti
     return _none("several different final answers", source, options)
 
 
+def _numeric_markers(text: str) -> list[str]:
+    """Plain-number answers given by other final-answer markers (`####`, `A:`, "the answer
+    is"), to check a boxed answer against. Only numbers: prose after "the answer is" is not a
+    rival answer."""
+    found = [m.group(1).strip() for m in _HASH.finditer(text)]
+    a_line = _A_LINE.match(_last_line(text))
+    if a_line is not None:
+        found.append(_trim(a_line.group(1)))
+    phrase = _phrase(text)
+    if phrase is not None:
+        found.append(phrase)
+    return [f for f in found if f and parse_number(normalize(f)) is not None]
+
+
 def _last_line(text: str) -> str:
     lines = [line for line in text.splitlines() if line.strip()]
     return lines[-1].strip() if lines else ""
@@ -166,7 +198,13 @@ def extract_answer(
     if refused is not None:
         return _none(refused, "boxed")
     if boxed:
-        return _resolve(boxed, "boxed", config)
+        found = _resolve(boxed, "boxed", config)
+        for other in _numeric_markers(part):  # "\boxed{5} ... Final Answer: 6" is a hedge
+            if found.answer is not None and not is_equivalent(
+                other, found.answer, symbolic=config.symbolic
+            ):
+                return _none("several different final answers", "boxed", (*boxed, other))
+        return found
     hashes = [m.group(1).strip() for m in _HASH.finditer(part) if m.group(1).strip()]
     if hashes:
         return _resolve(hashes[-1:], "hash", config)

@@ -111,6 +111,25 @@ def brace_group(text: str, start: int, limit: int) -> int | None:
     return None
 
 
+_SPACED_DIGITS = re.compile(r"\d\s+\d")
+_NON_DIGIT_SPACE = re.compile(r"(?<!\d) +| +(?!\d)")
+_SPACE_THOUSANDS = re.compile(r"-?\d{1,3}(?: \d{3})+(?:\.\d+)?")
+_UNIT_TEXT = re.compile(r"\s*[A-Za-z°%]+(?:[ ./][A-Za-z°%]+)*\.?\s*")
+"""What a trailing `\\text{}` may hold to be dropped as a unit: words, `/`, `.`, `°`, `%`."""
+_NOT_A_UNIT = re.compile(
+    r"\b(?:or|and|more|less|fewer|approx\w*|about|around|roughly|nearly|almost|least|most|"
+    r"over|under|than|maybe|possibly|not)\b",
+    re.IGNORECASE,
+)
+"""Words that make trailing text a hedge or a qualifier, never a unit (`5 \\text{ or more}`)."""
+
+
+def _drop_unit(match: re.Match[str]) -> str:
+    """A trailing unit goes; trailing hedges and qualifiers (`or more`, `approximately`) stay,
+    so the answer no longer reads as the bare number."""
+    return match.group(0) if _NOT_A_UNIT.search(match.group(0)) else ""
+
+
 def _unwrap_text(s: str) -> str:
     """Resolve `\\text{...}` wrappers: the whole answer (`\\text{Evelyn}`), connectives
     (`\\text{ or }`), trailing units (`5 \\text{ cm}^2`) dropped, anything else unwrapped."""
@@ -127,8 +146,11 @@ def _unwrap_text(s: str) -> str:
         unit_power = re.match(r"\s*\^\s*\{?\d\}?", after)
         if inner.strip().lower() in ("or", "and"):
             s = f"{before} {inner.strip().lower()} {after}"
-        elif before.strip() and (
-            not after.strip() or (unit_power and not after[unit_power.end() :].strip())
+        elif (
+            before.strip()
+            and (not after.strip() or (unit_power and not after[unit_power.end() :].strip()))
+            and _UNIT_TEXT.fullmatch(inner)
+            and not _NOT_A_UNIT.search(inner)
         ):
             s = before
         else:
@@ -155,7 +177,7 @@ def normalize(answer: str) -> str:
         s = pattern.sub(replacement, s)
     s = _THOUSANDS_SPACED.sub(",", s) if ",\\!" in answer else s
     s = _SPACES.sub(" ", s).strip().rstrip(".;:,").strip()
-    s = _UNIT_TAIL.sub("", s)
+    s = _UNIT_TAIL.sub(_drop_unit, s)
     s = _WORD_OR.sub(" or ", s)
     if s.startswith("="):
         s = s[1:].strip()
@@ -163,8 +185,9 @@ def normalize(answer: str) -> str:
 
 
 def key(normalized: str) -> str:
-    """The normalised answer without spaces: equal keys mean equal answers."""
-    return normalized.replace(" ", "")
+    """The normalised answer without spaces, but for those between two digits (`5 6` is two
+    numbers, not 56): equal keys mean equal answers."""
+    return _NON_DIGIT_SPACE.sub("", normalized)
 
 
 def strip_lhs(normalized: str) -> str:
@@ -185,6 +208,8 @@ def choice_letter(normalized: str) -> str | None:
 def parse_number(normalized: str) -> Fraction | None:
     """The exact value of a plain number (`-7,425,000`, `18.00`, `.35`, `3/4`, `\\frac{3}{4}`,
     `1\\frac{4}{5}`), or None. Decimals are read exactly as written: 0.333 is not 1/3."""
+    if _SPACED_DIGITS.search(normalized) and not _SPACE_THOUSANDS.fullmatch(normalized.strip()):
+        return None  # "5 6" is two numbers, not 56; only "7 425 000" groups digits
     s = normalized.replace(" ", "")
     if not s or len(s) > MAX_NUMBER_CHARS or not any(c.isdigit() for c in s):
         return None

@@ -76,6 +76,8 @@ def math(
                 0.0, answer=None, gold=gold.answer, reason=pred.reason, candidates=pred.candidates
             )
         verdict = compare(pred.answer, gold.answer, symbolic=config.symbolic)
+        if verdict.gold_unparseable:
+            return Score.failed("invalid", "gold answer cannot be parsed", gold=gold.answer)
         return Score.ok(
             1.0 if verdict.equal else 0.0,
             answer=pred.answer,

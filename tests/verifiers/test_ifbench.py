@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from rewardsmith.models import Sample
 from rewardsmith.verifiers.instructions import IFBENCH, ifbench
 from rewardsmith.verifiers.instructions._text import pos_tagger
+
+from ._instruction_helpers import score_one
 
 AFRICA = "\n".join(["Zimbabwe"] + [f"Y{99 - i:02d}" for i in range(52)])
 CAPITALS = ", ".join(
@@ -130,12 +131,7 @@ CASES = {
 
 
 def _score(instruction_id: str, kwargs: dict, text: str, mode: str = "strict"):
-    sample = Sample(
-        id="s",
-        completion=text,
-        reference={"instruction_id_list": [instruction_id], "kwargs": [kwargs]},
-    )
-    return ifbench(mode=mode)(sample)
+    return score_one(ifbench(mode=mode), instruction_id, kwargs, text)
 
 
 def test_every_checker_but_the_tagger_one_has_a_case() -> None:

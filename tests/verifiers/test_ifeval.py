@@ -10,6 +10,8 @@ import pytest
 from rewardsmith.models import Sample
 from rewardsmith.verifiers.instructions import IFEVAL, ifeval, loose_variants
 
+from ._instruction_helpers import score_one
+
 LONG = " ".join(["word"] * 120)
 CASES = {
     "keywords:existence": ({"keywords": ["apple", "pear"]}, "An Apple and a pear.", "An apple."),
@@ -79,12 +81,7 @@ CASES = {
 
 
 def _score(instruction_id: str, kwargs: dict, text: str, mode: str = "strict"):
-    sample = Sample(
-        id="s",
-        completion=text,
-        reference={"instruction_id_list": [instruction_id], "kwargs": [kwargs]},
-    )
-    return ifeval(mode=mode)(sample)
+    return score_one(ifeval(mode=mode), instruction_id, kwargs, text)
 
 
 def test_every_checker_has_a_case() -> None:

@@ -79,7 +79,9 @@ def run_query(db: Path, query: str, *, time_limit_s: float, max_rows: int, memor
         conn.set_progress_handler(lambda: int(time.monotonic() > deadline), _PROGRESS_OPS)
         try:
             return _fetch(conn.execute(query), max_rows, memory_mb * 2**20)
-        except (sqlite3.Error, sqlite3.Warning, MemoryError, OverflowError, ValueError) as exc:
+        except MemoryError:
+            raise QueryFailed(f"out of memory: over the limit of {memory_mb} MB") from None
+        except (sqlite3.Error, sqlite3.Warning, OverflowError, ValueError) as exc:
             if time.monotonic() > deadline:
                 raise QueryFailed(f"stopped after the time limit of {time_limit_s:g} s") from None
             raise QueryFailed(f"{type(exc).__name__}: {exc}") from None

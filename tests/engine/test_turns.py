@@ -185,6 +185,7 @@ def test_multi_turn_tool_use_scored_per_step_through_renorm_and_the_cli(tmp_path
         ("right", trajectory("C", "Answer: 22.2"), TURN_GOLD),
         ("wrong-unit", trajectory("K", "Answer: 22.2"), TURN_GOLD),
         ("wrong-answer", trajectory("C", "Answer: 30"), TURN_GOLD),
+        ("both-wrong", trajectory("K", "Answer: 30"), TURN_GOLD),
         (
             "extra-turn",
             [
@@ -216,6 +217,7 @@ def test_multi_turn_tool_use_scored_per_step_through_renorm_and_the_cli(tmp_path
         "right": [1.0, 1.0, 1.0],  # r_o = 1: [1 + 1 - 1, 1 + 1 - 1, 1]
         "wrong-unit": [1.0, 0.8, 1.0],  # [1, 0.8 + 1 - 1, 1]
         "wrong-answer": [0.0, 0.0, 0.0],  # r_o = 0: [1 - 1, 1 - 1, 0]
+        "both-wrong": [0.0, -0.2, 0.0],  # [1 - 1, 0.8 - 1, 0]
         # the extra turn has no gold: 0, so 0 + 1 - 1; the last step is the outcome
         "extra-turn": [1.0, 1.0, 0.5, 1.0],
     }

@@ -56,9 +56,14 @@ _IMAGE = re.compile(f"{_IMAGE_OPEN}(.*?){_IMAGE_CLOSE}")
 
 
 def _escaped_content(message: Message) -> str:
-    """A message's content, escaped, with a marker in place of each image part."""
+    """A message's content, escaped, with a marker in place of each image part, then the
+    tool calls it makes (an agent's step is its calls as much as its text)."""
+    calls = ""
+    if message.tool_calls:
+        listed = json.dumps(message.tool_calls, ensure_ascii=False, default=str)
+        calls = "\n" + html.escape(f"tool calls: {listed}", quote=False)
     if not isinstance(message.content, list):
-        return html.escape(message.content or "", quote=False)
+        return html.escape(message.content or "", quote=False) + calls
     pieces = []
     for part in message.content:
         if part.type == "image_url":
@@ -68,7 +73,7 @@ def _escaped_content(message: Message) -> str:
             pieces.append(html.escape(part.text or "", quote=False))
         else:
             pieces.append(f"[{html.escape(part.type, quote=False)}]")
-    return "\n".join(pieces)
+    return "\n".join(pieces) + calls
 
 
 def render_conversation(prompt: str | Sequence[Message] | None) -> str:

@@ -21,9 +21,9 @@ import itertools
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ..._exceptions import ConfigError
 from ...models import Sample, Score
@@ -36,6 +36,7 @@ __all__ = [
     "detection",
     "detection_score",
     "find_boxes",
+    "gold_and_scale",
     "iou",
     "iou_of",
     "scale_of",
@@ -110,6 +111,25 @@ def rescale(box: Box, scale: tuple[float, float] | None) -> Box:
     return box[0] * sx, box[1] * sy, box[2] * sx, box[3] * sy
 
 
+T = TypeVar("T")
+
+
+def gold_and_scale(
+    sample: Sample, parse: Callable[[Any], T | str], nothing: str
+) -> tuple[T, tuple[float, float] | None] | Score:
+    """The parsed reference and the rescaling factors, or the score that stands instead:
+    `not_applicable` without a reference, `invalid` for a bad one or malformed sizes."""
+    if sample.reference is None:
+        return Score.failed("not_applicable", nothing)
+    gold = parse(sample.reference)
+    if isinstance(gold, str):
+        return Score.failed("invalid", gold)
+    scale = scale_of(sample.metadata)
+    if isinstance(scale, str):
+        return Score.failed("invalid", scale)
+    return gold, scale
+
+
 def _labelled_json(answer: str) -> list[Labelled] | None:
     """Boxes from the first JSON value of the answer holding ``bbox_2d`` objects."""
     decoder = json.JSONDecoder()
@@ -166,18 +186,18 @@ def gold_box(value: Any) -> Box | None:
     return None if degenerate(box) else box
 
 
+def _gold_single(reference: Any) -> Box | str:
+    box = gold_box(reference.get("box")) if isinstance(reference, dict) else None
+    return box if box is not None else "reference must be {'box': [x1, y1, x2, y2]} with an area"
+
+
 def iou_of(sample: Sample) -> tuple[float, dict[str, Any]] | Score:
     """The IoU of the answer's one box with ``reference.box``, with its evidence; or the
     score that stands instead (0 for a missing, hedged or degenerate box; invalid gold)."""
-    reference = sample.reference
-    if reference is None:
-        return Score.failed("not_applicable", "no reference box")
-    gold = gold_box(reference.get("box")) if isinstance(reference, dict) else None
-    if gold is None:
-        return Score.failed("invalid", "reference must be {'box': [x1, y1, x2, y2]} with an area")
-    scale = scale_of(sample.metadata)
-    if isinstance(scale, str):
-        return Score.failed("invalid", scale)
+    inputs = gold_and_scale(sample, _gold_single, "no reference box")
+    if isinstance(inputs, Score):
+        return inputs
+    gold, scale = inputs
     boxes = list(dict.fromkeys(b.box for b in find_boxes(sample.text)))
     if not boxes:
         return Score.ok(0.0, reason="no box in the answer")
@@ -297,14 +317,10 @@ def detection(
         raise ConfigError("iou_threshold must be in (0, 1] and the weights >= 0, not all 0")
 
     def score(sample: Sample) -> Score:
-        if sample.reference is None:
-            return Score.failed("not_applicable", "no reference boxes")
-        gold = _gold_set(sample.reference)
-        if isinstance(gold, str):
-            return Score.failed("invalid", gold)
-        scale = scale_of(sample.metadata)
-        if isinstance(scale, str):
-            return Score.failed("invalid", scale)
+        inputs = gold_and_scale(sample, _gold_set, "no reference boxes")
+        if isinstance(inputs, Score):
+            return inputs
+        gold, scale = inputs
         found = find_boxes(sample.text)
         predicted = [Labelled(rescale(b.box, scale), b.label) for b in found]
         if not predicted and not _EMPTY.match(tagged_answer(sample.text)):

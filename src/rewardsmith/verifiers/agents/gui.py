@@ -30,7 +30,7 @@ from typing import Any
 from ...models import Sample, Score
 from ...registry import RewardFn, reward
 from .._common import tagged_answer
-from .boxes import gold_box, scale_of
+from .boxes import gold_and_scale, gold_box
 
 __all__ = ["Action", "gui_action", "parse_action"]
 
@@ -187,14 +187,10 @@ def gui_action(
     )
 
     def score(sample: Sample) -> Score:
-        if sample.reference is None:
-            return Score.failed("not_applicable", "no reference action")
-        gold = _gold(sample.reference)
-        if isinstance(gold, str):
-            return Score.failed("invalid", gold)
-        scale = scale_of(sample.metadata)
-        if isinstance(scale, str):
-            return Score.failed("invalid", scale)
+        inputs = gold_and_scale(sample, _gold, "no reference action")
+        if isinstance(inputs, Score):
+            return inputs
+        gold, scale = inputs
         r_format = 1.0 if layout.fullmatch(sample.text.strip()) else 0.0
         actions = parse_action(sample.text)
         r_action, r_argument, reason = 0.0, 0.0, None

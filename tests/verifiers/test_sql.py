@@ -279,6 +279,8 @@ def test_relative_paths_resolve_under_db_root(db: Path) -> None:
         ("```sql\nSELECT 1\n```", "markdown", "SELECT 1"),
         ("first\n```sql\nSELECT 1\n```\nthen\n```SQL\nSELECT 2\n```", "markdown", "SELECT 2"),
         ("```\nSELECT 3\n```", "markdown", "SELECT 3"),
+        ("```python\nprint(1)\n```\nthen\n```sql\nSELECT 7\n```", "markdown", "SELECT 7"),
+        ("```python\nprint(1)\n```", "markdown", "```python\nprint(1)\n```"),
         ("  SELECT 4  ", "markdown", "SELECT 4"),
         ("<think>```sql\nSELECT 5\n```</think>", "markdown", None),  # only reasoning
         ("", "markdown", None),

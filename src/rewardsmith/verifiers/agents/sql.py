@@ -128,16 +128,20 @@ def order_matters(query: str) -> bool:
     return _ORDER_BY.search("".join(top)) is not None
 
 
-_SQL_FENCE = re.compile(r"```[ \t]*(sql|sqlite)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(
+    r"^[ \t]*```[ \t]*(?P<lang>[\w+#.-]*)[^\n]*\n(?P<body>.*?)^[ \t]*```[ \t]*$",
+    re.MULTILINE | re.DOTALL,
+)
+_SQL_TAGS = frozenset({"sql", "sqlite"})
 _SKYRL_TAGS = re.compile(r"</?(think|sql|observation)\b", re.IGNORECASE)
 
 
 def _markdown(text: str) -> str | None:
     """The last ```sql block, else the last untagged block, else the answer text."""
     answer = answer_part(text)
-    blocks = [(m.group(1), m.group(2)) for m in _SQL_FENCE.finditer(answer)]
-    tagged = [body for tag, body in blocks if tag]
-    untagged = [body for tag, body in blocks if not tag]
+    blocks = [(m["lang"].lower(), m["body"]) for m in _FENCE.finditer(answer)]
+    tagged = [body for lang, body in blocks if lang in _SQL_TAGS]
+    untagged = [body for lang, body in blocks if not lang]
     query = (tagged or untagged or [answer])[-1].strip()
     return query or None
 

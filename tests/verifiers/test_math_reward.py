@@ -24,7 +24,16 @@ def run(completion: Any, reference: Any, **config: Any) -> Score:
 def test_registered_under_its_public_path() -> None:
     info = registry.get("math")
     assert info.factory is math
-    assert set(info.params) == {"fallback", "multiple_answers", "symbolic"}
+    assert set(info.params) == {
+        "fallback",
+        "multiple_answers",
+        "symbolic",
+        "finished_form",
+        "fractions",
+        "powers",
+        "radicals",
+        "units",
+    }
     assert info.description.startswith("Verifiable math")
 
 
@@ -168,13 +177,11 @@ def test_pathological_reference_is_fast_and_invalid(reference: str) -> None:
     assert score.status == "invalid"
 
 
-def test_plain_number_pairs_are_fast() -> None:
+def test_plain_number_pairs_at_scale() -> None:
+    """2,000 GSM8K-style pairs (speed is measured in benchmarks/math_bench.py, not here)."""
     score = math()
     samples = [
         Sample(id=str(i), completion=f"work <<{i}*2={2 * i}>>\nA: {i:,}", reference=f"A: {i}")
         for i in range(2_000)
     ]
-    start = time.perf_counter()
     assert all(score(s).score == 1.0 for s in samples)
-    per_pair = (time.perf_counter() - start) / len(samples)
-    assert per_pair < 200e-6  # typically ~20 µs; generous for slow CI machines

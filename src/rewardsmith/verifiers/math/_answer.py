@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from ._latex import Node, ParseError, parse_expression
-from ._normalize import brace_group, choice_letter, parse_number
+from ._normalize import brace_group, choice_letter, is_decimal, parse_number
 from ._units import Unit, split_unit
 
 __all__ = ["Answer", "expression_tree", "is_name", "parse_answer", "split_top"]
@@ -89,9 +89,8 @@ class Answer:
 @lru_cache(maxsize=8192)
 def expression_tree(text: str) -> Node | None:
     """The parsed tree of an expression, or None when the parser does not read it."""
-    number = parse_number(text)
-    if number is not None:
-        return Node("num", (), number)
+    if is_decimal(text):  # `7,425,000` (commas the parser does not read)
+        return Node("num", (), parse_number(text))
     try:
         return parse_expression(text)
     except ParseError:

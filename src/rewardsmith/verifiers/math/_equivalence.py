@@ -13,6 +13,7 @@ not 1/3. The one tolerance is for an approximation the answer itself marks (`\\f
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
@@ -153,18 +154,31 @@ def _canonical_relation(relation: Answer) -> tuple[str, Node] | None:
 
 
 def _as_interval(relation: Answer) -> Answer | None:
-    """`x \\ge 5` -> [5, \\infty); `-2 \\le x < 7` -> [-2, 7); None when not of that form."""
+    """`x \\ge 5` -> [5, \\infty); `-2 \\le x < 7` -> [-2, 7); `1 \\le |z| \\le 2` -> [-2, -1]
+    \\cup [1, 2]; None when not of that form."""
     texts = [item.text for item in relation.items]
     ops = list(relation.ops)
     if len(ops) == 2 and ops[0] in _FLIP and ops[1] in _FLIP:
         texts, ops = texts[::-1], [_FLIP[op] for op in ops[::-1]]
-    if len(ops) == 2 and all(op in ("<", "\\le") for op in ops) and is_name(texts[1]):
+    if len(ops) == 2 and all(op in ("<", "\\le") for op in ops):
+        absolute = re.fullmatch(r"\|(.+)\|", texts[1])
+        if absolute is not None and is_name(absolute.group(1)):
+            return _symmetric_union(texts[0], texts[2], ops)
+        if not is_name(texts[1]):
+            return None
         low, high = texts[0], texts[2]
         brackets = ("[" if ops[0] == "\\le" else "(") + ("]" if ops[1] == "\\le" else ")")
     elif len(ops) == 1 and ops[0] in ("<", "\\le", ">", "\\ge"):
         op = ops[0]
-        if is_name(texts[1]) and not is_name(texts[0]):
+        if _named(texts[1]) and not _named(texts[0]):
             texts, op = texts[::-1], {"<": ">", "\\le": "\\ge", ">": "<", "\\ge": "\\le"}[op]
+        absolute = re.fullmatch(r"\|(.+)\|", texts[0])
+        if absolute is not None and is_name(absolute.group(1)):
+            bound = texts[1]
+            if op in ("<", "\\le"):  # |x| < b is (-b, b)
+                return _interval(f"-({bound})", bound, "[]" if op == "\\le" else "()")
+            low = "<" if op == ">" else "\\le"  # |x| > b is (-inf, -b) and (b, inf)
+            return _symmetric_union(bound, "\\infty", [low, "<"])
         if not is_name(texts[0]):
             return None
         closed = op in ("\\le", "\\ge")
@@ -176,8 +190,25 @@ def _as_interval(relation: Answer) -> Answer | None:
             brackets = ("[" if closed else "(") + ")"
     else:
         return None
-    bounds = (Answer("expr", text=low), Answer("expr", text=high))
-    return Answer("tuple", items=bounds, brackets=brackets)
+    return _interval(low, high, brackets)
+
+
+def _named(text: str) -> bool:
+    """A name, or the absolute value of one (`x`, `|z|`)."""
+    absolute = re.fullmatch(r"\|(.+)\|", text)
+    return is_name(absolute.group(1) if absolute else text)
+
+
+def _interval(low: str, high: str, brackets: str) -> Answer:
+    return Answer("tuple", items=(_expression(low), _expression(high)), brackets=brackets)
+
+
+def _symmetric_union(low: str, high: str, ops: list[str]) -> Answer:
+    """`a < |x| \\le b`: [-b, -a) and (a, b], mirrored brackets."""
+    left, right = ("[" if ops[0] == "\\le" else "("), ("]" if ops[1] == "\\le" else ")")
+    mirrored = {"[": "]", "(": ")", "]": "[", ")": "("}
+    negative = _interval(f"-({high})", f"-({low})", mirrored[right] + mirrored[left])
+    return Answer("union", items=(negative, _interval(low, high, left + right)))
 
 
 def _compare_relations(a: Answer, b: Answer, budget: _Budget) -> Verdict:

@@ -77,7 +77,7 @@ _CALCULATOR = re.compile(r"<<[^<>\n]*>>")
 _NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?|(?<![\w.])-?\.\d+")
 _LATEX_CMD = re.compile(r"\\[a-zA-Z]+")
 _TEXT_GROUP = re.compile(r"\\(?:text|mbox|textbf|mathrm)\s*\{[^{}]*\}")
-_WORD = re.compile(r"[A-Za-z]{2,}")
+_PROSE_TOKEN = re.compile(r"[(\"'“]?([A-Za-z]{2,}(?:'[a-z]+)?)[.,;:!?)\"'”]*")
 _CONNECTORS = frozenset(("or", "and", "either", "both"))
 _HEDGES = frozenset(
     [
@@ -189,10 +189,11 @@ def _spans(text: str) -> list[str]:
 
 
 def _prose_words(text: str) -> list[str]:
-    """Words of prose: outside math spans, LaTeX commands and `\\text{}`."""
+    """Words of prose: whitespace-separated runs of letters (`largest`, `is.`), outside math
+    spans, LaTeX commands and `\\text{}`. Letters among symbols are math: `AB=4,CD=5`."""
     bare = _MATH_SPAN.sub(" ", _ENVIRONMENT_NAME.sub(" ", text))
     bare = _LATEX_CMD.sub(" ", _TEXT_GROUP.sub(" ", bare))
-    return [w.lower() for w in _WORD.findall(bare)]
+    return [m.group(1).lower() for m in map(_PROSE_TOKEN.fullmatch, bare.split()) if m]
 
 
 _QUOTES = "\"'“” "

@@ -26,14 +26,17 @@ from ._answer import Answer, expression_tree, parse_answer
 from ._config import MathConfig
 from ._latex import FUNCTION_CLASSES, Node, literal_value
 from ._normalize import is_decimal, key, normalize, parse_number
+from ._numeric import symbols
 
-__all__ = ["operations", "restated", "unfinished"]
+__all__ = ["absolute_operations", "operations", "restated", "unfinished"]
 
 ARITHMETIC = "arithmetic on numbers"
 UNREDUCED_FRACTION = "unreduced fraction"
 POWER_OF_NUMBERS = "power of numbers"
-UNEXPANDED_POWER = "unexpanded power"
+UNEXPANDED_POWER = "unexpanded product or power"
 UNSIMPLIFIED_RADICAL = "radical that simplifies"
+VARIABLES = "variables where the gold is a number"
+"""`(u+4)(u-1) - (u-3)(u+6)` is 14 at every u, but it is the question, not the answer."""
 
 MIN_RESTATED_CHARS = 3
 """Shortest expression (normalised, without spaces) the restatement rule looks for."""
@@ -44,7 +47,10 @@ _TEXT_OPERATIONS = (
     (re.compile(r"\\i*int(?![a-zA-Z])|\\oint"), "integral"),
     (re.compile(r"\\lim(?![a-zA-Z])"), "limit"),
     (re.compile(r"\\frac\{d\w*\}\{d|\\partial|\\mathrm\{d\}|\bd/d[a-z]"), "derivative"),
-    (re.compile(r"\\(?:[dt])?binom|\\choose|\bC\s*\(\s*\d|\bC_\{?\d|\^\{?\d+\}?C_"), "binomial"),
+    (
+        re.compile(r"\\(?:[dt])?binom|\\choose|\bC\s*\(\s*\d|\bC_\{?\d|\^\{?\d+\}?C_"),
+        FUNCTION_CLASSES["binom"],
+    ),
     (re.compile(r"\d\s*!(?!=)|\)\s*!(?!=)"), "factorial"),
     (re.compile(r"\\end\{[pbvBV]?matrix\}\s*(?:[-+*]|\\begin)"), "matrix arithmetic"),
     (re.compile(r"\\(?:bmod|pmod|mod)(?![a-zA-Z])|\bmod\b"), "modulo"),
@@ -82,11 +88,31 @@ def _scientific(node: Node) -> bool:
     return literal_value(power.args[0]) == 10 and exponent is not None and exponent.denominator == 1
 
 
+def _flat(node: Node) -> tuple[Node, ...]:
+    """The terms of a sum or the factors of a product, nested ones included: `(-k+4)+(-2+3k)`
+    has four terms, `(10r^3)(4r^6)` four factors."""
+    items: list[Node] = []
+    for arg in node.args:
+        inner = arg.args[0] if node.kind == "add" and arg.kind == "neg" else arg
+        if inner.kind == node.kind:
+            items.extend(_flat(inner))
+        else:
+            items.append(arg)
+    return tuple(items)
+
+
+def _base(factor: Node) -> str | None:
+    """The symbol a factor is a power of (`r` for `r`, `r^3`), to find `r^3 \\cdot r^6`."""
+    if factor.kind == "pow":
+        factor = factor.args[0]
+    return repr(factor) if factor.kind == "sym" else None
+
+
 def _signature(term: Node) -> tuple[str, ...]:
     """What a term is a multiple of: `3\\sqrt{2}x` -> (sqrt 2, x); a literal -> ()."""
     while term.kind == "neg":
         term = term.args[0]
-    factors = term.args if term.kind == "mul" else (term,)
+    factors = _flat(term) if term.kind == "mul" else (term,)
     return tuple(sorted(repr(f) for f in factors if not _literal(f)))
 
 
@@ -134,23 +160,27 @@ def _has_power_factor(n: int, index: int) -> bool:
 
 def _tree_operations(node: Node, found: set[str]) -> None:
     kind, args = node.kind, node.args
-    if kind == "func":
-        found.add(FUNCTION_CLASSES[str(node.value)])
+    if kind == "func" and not any(symbols(arg) for arg in args):
+        found.add(FUNCTION_CLASSES[str(node.value)])  # `\\sin\\frac{\\pi}{6}`, not `\\cot x`
     elif kind == "div":
         found.add(ARITHMETIC)
     elif kind == "add":
-        signatures = [_signature(t) for t in args]
+        signatures = [_signature(t) for t in _flat(node)]
         if len(set(signatures)) < len(signatures):
             found.add(ARITHMETIC)  # two literals, or like terms (`x + x`)
     elif kind == "mul":
         if _scientific(node):
             _tree_operations(args[0], found)
             return
-        literals = sum(_literal(f) for f in args)
-        radicals = sum(f.kind == "root" and _algebraic(f) for f in args)
-        repeated = len({repr(f) for f in args}) < len(args)
+        factors = _flat(node)
+        literals = sum(_literal(f) for f in factors)
+        radicals = sum(f.kind == "root" and _algebraic(f) for f in factors)
+        bases = [b for b in map(_base, factors) if b is not None]
+        repeated = len({repr(f) for f in factors}) < len(factors) or len(set(bases)) < len(bases)
         if literals > 1 or radicals > 1 or repeated:
-            found.add(ARITHMETIC)
+            found.add(ARITHMETIC)  # `2 \\cdot 3`, `\\sqrt{2}\\sqrt{3}`, `r^3 r^6`
+        if _algebraic(node) and any(f.kind == "add" for f in factors):
+            found.add(UNEXPANDED_POWER)  # `(1+2i)6`, `2(3+\\sqrt{2})`
     elif kind == "frac":
         top, bottom = (literal_value(a) for a in args)
         if top is not None and bottom is not None:
@@ -183,12 +213,24 @@ def _tree_operations(node: Node, found: set[str]) -> None:
 
 def _atoms(answer: Answer) -> list[Answer]:
     """The expressions an answer commits to: a chain's last value, both sides of a relation,
-    the exact part of an approximation unless only its approximation is finished."""
+    each part of an approximation."""
     if answer.kind == "expr":
         return [answer]
     if answer.kind == "chain":
         return _atoms(answer.items[-1])
     return [atom for item in answer.items for atom in _atoms(item)]
+
+
+def _values(answer: Answer) -> list[Answer]:
+    """The atoms that stand for values (not the sides of a relation, whose variable is its
+    subject: `-2 \\le x \\le 7`)."""
+    if answer.kind == "relation":
+        return []
+    if answer.kind == "chain":
+        return _values(answer.items[-1])
+    if answer.kind == "expr":
+        return [answer]
+    return [atom for item in answer.items for atom in _values(item)]
 
 
 @lru_cache(maxsize=8192)
@@ -211,7 +253,20 @@ def _operations(answer: Answer) -> frozenset[str]:
         tree = atom.tree or expression_tree(atom.text)
         if tree is not None:
             _tree_operations(tree, found)
+    for value in _values(answer):
+        tree = value.tree or expression_tree(value.text)
+        if tree is not None and symbols(tree):
+            found.add(VARIABLES)
     return frozenset(found)
+
+
+@lru_cache(maxsize=4096)
+def _mentions_variables(normalized: str) -> bool:
+    for atom in _atoms(parse_answer(normalized)):
+        tree = atom.tree or expression_tree(atom.text)
+        if tree is not None and symbols(tree):
+            return True
+    return False
 
 
 def _allowed(config: MathConfig) -> frozenset[str]:
@@ -225,12 +280,20 @@ def _allowed(config: MathConfig) -> frozenset[str]:
     return frozenset(allowed)
 
 
+def absolute_operations(normalized: str, config: MathConfig) -> frozenset[str]:
+    """The operations left in an answer when there is no gold to compare forms with (for
+    grouping answers): any listed above, but variables, and the options `config` allows."""
+    return operations(normalized) - {VARIABLES} - _allowed(config)
+
+
 def unfinished(pred: str, gold: str, config: MathConfig) -> str | None:
     """Why `pred` is not in finished form where `gold` is ("not evaluated: factorial"), or
     None. Both are extracted answers (un-normalised)."""
     if not config.finished_form:
         return None
     extra = operations(normalize(pred)) - operations(normalize(gold)) - _allowed(config)
+    if VARIABLES in extra and _mentions_variables(normalize(gold)):
+        extra -= {VARIABLES}  # the gold is an equation or a relation in them
     if not extra:
         return None
     return "not evaluated: " + ", ".join(sorted(extra))
@@ -258,17 +321,27 @@ def _occurs(needle: str, haystack: str) -> bool:
     return False
 
 
+def _number_form(text: str) -> str | None:
+    """integer | decimal | fraction | mixed, for a number written out; None otherwise."""
+    if parse_number(text) is None:
+        return None
+    if is_decimal(text):
+        return "decimal" if "." in text else "integer"
+    return "mixed" if re.search(r"\d\s*\\frac", text) else "fraction"
+
+
 def restated(pred: str, gold: str, prompt: str) -> str | None:
-    """The expression `pred` copies from `prompt` in a form the gold does not have, or None.
-    Plain numbers and single symbols never count."""
+    """The expression `pred` copies from `prompt` in a form the gold does not have, or None:
+    `\\frac{9}{2}` copied from "Express $\\frac{9}{2}$ as a decimal", `\\sqrt{242}` from
+    "Simplify $\\sqrt{242}$". Integers and single symbols never count."""
     gold_key = key(normalize(gold))
+    gold_forms = {_number_form(a.text) for a in _atoms(parse_answer(normalize(gold)))}
     for atom in _atoms(parse_answer(normalize(pred))):
         tree = atom.tree or expression_tree(atom.text)
-        if tree is None or tree.kind in ("num", "sym", "const", "mixed"):
+        if tree is None or tree.kind in ("sym", "const"):
             continue
-        if tree.kind == "neg" and tree.args[0].kind in ("num", "mixed"):
-            continue
-        if parse_number(atom.text) is not None:
+        form = _number_form(atom.text)
+        if form == "integer" or (form is not None and form in gold_forms):
             continue
         needle = key(atom.text)
         if len(needle) < MIN_RESTATED_CHARS or _occurs(needle, gold_key):

@@ -88,8 +88,12 @@ _DOUBLED_BACKSLASH = re.compile(r"\\\\(?=[a-zA-Z])")
 """`\\\\frac` outside a matrix is a doubled escape, not a row break (`\\\\left(` in datasets)."""
 _BRACED_COMMA = re.compile(r"\s*\{,\s*\}\s*")
 """`14 {, }916` is 14,916."""
+_REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d{1,50})\}")
+"""`0.\\overline{3}`, `1.2\\overline{45}`: repeating decimals, read as the fractions they are."""
 _PHANTOM = re.compile(r"\\(?:h|v)?phantom\s*\{[^{}]*\}")
 _PERCENT_WORD = re.compile(r"(?<=[\d}])\s*(?:\\unit\{)?\s*(?:percent(?:age)?|pct)\s*\}?$")
+_PARENTHESISED_OR = re.compile(r"\(\s*or\s+([^()]*)\)")
+"""`3 (or 5)` is `3 or 5`."""
 _EITHER = re.compile(r"^(?:either|both)\s+", re.IGNORECASE)
 _SIZING = re.compile(r"\\(?:left|right|[bB]igg?[lr]?)(?![a-zA-Z])\s*\.?")
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree")
@@ -142,6 +146,7 @@ def brace_group(text: str, start: int, limit: int) -> int | None:
 
 
 _SPACED_DIGITS = re.compile(r"\d\s+\d")
+_COMMA_SPACE = re.compile(r",\s+\d")
 _NON_DIGIT_SPACE = re.compile(r"(?<!\d) +| +(?!\d)")
 _SPACE_THOUSANDS = re.compile(r"-?\d{1,3}(?: \d{3})+(?:\.\d+)?")
 _UNIT_TEXT = re.compile(r"\s*[A-Za-z¢]+\.?(?:\s*(?:[ ./]|per)\s*[A-Za-z¢]+\.?)*\s*")
@@ -183,6 +188,16 @@ def _unwrap_text(s: str) -> str:
     return s
 
 
+def _repeating_fraction(match: re.Match[str]) -> str:
+    whole, fixed, cycle = match.groups()
+    shift = 10 ** len(fixed)
+    value = Fraction(int(whole or "0")) + Fraction(int(fixed or "0"), shift)
+    value += Fraction(int(cycle), shift * (10 ** len(cycle) - 1))
+    if value.denominator == 1:
+        return str(value.numerator)
+    return f"\\frac{{{value.numerator}}}{{{value.denominator}}}"
+
+
 @lru_cache(maxsize=8192)
 def normalize(answer: str) -> str:
     """Canonical LaTeX for an extracted answer: delimiters, spacing, sizing, degrees and
@@ -198,6 +213,8 @@ def normalize(answer: str) -> str:
                 row = row.replace(old, new)
         rows[i] = row
     s = _ROW_BREAK.join(rows)
+    if "\\overline" in s:
+        s = _REPEATING.sub(_repeating_fraction, s)
     if "phantom" in s:
         s = _PHANTOM.sub("", s)
     if "{," in s:
@@ -214,6 +231,7 @@ def normalize(answer: str) -> str:
     s = _SPACES.sub(" ", s).strip().rstrip(".;:,").strip()
     s = _PERCENT_WORD.sub("", s)
     s = _EITHER.sub("", s)
+    s = _PARENTHESISED_OR.sub(r" or \1", s)
     s = _WORD_OR.sub(" or ", s)
     if s.startswith("="):
         s = s[1:].strip()
@@ -246,6 +264,8 @@ def parse_number(normalized: str) -> Fraction | None:
     `1\\frac{4}{5}`), or None. Decimals are read exactly as written: 0.333 is not 1/3."""
     if _SPACED_DIGITS.search(normalized) and not _SPACE_THOUSANDS.fullmatch(normalized.strip()):
         return None  # "5 6" is two numbers, not 56; only "7 425 000" groups digits
+    if _COMMA_SPACE.search(normalized):
+        return None  # "32, 349" is a list, not 32349
     s = normalized.replace(" ", "")
     if not s or len(s) > MAX_NUMBER_CHARS or not any(c.isdigit() for c in s):
         return None

@@ -99,8 +99,8 @@ def _log10(value: mpmath.mpc) -> float:
 
 def _sum_loss(sums: list[tuple[list[mpmath.mpc], mpmath.mpc]], digits: int) -> float | None:
     """Digits a sum of these terms can lose or hide: from its largest term down to its
-    smallest term or to its total, whichever is smaller. None: a total cancelled below
-    `digits` (look again with more)."""
+    smallest term or to its total, whichever is smaller; a total of exactly zero counts as
+    losing all `digits`. None: a total cancelled almost to nothing (look again with more)."""
     loss = 0.0
     for terms, total in sums:
         sizes = [_log10(t) for t in terms if t != 0 and mpmath.isfinite(t)]
@@ -108,8 +108,10 @@ def _sum_loss(sums: list[tuple[list[mpmath.mpc], mpmath.mpc]], digits: int) -> f
             continue
         top = max(sizes)
         loss = max(loss, top - min(sizes))
-        if mpmath.isfinite(total):
-            if total == 0 or top - _log10(total) > digits - 10:
+        if total == 0:
+            loss = max(loss, float(digits))
+        elif mpmath.isfinite(total):
+            if top - _log10(total) > digits - 10:
                 return None
             loss = max(loss, top - _log10(total))
     return loss

@@ -24,7 +24,7 @@ import mpmath
 from ._answer import Answer, expression_tree, is_name, parse_answer
 from ._latex import Node
 from ._normalize import is_decimal, key, normalize, parse_number
-from ._numeric import Unevaluable, ratio_sign, same_value, value_of
+from ._numeric import Unevaluable, ratio_sign, same_value, symbols, value_of
 
 __all__ = ["MAX_ANSWER_CHARS", "Verdict", "compare", "is_equivalent", "too_complex"]
 
@@ -108,13 +108,23 @@ def _tree(answer: Answer, factor: Fraction = Fraction(1)) -> Node | None:
     return Node("mul", (tree, Node("num", (), factor)))
 
 
+def _factor(answer: Answer, other: Answer, budget: _Budget) -> Fraction:
+    """What `answer`'s unit multiplies its value by: a number word always, a unit only when
+    both sides have one (a unit on one side only is ignored: `5` matches `5 cm`)."""
+    unit = answer.unit
+    if unit is None or not budget.units:
+        return Fraction(1)
+    if unit.scale or (other.unit is not None and not other.unit.scale):
+        return unit.factor
+    return Fraction(1)
+
+
 def _compare_expressions(a: Answer, b: Answer, budget: _Budget) -> Verdict:
-    """Two values, their units converted when both have one (a unit on one side only is
-    ignored: `5` matches `5 cm`)."""
-    both_units = budget.units and a.unit is not None and b.unit is not None
-    if both_units and not a.unit.convertible(b.unit):  # type: ignore[union-attr]
-        return Verdict(False, f"different units ({a.unit.text} vs {b.unit.text})")  # type: ignore[union-attr]
-    factors = (a.unit.factor, b.unit.factor) if both_units else (Fraction(1), Fraction(1))  # type: ignore[union-attr]
+    """Two values, their units converted when both have one."""
+    dimensioned = [x.unit for x in (a, b) if x.unit is not None and not x.unit.scale]
+    if budget.units and len(dimensioned) == 2 and not dimensioned[0].convertible(dimensioned[1]):
+        return Verdict(False, f"different units ({dimensioned[0].text} vs {dimensioned[1].text})")
+    factors = _factor(a, b, budget), _factor(b, a, budget)
     numbers = parse_number(a.text), parse_number(b.text)
     if a.tree is None and b.tree is None and numbers[0] is not None and numbers[1] is not None:
         same = numbers[0] * factors[0] == numbers[1] * factors[1]
@@ -129,6 +139,11 @@ def _compare_expressions(a: Answer, b: Answer, budget: _Budget) -> Verdict:
     if trees[0] is None:
         return Verdict(False, "unparseable answer")
     return _same_trees(trees[0], trees[1])
+
+
+def _has_variables(answer: Answer) -> bool:
+    tree = _tree(answer)
+    return tree is not None and bool(symbols(tree))
 
 
 def _expression(text: str) -> Answer:
@@ -215,6 +230,8 @@ def _compare_relations(a: Answer, b: Answer, budget: _Budget) -> Verdict:
     intervals = _as_interval(a), _as_interval(b)
     if intervals[0] is not None and intervals[1] is not None:
         return _compare(intervals[0], intervals[1], budget)
+    if (intervals[0] is None) != (intervals[1] is None):
+        return Verdict(False, "one relation is solved for its variable, the other is not")
     canonical = _canonical_relation(a), _canonical_relation(b)
     if canonical[0] is None or canonical[1] is None:
         if a.ops != b.ops or len(a.items) != len(b.items):
@@ -284,8 +301,8 @@ def _decimals(text: str) -> int | None:
 
 
 def _compare_approximation(a: Answer, gold: Answer, budget: _Budget) -> Verdict:
-    """`exact \\approx approximation`: the exact part must match; or, for a decimal gold, the
-    approximation may, when it rounds (or truncates) the exact value."""
+    """`exact \\approx approximation`: the exact part must match; or, for a number gold, the
+    approximation may, when it is the exact value rounded to its last place."""
     exact, approximation = a.items
     verdict = _compare(exact, gold, budget)
     if verdict.equal or gold.kind != "expr" or approximation.kind != "expr":
@@ -293,7 +310,7 @@ def _compare_approximation(a: Answer, gold: Answer, budget: _Budget) -> Verdict:
     places = _decimals(approximation.text)
     if places is None or parse_number(gold.text) is None:
         return verdict
-    tolerance = f"10^{{-{places}}}"
+    tolerance = f"\\frac{{1}}{{2 \\cdot 10^{{{places}}}}}"  # rounding: half the last place
     within = Answer(
         "relation",
         items=(
@@ -302,20 +319,20 @@ def _compare_approximation(a: Answer, gold: Answer, budget: _Budget) -> Verdict:
         ),
         ops=("<",),
     )
-    if exact.kind != "expr" or not _holds(within, budget):
+    if exact.kind != "expr" or not _holds_at_most(within, budget):
         return Verdict(False, "the approximation does not round the exact value")
     return _compare(approximation, gold, budget)
 
 
-def _holds(relation: Answer, budget: _Budget) -> bool:
-    """Whether `|a| < b` holds numerically (both sides constants)."""
+def _holds_at_most(relation: Answer, budget: _Budget) -> bool:
+    """Whether `a <= b` holds numerically (both sides constants)."""
     trees = [expression_tree(item.text) for item in relation.items]
     if any(t is None for t in trees) or not budget.spend():
         return False
     try:
         with mpmath.workdps(50):
             left, right = (value_of(t, {}) for t in trees if t is not None)
-        return bool(mpmath.re(left) < mpmath.re(right))
+        return bool(mpmath.re(left) <= mpmath.re(right) * (1 + mpmath.mpf(10) ** -40))
     except (Unevaluable, ZeroDivisionError, ValueError, TypeError):
         return False
 
@@ -345,16 +362,20 @@ def _compare_simple(a: Answer, b: Answer) -> Verdict:
     return Verdict(same, f"same {a.kind}" if same else f"different {a.kind}")
 
 
-def _single(answer: Answer) -> Answer:
-    while answer.kind in ("set", "list") and len(answer.items) == 1:
-        answer = answer.items[0]
+def _single(answer: Answer, budget: _Budget) -> Answer:
+    """A set of one value is that value (`\\frac12 \\text{ or, equivalently, } 0.5` too)."""
+    while answer.kind in ("set", "list"):
+        distinct = _unique(answer.items, budget) if len(answer.items) > 1 else answer.items
+        if len(distinct) != 1:
+            break
+        answer = distinct[0]
     return answer
 
 
 def _compare(a: Answer, b: Answer, budget: _Budget) -> Verdict:
     if budget.exhausted:
         return Verdict(False, "not evaluated: too many comparisons")
-    a, b = _single(a), _single(b)
+    a, b = _single(a, budget), _single(b, budget)
     if a.kind == "chain":
         value = _chain_value(a, budget)
         if isinstance(value, Verdict):
@@ -371,7 +392,12 @@ def _compare(a: Answer, b: Answer, budget: _Budget) -> Verdict:
         return _compare_relations(a, b, budget)
     if a.kind == "relation" or b.kind == "relation":
         relation, other = (a, b) if a.kind == "relation" else (b, a)
-        if relation.ops == ("=",) and other.kind == "expr" and len(other.labels) == 1:
+        if (
+            relation.ops == ("=",)
+            and other.kind == "expr"
+            and len(other.labels) == 1
+            and _has_variables(other)
+        ):  # `y = -x/2 + 3/4` is the line `2x + 4y - 3 = 0`; `x = 3` is a value, not `2x = 6`
             equation = Answer("relation", items=(_expression(other.labels[0]), other), ops=("=",))
             return _compare_relations(
                 *((equation, relation) if other is a else (relation, equation)), budget

@@ -93,6 +93,9 @@ _HEDGES = frozenset(
         "otherwise",
     ]
 )
+_DOUBTS = frozenset(("maybe", "possibly", "perhaps", "probably", "might", "alternatively"))
+"""Words that make any sentence a hedge, whatever else it says."""
+_DOUBT_PHRASE = re.compile(r"\b(?:could|can|may)\s+also\b|\bor\s+(?:also|else)\b", re.IGNORECASE)
 _QUALIFIERS = frozenset(
     [
         "not",
@@ -115,7 +118,7 @@ _QUALIFIERS = frozenset(
         "exceeds",
     ]
 )
-_STRENGTH = {"boxed": 4, "hash": 3, "answer_line": 2, "phrase": 1}
+_STRENGTH = {"boxed": 5, "hash": 4, "answer_line": 3, "phrase": 2, "last_line": 1}
 """Which source names an answer several agreeing commitments give."""
 
 
@@ -126,7 +129,7 @@ class Extraction:
     answer: str | None
     """The final answer as written (un-normalised), or None when there is no committed one."""
     source: str
-    """boxed | hash | answer_line | phrase | choice | plain | last_number | none."""
+    """boxed | hash | answer_line | phrase | last_line | choice | plain | last_number | none."""
     reason: str
     """Short explanation; starts with "no answer" when `answer` is None."""
     candidates: tuple[str, ...] = ()
@@ -219,6 +222,18 @@ def _sentences(text: str) -> list[str]:
     return [s.strip().strip(_QUOTES).strip() for s in sentences if s.strip(_QUOTES)]
 
 
+def _lines(text: str) -> list[str]:
+    """The non-empty lines of a text; a math span or environment over several lines is one."""
+    protected = _protected(text)
+    lines, start = [], 0
+    for newline in re.finditer(r"\n", text):
+        if not any(a < newline.start() < b for a, b in protected):
+            lines.append(text[start : newline.start()])
+            start = newline.end()
+    lines.append(text[start:])
+    return [line for line in lines if line.strip()]
+
+
 def _first_sentence(text: str) -> str:
     sentences = _sentences(text)
     return sentences[0] if sentences else ""
@@ -246,10 +261,12 @@ def _sentence_value(text: str, *, alone: bool) -> str | None:
         all_words = set(_prose_words(sentence))
         if len(spans) > 1 and all_words & _HEDGES:
             return " or ".join(spans)
+        if all_words & _DOUBTS or _DOUBT_PHRASE.search(sentence):
+            return sentence  # "5, but it could also be 6": a hedge, never a value
         leading = _MATH_SPAN.match(sentence)
         if leading is not None:
             after = _prose_words(sentence[leading.end() :])
-            if after and after[0] in _HEDGES | _QUALIFIERS:
+            if after and after[0] in _QUALIFIERS:
                 return sentence if alone else None
             return spans[0]
         protected = _protected(sentence)
@@ -262,7 +279,7 @@ def _sentence_value(text: str, *, alone: bool) -> str | None:
                 return spans[-1]  # "$x \ge 5$ is the solution"
             sentence = tail
             continue
-        if all_words & (_QUALIFIERS | _HEDGES):
+        if all_words & _QUALIFIERS:
             return sentence if alone else None
         if len(spans) == 1:
             return spans[0]
@@ -281,6 +298,18 @@ def _bare(sentence: str, alone: bool) -> str | None:
         return sentence
     value = split_unit(normalize(sentence))[0]
     return sentence if expression_tree(value) is not None else None
+
+
+def _bare_line(line: str) -> str | None:
+    """A last line that is nothing but a number or one math span (`6`, `$x = 6$`), after a
+    finished sentence (a display that ends a sentence "equality occurs for" is not one)."""
+    line = line.strip().rstrip(".")
+    if _NUMBER.fullmatch(line):
+        return line
+    span = _MATH_SPAN.fullmatch(line)
+    if span is None or not any(c.isdigit() for c in line):
+        return None
+    return next(g for g in span.groups() if g is not None).strip()
 
 
 def _phrases(text: str) -> list[_Commitment]:
@@ -325,6 +354,13 @@ def _commitments(part: str) -> tuple[list[_Commitment], str | None]:
     raw = _phrases(part)
     if a_line is not None:
         raw.append(_Commitment(len(part), "answer_line", a_line.group(1)))
+    last = _last_line(part)
+    marked = _BOX.search(last) or a_line or _HASH.search(last) or _PHRASE.search(last)
+    before = part[: part.rfind(last)].rstrip()
+    if (found or raw) and not marked and before.endswith((".", "!", "?", "}", "$", "\\]")):
+        value = _bare_line(last)
+        if value is not None:  # "\boxed{5}" then a last line "6"
+            raw.append(_Commitment(len(part), "last_line", value))
     alone = not found and len(raw) == 1
     for commitment in raw:
         value = _sentence_value(commitment.answer, alone=alone)
@@ -391,9 +427,11 @@ def _unmarked(part: str, config: MathConfig, prompt: str | None) -> Extraction:
     """No committed answer: the text itself when it is short, a choice letter, or the
     final line (the fallback)."""
     if _is_plain(part):
-        value = _sentence_value(part, alone=True)
-        if value:
-            return Extraction(value, "plain", "plain answer", (value,))
+        lines = _lines(part)
+        values = [_sentence_value(line, alone=True) for line in lines]
+        found = [_Commitment(i, "plain", v) for i, v in enumerate(values) if v]
+        if len(found) == len(lines) and found:  # "5\n6": two answers
+            return _resolve(found, config)
     last_line = _last_line(part)
     letters = set(_CHOICE_IN_LINE.findall(last_line))
     if len(letters) == 1:

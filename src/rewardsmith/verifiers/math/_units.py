@@ -4,7 +4,8 @@ A unit is a conversion factor and a dimension (powers of length, mass, time, mon
 named count such as `apples`). Answers with units in the same dimension are compared after
 conversion (`500 cents` is `\\$5`, `0.05 m` is `5 cm`); different dimensions (`5 cm` vs `5 kg`,
 `5 apples` vs `5 pears`) are unequal. Whether a side *without* a unit matches is the caller's
-policy (`MathConfig.units`).
+policy (`MathConfig.units`). Number words (`5 thousand`, `2 dozen`) are units without a
+dimension: they always scale the value.
 """
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ class Unit:
 
     def convertible(self, other: Unit) -> bool:
         return self.dims == other.dims
+
+    @property
+    def scale(self) -> bool:
+        """A number word (`5 thousand`, `2 dozen`): it changes the value, whatever the other
+        side carries."""
+        return not self.dims
 
 
 _LENGTH = {
@@ -62,6 +69,12 @@ _SIMPLE: dict[str, tuple[Fraction, _Dims]] = {
     **dict.fromkeys(("l", "liter", "litre"), (Fraction(1, 1000), (("length", 3),))),
     **dict.fromkeys(("ml", "milliliter", "millilitre"), (Fraction(1, 10**6), (("length", 3),))),
     "mph": (_LENGTH["mile"] / 3600, (("length", 1), ("time", -1))),
+    "dozen": (Fraction(12), ()),
+    "hundred": (Fraction(100), ()),
+    "thousand": (Fraction(1000), ()),
+    "million": (Fraction(10**6), ()),
+    "billion": (Fraction(10**9), ()),
+    "trillion": (Fraction(10**12), ()),
     "kph": (Fraction(1000, 3600), (("length", 1), ("time", -1))),
 }
 _POWER_WORDS = {"square": 2, "sq": 2, "cubic": 3, "cu": 3}

@@ -16,6 +16,7 @@ import argparse
 import json
 import re
 import sys
+import time
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -65,9 +66,11 @@ def main() -> None:
 
     rows = json.loads(TABLES.read_text())["rows"]
     reward = ComponentSpec(type="math").build()
-    ours, theirs, details = {}, {}, {}
+    ours, theirs, details, seconds = {}, {}, {}, []
     for row in rows:
+        started = time.perf_counter()
         result = reward(Sample(id=row["id"], completion=row["pred"], reference=row["gold"]))
+        seconds.append(time.perf_counter() - started)
         ours[row["id"]] = int(result.status == "ok" and result.score == 1.0)
         details[row["id"]] = (result.status, (result.detail or {}).get("reason", ""))
         theirs[row["id"]] = math_verify_verdict(row)
@@ -94,6 +97,7 @@ def main() -> None:
         f"| math-verify 0.9.0 | {agree(theirs, rows)}/{n} ({agree(theirs, rows) / n:.1%}) "
         f"| {agree(theirs, same)}/{m} ({agree(theirs, same) / m:.1%}) |",
         "",
+        f"Slowest row for us: {max(seconds) * 1e3:.1f} ms (timeout 5 s). "
         f"Same-policy rows: the {m} rows where we mean to decide as math-verify does; the other "
         f"{n - m} are deliberate differences, each with its reason below. Every row where our "
         "verdict differs from the table's expected value:",

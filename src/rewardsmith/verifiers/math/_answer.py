@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from ._latex import Node, ParseError, parse_expression
+from ._latex import WORD_FUNCTIONS, Node, ParseError, parse_expression
 from ._normalize import brace_group, choice_letter, is_decimal, parse_number
 from ._units import Unit, split_unit
 
@@ -34,25 +34,6 @@ _BASE_N = re.compile(r"^(\w+)_\{?(\d+)\}?$")
 _TEXT = re.compile(r"[A-Za-z][A-Za-z'.\- ]*")
 _TEXT_WORD = re.compile(r"[A-Za-z]{3,}")
 _SHORT_WORDS = frozenset(("no", "yes"))
-_FUNCTION_WORDS = frozenset(
-    [
-        "sin",
-        "cos",
-        "tan",
-        "sec",
-        "csc",
-        "cot",
-        "log",
-        "exp",
-        "sqrt",
-        "sinh",
-        "cosh",
-        "tanh",
-        "arcsin",
-        "arccos",
-        "arctan",
-    ]
-)
 _RELATION = re.compile(r"\\(?:le|ge|ne|approx|in)(?![a-zA-Z])|[<>=]")
 
 
@@ -300,7 +281,7 @@ def _is_words(s: str) -> bool:
     if any(w in _SHORT_WORDS for w in words):
         return True
     long_words = [w for w in words if _TEXT_WORD.fullmatch(w)]
-    return bool(long_words) and not all(w in _FUNCTION_WORDS for w in long_words)
+    return bool(long_words) and not all(w in WORD_FUNCTIONS for w in long_words)
 
 
 def _matrix(body: str, depth: int) -> Answer:

@@ -30,8 +30,9 @@ __all__ = ["MAX_ANSWER_CHARS", "Verdict", "compare", "is_equivalent", "too_compl
 
 MAX_ANSWER_CHARS = 1_000
 """Answers longer than this are refused outright (no real final answer is that long)."""
-MAX_ELEMENTS = 64
-"""Most parts (set elements, tuple entries, matrix cells) an answer may have."""
+MAX_STRUCTURE = 256
+"""Most parts an answer's structure may have (set elements, tuple entries, matrix cells and
+the parts inside them)."""
 MAX_EVALUATIONS = 100
 """Most numeric comparisons one comparison may start (a set of 60 radicals against another
 must not take minutes)."""
@@ -68,7 +69,7 @@ def too_complex(answer: str) -> str | None:
     if len(answer) > MAX_ANSWER_CHARS:
         return "answer too long"
     structure = parse_answer(answer)
-    if structure.size() > 4 * MAX_ELEMENTS:
+    if structure.size() > MAX_STRUCTURE:
         return "too many elements"
     return None
 
@@ -460,7 +461,7 @@ def compare(
         same = parse_number(p) == parse_number(g)
         return Verdict(same, "equal numbers" if same else "different numbers")
     a, b = parse_answer(p), parse_answer(g)
-    if a.size() > 4 * MAX_ELEMENTS or b.size() > 4 * MAX_ELEMENTS:
+    if a.size() > MAX_STRUCTURE or b.size() > MAX_STRUCTURE:
         return Verdict(False, "not evaluated: too many elements")
     budget = _Budget(MAX_EVALUATIONS if symbolic else 0, units == "compare")
     verdict = _compare(a, b, budget)

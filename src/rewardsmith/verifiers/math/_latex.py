@@ -17,7 +17,14 @@ import re
 from fractions import Fraction
 from typing import NamedTuple
 
-__all__ = ["FUNCTION_CLASSES", "Node", "ParseError", "literal_value", "parse_expression"]
+__all__ = [
+    "FUNCTION_CLASSES",
+    "WORD_FUNCTIONS",
+    "Node",
+    "ParseError",
+    "literal_value",
+    "parse_expression",
+]
 
 MAX_DEPTH = 60
 """Deepest nesting parsed; deeper input is refused rather than recursed into."""
@@ -128,7 +135,7 @@ _TOKEN = re.compile(
     r"|(?P<op>\*\*|[-+*/^_!()\[\]{}|,])"
     r"|(?P<space>\s+)"
 )
-_WORD_FUNCTIONS = frozenset(
+WORD_FUNCTIONS = frozenset(
     [
         "sin",
         "cos",
@@ -152,6 +159,7 @@ _WORD_FUNCTIONS = frozenset(
         "min",
     ]
 )
+"""Function names written without a backslash (`sqrt(8)`, `sin x`, `lcm(4,6)`)."""
 _OPEN_CLOSE = {"(": ")", "[": "]", "{": "}"}
 _NOT_FACTOR_COMMANDS = frozenset(("pm", "mp", "div", "cdot", "times", "rfloor", "rceil", "}", "|"))
 """Commands that continue or close an expression rather than start a factor."""
@@ -181,7 +189,7 @@ def _tokens(text: str) -> list[_Token]:
             continue
         if kind == "word":
             lower = value.lower()
-            if lower in _WORD_FUNCTIONS:
+            if lower in WORD_FUNCTIONS:
                 tokens.append(_Token("func", lower, spaced))
             elif value == "pi":
                 tokens.append(_Token("const", "pi", spaced))

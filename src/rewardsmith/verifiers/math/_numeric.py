@@ -33,6 +33,8 @@ MAX_DIGITS = 20_000
 """Most digits ever worked with; an answer needing more is not evaluated."""
 MAX_EXPONENT = 4_096
 """Largest literal exponent evaluated; `2^{4096}` is instant, `9^{9^{9^9}}` is not."""
+MAX_SYMBOLS = 8
+"""Most distinct free symbols an expression pair may have."""
 MAX_FACTORIAL = 5_000
 """Largest factorial evaluated (`2006!` is fine)."""
 
@@ -42,11 +44,12 @@ class Unevaluable(ValueError):
 
 
 def _points() -> tuple[tuple[mpmath.mpf, ...], ...]:
-    """Values given to the k-th free symbol at each of the three points."""
+    """Values given to the k-th free symbol at each of the three points (at the current
+    precision): irrational, of both signs, different for every symbol."""
     return (
-        tuple(mpmath.mpf(k + 2) / mpmath.pi + mpmath.sqrt(2) / 7 for k in range(8)),
-        tuple(-(mpmath.mpf(k + 3) / mpmath.e) + mpmath.sqrt(3) / 11 for k in range(8)),
-        tuple(mpmath.mpf(2 * k + 5) / 3 + mpmath.log(2) / 13 for k in range(8)),
+        tuple(mpmath.mpf(k + 2) / mpmath.pi + mpmath.sqrt(2) / 7 for k in range(MAX_SYMBOLS)),
+        tuple(-(mpmath.mpf(k + 3) / mpmath.e) + mpmath.sqrt(3) / 11 for k in range(MAX_SYMBOLS)),
+        tuple(mpmath.mpf(2 * k + 5) / 3 + mpmath.log(2) / 13 for k in range(MAX_SYMBOLS)),
     )
 
 
@@ -319,7 +322,7 @@ def same_value(a: Node, b: Node) -> bool:
     Raises `Unevaluable` when either has no value somewhere (undefined, unsupported, too big).
     """
     names, rename = _point_names(a, b)
-    if len(names) > len(_points()[0]):
+    if len(names) > MAX_SYMBOLS:
         raise Unevaluable("too many symbols")
     a, b = _renamed(a, rename), _renamed(b, rename)
     try:
@@ -353,7 +356,7 @@ def ratio_sign(a: Node, b: Node) -> int | None:
     Raises `Unevaluable` as `same_value` does.
     """
     names, rename = _point_names(a, b)
-    if len(names) > len(_points()[0]):
+    if len(names) > MAX_SYMBOLS:
         raise Unevaluable("too many symbols")
     a, b = _renamed(a, rename), _renamed(b, rename)
     quotient = Node("frac", (a, b))

@@ -78,7 +78,6 @@ _SIMPLE: dict[str, tuple[Fraction, _Dims]] = {
     "kph": (Fraction(1000, 3600), (("length", 1), ("time", -1))),
 }
 _POWER_WORDS = {"square": 2, "sq": 2, "cubic": 3, "cu": 3}
-_POWER_SUFFIX = re.compile(r"\s*(?:\^\s*\{?\s*([23])\s*\}?|([²³]))")
 _UNIT_TEXT = re.compile(r"\\(?:unit|text)\{([^{}]*)\}")
 _TAIL = re.compile(
     r"(?P<value>.*?[\d}.)]|.*?\\(?:pi|infty))\s*"

@@ -24,7 +24,7 @@ import mpmath
 from ._answer import Answer, expression_tree, is_name, parse_answer
 from ._latex import Node
 from ._normalize import is_decimal, key, normalize, parse_number
-from ._numeric import Unevaluable, ratio_sign, same_value, symbols, value_of
+from ._numeric import Unevaluable, ratio_sign, same_value, symbols, time_limit, value_of
 
 __all__ = ["MAX_ANSWER_CHARS", "Verdict", "compare", "is_equivalent", "too_complex"]
 
@@ -464,7 +464,8 @@ def compare(
     if a.size() > MAX_STRUCTURE or b.size() > MAX_STRUCTURE:
         return Verdict(False, "not evaluated: too many elements")
     budget = _Budget(MAX_EVALUATIONS if symbolic else 0, units == "compare")
-    verdict = _compare(a, b, budget)
+    with time_limit():
+        verdict = _compare(a, b, budget)
     if not symbolic and budget.exhausted:
         return Verdict(False, "different answers (symbolic comparison off)")
     return verdict

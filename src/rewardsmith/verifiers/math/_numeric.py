@@ -15,22 +15,37 @@ milliseconds, and no answer can make the comparison stall.
 from __future__ import annotations
 
 import math as pymath
+import time
 import zlib
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from fractions import Fraction
 
 import mpmath
 
 from ._latex import Node, literal_value
 
-__all__ = ["MAX_DIGITS", "Unevaluable", "ratio_sign", "same_value", "symbols", "value_of"]
+__all__ = [
+    "MAX_DIGITS",
+    "Unevaluable",
+    "ratio_sign",
+    "same_value",
+    "symbols",
+    "time_limit",
+    "value_of",
+]
 
 BASE_DIGITS = 60
 """Working digits before the size of the written numbers is added."""
 GUARD_DIGITS = 20
 """Trailing digits ignored when two values are compared (rounding noise)."""
-MAX_DIGITS = 20_000
-"""Most digits ever worked with; an answer needing more is not evaluated."""
+MAX_DIGITS = 10_000
+"""Most digits ever worked with; an answer needing more is not evaluated (one `\\sin` of a
+10,000-digit number already takes about half a second)."""
+TIME_LIMIT_S = 1.5
+"""Wall-clock seconds of numeric work one sample (or one `compare`) may take; past it the
+comparison is "not evaluated": no answer can hold a worker near the engine's timeout."""
 MAX_EXPONENT = 4_096
 """Largest literal exponent evaluated; `2^{4096}` is instant, `9^{9^{9^9}}` is not."""
 MAX_SYMBOLS = 8
@@ -40,7 +55,28 @@ MAX_FACTORIAL = 5_000
 
 
 class Unevaluable(ValueError):
-    """The tree has no numeric value here (undefined, too large, unsupported)."""
+    """The tree has no numeric value here (undefined, too large, unsupported, too slow)."""
+
+
+_DEADLINE: ContextVar[float | None] = ContextVar("math_numeric_deadline", default=None)
+
+
+@contextmanager
+def time_limit(seconds: float = TIME_LIMIT_S) -> Iterator[None]:
+    """Bound the numeric work inside the block (an enclosing limit that ends sooner wins)."""
+    ends = time.monotonic() + seconds
+    outer = _DEADLINE.get()
+    token = _DEADLINE.set(ends if outer is None else min(outer, ends))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def _check_time() -> None:
+    deadline = _DEADLINE.get()
+    if deadline is not None and time.monotonic() > deadline:
+        raise Unevaluable("took too long")
 
 
 def _points() -> tuple[tuple[mpmath.mpf, ...], ...]:
@@ -254,6 +290,7 @@ _Sums = list[tuple[list[mpmath.mpc], mpmath.mpc]]
 def value_of(node: Node, point: dict[str, mpmath.mpc], sums: _Sums | None = None) -> mpmath.mpc:
     """The value of a tree at `point` (symbol -> value), at the current mpmath precision.
     `sums`, when given, collects the terms and total of every sum (to choose the precision)."""
+    _check_time()
     kind, args = node.kind, node.args
     if kind in ("num", "mixed"):
         value = node.value

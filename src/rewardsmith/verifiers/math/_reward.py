@@ -31,7 +31,7 @@ from ._equivalence import MAX_ANSWER_CHARS, compare, too_complex
 from ._extract import Extraction, extract_answer, extract_gold
 from ._form import restated, unfinished
 from ._normalize import normalize
-from ._numeric import Unevaluable, value_of
+from ._numeric import Unevaluable, time_limit, value_of
 
 __all__ = ["math"]
 
@@ -174,8 +174,9 @@ def math(
             return Score.failed("invalid", gold.problem, gold_candidates=gold.candidates)
         prompt = _prompt_text(sample.prompt)
         try:
-            pred = extract_answer(sample.text, config, prompt=prompt)
-            return _judge(pred, gold, config, prompt)
+            with time_limit():  # all the numeric work this completion can cause
+                pred = extract_answer(sample.text, config, prompt=prompt)
+                return _judge(pred, gold, config, prompt)
         except Exception as exc:  # a bug of ours: the completion must still not earn a null
             _LOG.exception("math: reading the completion of sample %s failed", sample.id)
             reason = f"completion not read: internal error ({type(exc).__name__}: {exc})"

@@ -18,6 +18,7 @@ from ._equivalence import compare
 from ._extract import Extraction, extract_answer
 from ._form import absolute_operations
 from ._normalize import key, normalize, parse_number
+from ._numeric import time_limit
 
 __all__ = ["answer_key", "committed_answer", "same_answer"]
 
@@ -30,7 +31,8 @@ def committed_answer(
     """The one answer a completion commits to, or no answer (with the reason) when it hedges,
     restates the question, or is not in finished form (`\\binom{31}{28}`, `16-3-4`: there is
     no gold to compare forms with, so any operation left on numbers counts)."""
-    got = extract_answer(completion, config, prompt=prompt)
+    with time_limit():
+        got = extract_answer(completion, config, prompt=prompt)
     if got.answer is None or not config.finished_form:
         return got
     left = absolute_operations(normalize(got.answer), config)
@@ -69,5 +71,6 @@ def answer_key(answer: str) -> str:
 
 def same_answer(a: str, b: str, *, symbolic: bool = True) -> bool:
     """Whether two extracted answers are the same (symmetric; units converted, labels and
-    order of set elements ignored)."""
+    order of set elements ignored). Like the reward, it gives up (False) past the numeric
+    time limit."""
     return compare(a, b, symbolic=symbolic).equal and compare(b, a, symbolic=symbolic).equal

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from rewardsmith.verifiers.code import code
-from rewardsmith.verifiers.code._sandbox import _host_uid
+from rewardsmith.verifiers.code._sandbox import host_uid
 
 from ._code_helpers import needs_bwrap, processes_of, sample
 
@@ -48,7 +48,7 @@ def _leftovers(fn) -> list[int]:
     """Processes of the sandbox uids other than the idle warm sandboxes (bwrap, its init, the
     zygote: nothing of any run)."""
     idle = fn.__self__.sandbox_pids()
-    return [pid for slot in range(4) for pid in processes_of(_host_uid(slot)) if pid not in idle]
+    return [pid for slot in range(4) for pid in processes_of(host_uid(slot)) if pid not in idle]
 
 
 def _no_leftovers(fn) -> None:

@@ -94,7 +94,7 @@ def serve(program: dict[str, Any], calls: int, answers: int) -> int:
     try:
         exec(compile(program["code"], "solution.py", "exec"), namespace)
     except BaseException:  # noqa: BLE001
-        send(answers, ("broken", describe()))
+        send(answers, ("broken", "raised " + describe()))
         return 0
     send(answers, ("loaded", _names(namespace)), numpy_scalars=True)
     handles: list[Any] = []

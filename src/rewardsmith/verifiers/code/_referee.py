@@ -234,9 +234,12 @@ def referee(config: dict[str, Any], link: Link, emit: Callable[[str], None]) -> 
     except (SyntaxError, ValueError) as exc:
         emit("invalid " + _hex(f"the tests do not compile: {type(exc).__name__}: {exc}"))
         return
-    loaded = link.receive()  # the program ran: its names, or why it broke
+    try:
+        loaded: Any = link.receive()  # the program ran: its names, or why it broke
+    except CandidateFailed as exc:
+        loaded = ("broken", f"ended its process before any test ({exc})")
     if type(loaded) is tuple and len(loaded) == 2 and loaded[0] == "broken":
-        broken = f"the program raised {loaded[1]}" if type(loaded[1]) is str else "broken"
+        broken = f"the program {loaded[1]}" if type(loaded[1]) is str else "broken"
     elif type(loaded) is tuple and len(loaded) == 2 and loaded[0] == "loaded":
         broken = None
     else:

@@ -422,14 +422,8 @@ class _RemoteRunner(_Runner):
         # returned none of the output.
         return not run.timed_out
 
-    def _execute(self, plan: Any, config: bytes, stdin: bytes, style_io: bool = False) -> RunResult:
-        return self.backend.run(
-            RUNNER,
-            config=config,
-            stdin=stdin,
-            style_io=style_io,
-            run_timeout_s=self.config.limits.timeout_s,
-        )
+    def _execute(self, plan: Any, job: Job) -> RunResult:
+        return self.backend.run(job, run_timeout_s=self.config.limits.timeout_s)
 
 
 def _missing_reason(run: RunResult) -> str:

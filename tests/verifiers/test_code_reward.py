@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +22,7 @@ SQUARE = "def square(x):\n    return x * x\n"
 ASSERTS = {"tests": ["assert square(2) == 4", "assert square(3) == 9", "assert square(-1) == 1"]}
 IO = {"io": [{"input": "2 3\n", "output": "5\n"}, {"input": "10 -4", "output": "6"}]}
 ADD = "a, b = map(int, input().split())\nprint(a + b)\n"
+IO_SQUARE = {"io": [{"input": "3\n", "output": "9\n"}]}
 
 
 # -- pure parts ----------------------------------------------------------------------------
@@ -95,16 +98,16 @@ def test_without_bwrap_every_sample_is_an_error(monkeypatch: pytest.MonkeyPatch)
 
 
 @needs_bwrap
-def test_a_harness_that_never_starts_is_an_error_not_a_zero(
+def test_a_sandbox_that_never_starts_is_an_error_not_a_zero(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Stands for any start-up failure (bwrap refused, interpreter missing): no start record.
-    monkeypatch.setattr(reward_module, "RUNNER", "import sys; sys.exit('cannot start')")
+    # Stands for any start-up failure of the runs' processes: a seccomp filter the kernel
+    # refuses makes both the referee and the candidate exit before the start record.
+    monkeypatch.setattr(reward_module._seccomp, "program", lambda allow_fork: b"\0" * 8)
     for reference in (ASSERTS, IO):
         score = code()(sample(SQUARE, reference))
         assert score.status == "error", score.detail
         assert "did not start" in score.detail["reason"]
-        assert "cannot start" in score.detail["reason"]
 
 
 def test_sandbox_none_warns_loudly_and_still_scores() -> None:
@@ -228,11 +231,30 @@ def test_a_worker_killed_by_the_engine_leaves_no_sandbox_behind() -> None:
 
 
 @needs_bwrap
-def test_an_interpreter_under_tmp_is_refused_with_the_reason(monkeypatch) -> None:
-    """Every sandbox gets its own private /tmp, which would hide such an interpreter's files
-    (e.g. a virtual environment created under /tmp): refused, saying why, never a 0."""
-    from rewardsmith.verifiers.code import _sandbox
-
-    monkeypatch.setattr(_sandbox, "_python_binds", lambda python: ["/tmp/venv"])
-    with pytest.raises(_sandbox.SandboxUnavailable, match="under /tmp"):
-        _sandbox.plan_bwrap(sys.executable, _sandbox.Limits(timeout_s=1, cpu_s=2))
+def test_an_interpreter_under_tmp_works(tmp_path) -> None:
+    """Every run mounts its own /tmp; a virtual environment under /tmp (as many CI systems
+    make) is bound back read-only on top of it: its own packages import, and it is not
+    writable."""
+    assert str(tmp_path).startswith("/tmp/")
+    venv = tmp_path / "venv"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
+        check=True,
+    )
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import site; print(site.getsitepackages()[0])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (Path(site) / "only_in_this_venv.py").write_text("VALUE = 7\n")
+    program = (
+        "import only_in_this_venv, os\n"
+        f"assert not os.access({site!r}, os.W_OK)\n"
+        "def square(x):\n    return x * x * only_in_this_venv.VALUE // 7\n"
+    )
+    for warm in (True, False):
+        fn = code(python=str(python), warm=warm)
+        assert fn(sample(program, ASSERTS)).score == 1.0
+        assert fn(sample(program, IO_SQUARE)).status == "ok"

@@ -225,7 +225,7 @@ def memory_rule() -> str:
 
 def site_packages(python: str) -> list[str]:
     """The interpreter's site-packages directories (put on `sys.path` without `.pth` hooks)."""
-    if os.path.realpath(python) == os.path.realpath(sys.executable):
+    if os.path.abspath(python) == os.path.abspath(sys.executable):
         import site
 
         return [p for p in site.getsitepackages() if os.path.isdir(p)]
@@ -241,8 +241,7 @@ def site_packages(python: str) -> list[str]:
 
 def _python_binds(python: str) -> list[str]:
     """Directories outside /usr that the interpreter needs (its prefix, a venv's base)."""
-    python = os.path.realpath(python)
-    if python == os.path.realpath(sys.executable):
+    if os.path.abspath(python) == os.path.abspath(sys.executable):
         prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     else:
         out = subprocess.run(
@@ -254,6 +253,7 @@ def _python_binds(python: str) -> list[str]:
         ).stdout.split()
         prefixes = set(out)
     prefixes.add(str(Path(python).parent.parent))
+    prefixes.add(str(Path(os.path.realpath(python)).parent.parent))
     dirs = sorted({os.path.realpath(p) for p in prefixes})
     outside = [d for d in dirs if not (d == "/usr" or d.startswith("/usr/"))]
     return [d for d in outside if not any(d.startswith(o + "/") for o in outside if o != d)]
@@ -289,11 +289,11 @@ def plan_bwrap(python: str, limits: Limits) -> _Plan:
     bwrap = bwrap_path()
     if bwrap is None:
         raise SandboxUnavailable(BWRAP_MISSING)
-    python = os.path.realpath(python)
     try:
         binds = _python_binds(python)
     except (OSError, subprocess.SubprocessError) as exc:
         raise SandboxUnavailable(f"cannot query the interpreter {python!r}: {exc}") from exc
+    python = os.path.realpath(python)
     as_root = os.geteuid() == 0
     argv = [
         bwrap,

@@ -300,3 +300,64 @@ def test_twenty_honest_samples_queued_behind_attackers_score_right() -> None:
         attackers
     )
     assert [r.reward for r in results[len(attackers) :]] == [1.0, 0.0] * 10
+
+
+# -- over HTTP: a real `rewardsmith serve` ----------------------------------------------------
+
+HTTP_ATTACKS = [
+    "five_line_frame_emit",
+    "gc_rewrite_the_test_list",
+    "always_equal_object",
+    "int_subclass_always_equal",
+    "optimize_away_the_asserts",
+    "records_written_to_every_fd",
+    "kill_every_visible_process",
+    "memory_bomb",
+    "fork_bomb",
+    "os_exit_before_the_tests",
+    "io_prints_the_first_answer_and_exits",
+    "shadow_builtins_by_global_names",
+]
+
+
+def test_a_sample_of_the_attacks_over_http(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, canary: Path
+) -> None:
+    import httpx
+
+    from tests.server import conftest as server_conftest
+
+    # The server fixture's process imports rewardsmith from ROOT: this checkout's sources.
+    monkeypatch.setattr(server_conftest, "ROOT", Path(rewardsmith.__file__).parents[1])
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        f"rewards:\n  tests: {{type: code, timeout_s: {TIMEOUT_S}, memory_mb: {MEMORY_MB}}}\n"
+        "timeout_s: 30\n"
+    )
+    server = server_conftest.Server(spec, "--workers", "2")
+    try:
+        samples = [
+            {
+                "id": name,
+                "completion": ATTACKS[name][0].replace("CANARY", str(canary)),
+                "reference": ATTACKS[name][1],
+            }
+            for name in HTTP_ATTACKS
+        ]
+        samples += [
+            {"id": "right", "completion": RIGHT, "reference": CHECK},
+            {"id": "wrong", "completion": WRONG, "reference": CHECK},
+        ]
+        response = httpx.post(
+            f"{server.url}/v1/score",
+            json={"samples": samples},
+            headers={"Authorization": f"Bearer {server_conftest.TOKEN}"},
+            timeout=120,
+        )
+        assert response.status_code == 200, response.text
+        results = response.json()["results"]
+    finally:
+        server.stop()
+    got = {r["id"]: (r["status"], r["reward"]) for r in results}
+    assert got == {**{name: ("ok", 0.0) for name in HTTP_ATTACKS}, "right": ("ok", 1.0), "wrong": ("ok", 0.0)}
+    assert list(canary.iterdir()) == []

@@ -258,3 +258,80 @@ def test_an_interpreter_under_tmp_works(tmp_path) -> None:
         fn = code(python=str(python), warm=warm)
         assert fn(sample(program, ASSERTS)).score == 1.0
         assert fn(sample(program, IO_SQUARE)).status == "ok"
+
+
+# -- the trust boundary: what crosses it and what does not ---------------------------------------
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    ("completion", "strip_think", "expected"),
+    [
+        (f"<think>\n```python\n{SQUARE}```\n</think>\nI cannot do it.", True, 0.0),
+        (f"<think>\n```python\n{SQUARE}```\n</think>\n```python\n{SQUARE}```", True, 1.0),
+        (f"<think>\n```python\n{SQUARE}```\nstill thinking", True, 0.0),
+        (f"<think>\n```python\n{SQUARE}```\n</think>\nI cannot do it.", False, 1.0),
+    ],
+)
+def test_code_inside_think_is_not_run(completion: str, strip_think: bool, expected: float) -> None:
+    score = code(strip_think=strip_think)(sample(completion, ASSERTS))
+    assert (score.status, score.score) == ("ok", expected), score.detail
+
+
+@needs_bwrap
+def test_what_the_referee_sees_of_the_candidate() -> None:
+    program = (
+        "import math\nimport numpy as np\nLIMIT = 3\n"
+        "class Counter:\n    def __init__(self, start):\n        self.n = start\n"
+        "    def add(self, k):\n        self.n += k\n        return self.n\n"
+        "calls = []\ndef remember(x):\n    calls.append(x)\n    return len(calls)\n"
+        "def mean(xs):\n    return np.mean(xs)\n"
+    )
+    reference = {
+        "tests": [
+            "assert LIMIT == 3",
+            "c = Counter(1)\nassert c.add(2) == 3 and c.add(2) == 5 and c.n == 5",
+            "assert remember('a') == 1 and remember('b') == 2",  # its own state persists
+            "assert math.isclose(mean([1, 2]), 1.5)",  # numpy scalar -> float; math imported
+            "c = Counter(0)\nassert c != Counter(0) and c == c",  # handles equal only themselves
+        ]
+    }
+    score = code()(sample(program, reference))
+    assert [t["passed"] for t in score.detail["tests"]] == [True] * 5, score.detail
+
+
+@needs_bwrap
+def test_arguments_that_cannot_cross() -> None:
+    program = "def apply(f, x):\n    return f(x)\n"
+    humaneval = {"test": "def check(candidate):\n    assert candidate(abs, -2) == 2\n", "entry_point": "apply"}
+    invalid = code()(sample(program, humaneval))
+    assert invalid.status == "invalid" and "builtin_function_or_method" in invalid.detail["reason"]
+    asserts = code()(sample(program, {"tests": ["assert apply(abs, -2) == 2"]}))
+    assert (asserts.status, asserts.score) == ("ok", 0.0)
+    assert "not plain data" in asserts.detail["reason"]
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    "reference",
+    [
+        {"test": "def check(candidate) pass", "entry_point": "square"},
+        {"tests": ["assert square(2) = 4"]},
+        {"tests": ["assert square(2) == 4"], "setup": "import"},
+        {"test": "CHECK = 1\n", "entry_point": "square"},
+    ],
+)
+def test_tests_that_cannot_run_are_invalid(reference) -> None:
+    assert code()(sample(SQUARE, reference)).status == "invalid"
+
+
+@needs_bwrap
+def test_arguments_are_copies_and_results_plain() -> None:
+    program = "def grow(xs):\n    xs.append(1)\n    return xs\n"
+    reference = {
+        "tests": [
+            "xs = [0]\nassert grow(xs) == [0, 1] and xs == [0]",
+            "assert type(grow((0,) and [0])) is list",
+        ]
+    }
+    assert code()(sample(program, reference)).score == 1.0

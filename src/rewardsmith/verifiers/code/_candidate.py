@@ -25,7 +25,7 @@ import sys
 import types
 from typing import Any
 
-from ._codec import NotPlain, encode, receive, send
+from ._codec import NotPlain, encode, receive, send, send_encoded
 
 __all__ = ["describe", "run_main", "serve"]
 
@@ -58,7 +58,7 @@ def _names(namespace: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
         else:
             try:
                 encode(value, numpy_scalars=True)
-            except NotPlain:
+            except BaseException:  # noqa: BLE001 - not plain, or its conversion raised
                 continue
             table[name] = ("value", value)
     return table
@@ -80,11 +80,18 @@ def _answer(namespace: dict[str, Any], handles: list[Any], request: Any) -> tupl
             result = getattr(handles[target[0]], target[1])(*args, **kwargs)
     except BaseException:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are answers too
         return ("raised", describe())
-    try:
-        encode(result, numpy_scalars=True)
-    except NotPlain as exc:
-        return ("unplain", str(exc))
     return ("ok", result)
+
+
+def _reply(answers: int, reply: tuple[Any, ...]) -> None:
+    """Send `reply`; a value that turns out not to be plain data is answered as such."""
+    try:
+        data = encode(reply, numpy_scalars=True)
+    except NotPlain as exc:
+        data = encode(("unplain", str(exc)))
+    except BaseException:  # noqa: BLE001 - a hostile value's conversion raised
+        data = encode(("unplain", "a value whose conversion raised " + describe()))
+    send_encoded(answers, data)
 
 
 def serve(program: dict[str, Any], calls: int, answers: int) -> int:
@@ -96,14 +103,14 @@ def serve(program: dict[str, Any], calls: int, answers: int) -> int:
     except BaseException:  # noqa: BLE001
         send(answers, ("broken", "raised " + describe()))
         return 0
-    send(answers, ("loaded", _names(namespace)), numpy_scalars=True)
+    _reply(answers, ("loaded", _names(namespace)))
     handles: list[Any] = []
     while True:
         try:
             request = receive(calls)
         except EOFError:
             return 0
-        send(answers, _answer(namespace, handles, request), numpy_scalars=True)
+        _reply(answers, _answer(namespace, handles, request))
 
 
 def _exit_status(code: Any) -> int:

@@ -31,6 +31,7 @@ __all__ = [
     "encode",
     "receive",
     "send",
+    "send_encoded",
 ]
 
 MAX_DEPTH = 100
@@ -103,13 +104,21 @@ def _encode(value: Any, out: bytearray, depth: int, numpy: bool, count: list[int
             _size(len(items), out)
             for item in items:
                 _encode(item, out, depth + 1, numpy, count)
-    elif numpy and getattr(kind, "__module__", None) == "numpy" and hasattr(value, "item"):
+    elif numpy and _numpy_scalar(value):
         plain = value.item()
         if type(plain) not in (bool, int, float, complex, str, bytes):
-            raise NotPlain(f"a {kind.__name__} holding a {type(plain).__name__}")
+            raise NotPlain(f"a NumPy {_type_name(kind)} holding a {_type_name(type(plain))}")
         _encode(plain, out, depth, False, count)
     else:
         raise NotPlain(f"a value of type {_type_name(kind)}, not plain data")
+
+
+def _numpy_scalar(value: Any) -> bool:
+    """A NumPy scalar (what NumPy reductions return), not an array."""
+    try:
+        return type(value).__module__ == "numpy" and value.ndim == 0 and value.size == 1
+    except Exception:  # noqa: BLE001 - a hostile type: not a NumPy scalar
+        return False
 
 
 def _type_name(kind: type) -> str:
@@ -234,7 +243,11 @@ _LENGTH = struct.Struct("<I")
 
 def send(fd: int, value: Any, *, numpy_scalars: bool = False) -> None:
     """Write one message (a length, then the encoded value) to `fd`."""
-    data = encode(value, numpy_scalars=numpy_scalars)
+    send_encoded(fd, encode(value, numpy_scalars=numpy_scalars))
+
+
+def send_encoded(fd: int, data: bytes) -> None:
+    """Write one message whose value is already encoded."""
     view = memoryview(_LENGTH.pack(len(data)) + data)
     while view:
         view = view[os.write(fd, view) :]

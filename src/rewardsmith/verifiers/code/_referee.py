@@ -21,9 +21,10 @@ What the tests see:
 
 Tests are compiled with ``optimize=0``: their asserts run whatever the process's flags.
 Arguments are copies: a test cannot see the candidate mutate them in place. An argument that
-is not plain data (a function, an object of the test's own) cannot cross: the sample is
-`invalid` (the reward cannot judge such tests), unless it is a stand-in for a candidate
-object, which the candidate chose to make: then the call fails.
+is not plain data (a function, an object of the test's own) cannot cross. In a HumanEval test,
+whose scope is dataset code only, that makes the sample `invalid` (the reward cannot judge such
+tests) unless the argument holds a stand-in for a candidate object, which the candidate chose
+to make; in an assert list, whose scope holds the candidate's names, the call fails.
 
 Records written on the verdict pipe, each prefixed with the run's token: ``start`` (the
 candidate's process is up), ``test <i> <0|1> <reason hex or ->`` once per test,
@@ -58,6 +59,10 @@ class Link:
         self.answers = answers
         self.failure: str | None = None
         self.ended: str | None = None
+        self.dataset_arguments = True
+        """Whether every argument the tests pass comes from dataset code alone (HumanEval:
+        prompt and test); assert lists also see the candidate's names, so a strange
+        argument there may be the candidate's doing."""
 
     def fail(self, reason: str) -> CandidateFailed:
         if self.failure is None:
@@ -85,9 +90,9 @@ class Link:
         try:
             send(self.calls, (op, target, args, kwargs))
         except NotPlain as exc:
-            if _holds_remote((args, kwargs)):
-                raise self.fail(f"an argument is a candidate object: {exc}") from None
-            raise _Unsupported(f"the tests pass the candidate {exc}") from None
+            if self.dataset_arguments and not _holds_remote((args, kwargs)):
+                raise _Unsupported(f"the tests pass the candidate {exc}") from None
+            raise self.fail(f"an argument is not plain data: {exc}") from None
         except OSError:
             self.ended = "the candidate's process ended"
             raise self.fail(self.ended) from None
@@ -251,6 +256,7 @@ def referee(config: dict[str, Any], link: Link, emit: Callable[[str], None]) -> 
         if broken is None and table.get(config["entry_point"]) != ("function",):
             broken = f"the program defines no function {config['entry_point']!r}"
     else:
+        link.dataset_arguments = False
         scope = _bind(link, loaded[1] if broken is None else None)
     if broken is None:
         try:

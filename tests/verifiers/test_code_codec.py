@@ -27,14 +27,18 @@ _scalars = (
     | st.text()
     | st.binary()
 )
-_hashable = st.recursive(_scalars, lambda inner: st.tuples(inner, inner) | st.frozensets(inner), max_leaves=8)
+_hashable = st.recursive(
+    _scalars, lambda inner: st.tuples(inner, inner) | st.frozensets(inner), max_leaves=8
+)
 _plain = st.recursive(
     _scalars,
-    lambda inner: st.lists(inner)
-    | st.tuples(inner, inner)
-    | st.dictionaries(_hashable, inner)
-    | st.sets(_hashable)
-    | st.frozensets(_hashable),
+    lambda inner: (
+        st.lists(inner)
+        | st.tuples(inner, inner)
+        | st.dictionaries(_hashable, inner)
+        | st.sets(_hashable)
+        | st.frozensets(_hashable)
+    ),
     max_leaves=12,
 )
 

@@ -164,7 +164,8 @@ def test_the_candidate_sees_neither_the_tests_nor_the_referee(fn) -> None:
                     return True
                 i = data.find(head, i + 1)
             return False
-        if any(isinstance(o, str) and holds(o.encode("utf-8", "replace")) for o in gc.get_objects()):
+        strings = [o for o in gc.get_objects() if isinstance(o, str)]
+        if any(holds(o.encode("utf-8", "replace")) for o in strings):
             OK = False
         # its own memory, every readable mapping: the tests never entered this process
         with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
@@ -359,5 +360,9 @@ def test_a_sample_of_the_attacks_over_http(
     finally:
         server.stop()
     got = {r["id"]: (r["status"], r["reward"]) for r in results}
-    assert got == {**{name: ("ok", 0.0) for name in HTTP_ATTACKS}, "right": ("ok", 1.0), "wrong": ("ok", 0.0)}
+    assert got == {
+        **{name: ("ok", 0.0) for name in HTTP_ATTACKS},
+        "right": ("ok", 1.0),
+        "wrong": ("ok", 0.0),
+    }
     assert list(canary.iterdir()) == []

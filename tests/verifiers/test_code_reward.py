@@ -303,7 +303,10 @@ def test_what_the_referee_sees_of_the_candidate() -> None:
 @needs_bwrap
 def test_arguments_that_cannot_cross() -> None:
     program = "def apply(f, x):\n    return f(x)\n"
-    humaneval = {"test": "def check(candidate):\n    assert candidate(abs, -2) == 2\n", "entry_point": "apply"}
+    humaneval = {
+        "test": "def check(candidate):\n    assert candidate(abs, -2) == 2\n",
+        "entry_point": "apply",
+    }
     invalid = code()(sample(program, humaneval))
     assert invalid.status == "invalid" and "builtin_function_or_method" in invalid.detail["reason"]
     asserts = code()(sample(program, {"tests": ["assert apply(abs, -2) == 2"]}))

@@ -21,6 +21,7 @@ interpreter would.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import sys
 import types
 from typing import Any
@@ -35,7 +36,7 @@ def describe() -> str:
     try:
         error = sys.exc_info()[1]
         text = f"{type(error).__name__}: {error}"
-    except BaseException:  # noqa: BLE001 - a hostile __str__
+    except BaseException:
         text = "an unprintable exception"
     return text[:500]
 
@@ -58,7 +59,7 @@ def _names(namespace: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
         else:
             try:
                 encode(value, numpy_scalars=True)
-            except BaseException:  # noqa: BLE001 - not plain, or its conversion raised
+            except BaseException:
                 continue
             table[name] = ("value", value)
     return table
@@ -78,7 +79,7 @@ def _answer(namespace: dict[str, Any], handles: list[Any], request: Any) -> tupl
                 return ("method",)
         else:
             result = getattr(handles[target[0]], target[1])(*args, **kwargs)
-    except BaseException:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are answers too
+    except BaseException:
         return ("raised", describe())
     return ("ok", result)
 
@@ -89,7 +90,7 @@ def _reply(answers: int, reply: tuple[Any, ...]) -> None:
         data = encode(reply, numpy_scalars=True)
     except NotPlain as exc:
         data = encode(("unplain", str(exc)))
-    except BaseException:  # noqa: BLE001 - a hostile value's conversion raised
+    except BaseException:
         data = encode(("unplain", "a value whose conversion raised " + describe()))
     send_encoded(answers, data)
 
@@ -100,7 +101,7 @@ def serve(program: dict[str, Any], calls: int, answers: int) -> int:
     namespace: dict[str, Any] = {"__name__": "solution", "__builtins__": builtins}
     try:
         exec(compile(program["code"], "solution.py", "exec"), namespace)
-    except BaseException:  # noqa: BLE001
+    except BaseException:
         send(answers, ("broken", "raised " + describe()))
         return 0
     _reply(answers, ("loaded", _names(namespace)))
@@ -118,10 +119,8 @@ def _exit_status(code: Any) -> int:
         return 0
     if isinstance(code, int):
         return code & 0xFF
-    try:
+    with contextlib.suppress(BaseException):
         sys.stderr.write(f"{code}\n")
-    except BaseException:  # noqa: BLE001
-        pass
     return 1
 
 
@@ -137,11 +136,9 @@ def run_main(program: dict[str, Any]) -> int:
         exec(compile(program["code"], "solution.py", "exec"), main.__dict__)
     except SystemExit as exc:
         status = _exit_status(exc.code)
-    except BaseException:  # noqa: BLE001
-        try:
+    except BaseException:
+        with contextlib.suppress(BaseException):
             sys.__excepthook__(*sys.exc_info())
-        except BaseException:  # noqa: BLE001
-            pass
         status = 1
     try:
         if "threading" in sys.modules:
@@ -149,6 +146,6 @@ def run_main(program: dict[str, Any]) -> int:
         import atexit
 
         atexit._run_exitfuncs()
-    except BaseException:  # noqa: BLE001
+    except BaseException:
         pass
     return status

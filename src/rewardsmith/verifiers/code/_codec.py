@@ -117,7 +117,7 @@ def _numpy_scalar(value: Any) -> bool:
     """A NumPy scalar (what NumPy reductions return), not an array."""
     try:
         return type(value).__module__ == "numpy" and value.ndim == 0 and value.size == 1
-    except Exception:  # noqa: BLE001 - a hostile type: not a NumPy scalar
+    except Exception:
         return False
 
 

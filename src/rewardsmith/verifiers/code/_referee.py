@@ -34,6 +34,7 @@ candidate's process is up), ``test <i> <0|1> <reason hex or ->`` once per test,
 from __future__ import annotations
 
 import builtins
+import contextlib
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -191,10 +192,8 @@ def _prompt_scope(prompt: str) -> dict[str, Any]:
             code = compile(source, "prompt.py", "exec", dont_inherit=True, optimize=0)
         except (SyntaxError, ValueError):
             continue
-        try:
+        with contextlib.suppress(Exception):
             exec(code, scope)
-        except Exception:  # noqa: BLE001 - helpers defined before the error still count
-            pass
         break
     return scope
 
@@ -222,7 +221,7 @@ def _bind(link: Link, table: Any) -> dict[str, Any]:
                 try:
                     __import__(module)
                     scope[name] = sys.modules[module]
-                except Exception:  # noqa: BLE001
+                except Exception:
                     pass
     return scope
 
@@ -264,7 +263,7 @@ def referee(config: dict[str, Any], link: Link, emit: Callable[[str], None]) -> 
         except _Unsupported as exc:
             emit("invalid " + _hex(str(exc)))
             return
-        except BaseException:  # noqa: BLE001
+        except BaseException:
             broken = f"the setup failed: {_describe(link)}"
     for i, test in enumerate(compiled):
         if broken is not None:
@@ -283,7 +282,7 @@ def referee(config: dict[str, Any], link: Link, emit: Callable[[str], None]) -> 
         except _Unsupported as exc:
             emit("invalid " + _hex(str(exc)))
             return
-        except BaseException:  # noqa: BLE001
+        except BaseException:
             emit(f"test {i} 0 {_hex(_describe(link))}")
             continue
         if link.failure is not None:

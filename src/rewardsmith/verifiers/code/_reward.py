@@ -119,11 +119,12 @@ def code(
     ``{tests, setup}``, or stdin/stdout ``{io: [{input, output}]}``. `sandbox`: ``bwrap``
     (default; bubblewrap must be installed) or ``none`` (no isolation, trusted code only).
     `extract`: which fenced block is the program. `prepend_prompt`: run
-    ``prompt + program`` (HumanEval completions). `timeout_s`, `memory_mb`,
-    `max_processes`, `max_output_bytes`: limits of one execution. `parallelism`:
-    concurrent stdin/stdout cases (default: cores). `warm` (bwrap only, default true): a warm
-    sandbox per engine worker (one bwrap + a preloaded interpreter that forks one isolated
-    child per run, see `_zygote`) instead of a fresh bwrap + interpreter per run.
+    ``prompt + program`` (HumanEval completions). `timeout_s`, `max_processes` (tasks),
+    `max_output_bytes`: limits of one execution; `memory_mb`: the sample's memory budget
+    (see `_sandbox.memory_rule`). `parallelism`: concurrent stdin/stdout cases (default:
+    cores). `warm` (default true): a warm sandbox per engine worker (a preloaded interpreter
+    that forks each run's referee and candidate processes, see `_runtime`) instead of a new
+    sandbox per run.
     ``sandbox: remote`` sends each program to a SandboxFusion server at `url` (see `_remote`);
     `remote_language` is its language name, `remote_timeout_s` the HTTP timeout.
     `strip_think` (default true): look for the program in the answer part only, never in the
@@ -235,7 +236,9 @@ class _Runner:
             plan = self._sandbox_plan()
             if suite.style == "io":
                 return self._score_io(plan, suite, program)
-            return self._score_suite(plan, suite, program, prompt if isinstance(prompt, str) else "")
+            return self._score_suite(
+                plan, suite, program, prompt if isinstance(prompt, str) else ""
+            )
         except SandboxUnavailable as exc:
             return Score.failed("error", f"sandbox unavailable: {exc}", sandbox=config.sandbox)
 
@@ -293,12 +296,12 @@ class _Runner:
             raise SandboxUnavailable(_startup_failure(run))
         if channel.invalid:
             return Score.failed("invalid", channel.invalid, style=suite.style)
-        if channel.started and not channel.done and not run.timed_out and not channel.tampered:
-            if run.extra.get("referee_exit") is not None:
-                raise SandboxUnavailable(
-                    f"the referee ended early (status {run.extra['referee_exit']}): "
-                    f"{tail(run.stderr, 500)}"
-                )
+        cut_short = channel.started and not channel.done and not run.timed_out
+        if cut_short and not channel.tampered and run.extra.get("referee_exit") is not None:
+            raise SandboxUnavailable(
+                f"the referee ended early (status {run.extra['referee_exit']}): "
+                f"{tail(run.stderr, 500)}"
+            )
         outcomes: list[dict[str, Any]] = []
         for i in range(suite.size):
             passed, error = channel.outcomes.get(i, (False, _missing_reason(run)))
@@ -429,7 +432,7 @@ class _RemoteRunner(_Runner):
 def _missing_reason(run: RunResult) -> str:
     if run.timed_out:
         return "not run: timeout"
-    return f"not run: the program ended the harness ({_exit_reason(run)})"
+    return "not reported: the run ended before the referee finished"
 
 
 def _exit_reason(run: RunResult) -> str:
@@ -444,8 +447,8 @@ def _exit_reason(run: RunResult) -> str:
 def _startup_failure(run: RunResult) -> str:
     why = tail(run.stderr, 500).strip() or f"exit status {run.exit_code}"
     if run.timed_out:
-        why = f"timed out before the harness started; {why}"
-    return f"the sandboxed interpreter did not start: {why}"
+        why = f"timed out before the candidate's process was up; {why}"
+    return f"the sandboxed processes did not start: {why}"
 
 
 def _evidence(run: RunResult) -> dict[str, Any]:

@@ -229,6 +229,14 @@ _attack(
     ASSERTS,
 )
 _attack("the_name_is_a_value", "square = 4", ASSERTS)
+_attack(
+    "a_forged_name_table_with_builtins",
+    "import os, sys\nenc = [m for n, m in sys.modules.items() if n.endswith('_codec')][0]\n"
+    "table = {'__builtins__': ('value', {}), 'len': ('value', 2), 'square': ('value', 4), 'check': ('function',)}\n"
+    "for fd in range(3, 16):\n    try:\n        enc.send(fd, ('loaded', table))\n    except Exception:\n        pass\n"
+    "os._exit(0)",
+    ASSERTS,
+)
 _attack("stdlib_module_aliases", "import os as math\nimport sys as re", ASSERTS)
 # -- reaching the referee, the zygote, the host ----------------------------------------------
 _attack(

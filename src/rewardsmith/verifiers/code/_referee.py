@@ -208,6 +208,8 @@ def _bind(link: Link, table: Any) -> dict[str, Any]:
     for name, entry in table.items():
         if type(name) is not str or not name.isidentifier() or name in shadowing:
             continue
+        if name.startswith("__"):  # __builtins__, __name__...: the scope's own
+            continue
         if type(entry) is not tuple or not entry:
             continue
         kind = entry[0]

@@ -193,6 +193,19 @@ def _confine(req: dict[str, Any], rlimits: list[tuple[str, int]]) -> None:
             os._exit(126)
 
 
+def _fork(run: Any, *args: Any, close: tuple[int, ...] = ()) -> int:
+    """A child that closes `close`, runs ``run(*args)`` and never returns; its pid."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            for fd in close:
+                os.close(fd)
+            run(*args)
+        finally:
+            os._exit(127)
+    return pid
+
+
 def _read_all(fd: int) -> bytes:
     chunks = []
     while chunk := os.read(fd, 1 << 20):
@@ -262,12 +275,7 @@ def _candidate_outer(req: dict[str, Any], fds: dict[str, int]) -> None:
         _candidate_process(req, fds)
     if _libc.unshare(_NEWNS | _NEWPID) != 0:
         os._exit(123)
-    child = os.fork()
-    if child == 0:
-        try:
-            _candidate_process(req, fds)
-        finally:
-            os._exit(127)
+    child = _fork(_candidate_process, req, fds)
     _close_all_but(set())
     _, status = os.waitpid(child, 0)
     code = os.waitstatus_to_exitcode(status)
@@ -328,20 +336,8 @@ def _init(req: dict[str, Any], fds: dict[str, int], report_w: int) -> None:
     fds["answers_r"], fds["answers_w"] = os.pipe()
     referee_pid = None
     if req["style"] == "suite":
-        referee_pid = os.fork()
-        if referee_pid == 0:
-            try:
-                os.close(report_w)
-                _referee_process(req, fds)
-            finally:
-                os._exit(127)
-    candidate_pid = os.fork()
-    if candidate_pid == 0:
-        try:
-            os.close(report_w)
-            _candidate_outer(req, fds)
-        finally:
-            os._exit(127)
+        referee_pid = _fork(_referee_process, req, fds, close=(report_w,))
+    candidate_pid = _fork(_candidate_outer, req, fds, close=(report_w,))
     for fd in fds.values():
         os.close(fd)
     statuses: dict[int, int] = {}
@@ -375,13 +371,7 @@ def _setup(req: dict[str, Any], fds: dict[str, int], pid_w: int, report_w: int) 
             _loopback_up()
         except OSError:
             os._exit(122)
-    child = os.fork()
-    if child == 0:
-        os.close(pid_w)
-        try:
-            _init(req, fds, report_w)
-        finally:
-            os._exit(127)
+    child = _fork(_init, req, fds, report_w, close=(pid_w,))
     os.write(pid_w, child.to_bytes(4, "little"))
     os._exit(0)
 

@@ -31,8 +31,10 @@ MEMORY_MB = 512
 RIGHT = "def square(x):\n    return x * x\n"
 PROBE = textwrap.dedent(
     """
-    import os, socket
-    left = [p for p in ("/tmp", "/dev/shm") if os.listdir(p)]
+    import os, socket, sys
+    # (an interpreter under /tmp, e.g. a venv there, is bound read-only into every run's /tmp)
+    own = [p for p in os.listdir("/tmp") if not any(e.startswith("/tmp/" + p) for e in sys.path)]
+    left = [p for p in ("/dev/shm",) if os.listdir(p)] + own
     others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
     s = socket.socket(socket.AF_UNIX)
     try:
@@ -193,17 +195,22 @@ def test_the_candidate_sees_neither_the_tests_nor_the_referee(fn) -> None:
 
 
 def _memory_of(pids: set[int]) -> int:
-    """Resident memory (PSS) of the given host processes, in bytes."""
-    total = 0
+    """Memory the given host processes hold, in bytes: their resident memory (PSS) plus
+    what their private /tmp and /dev/shm hold (tmpfs pages are in no process's PSS)."""
+    total, filesystems = 0, {}
     for pid in pids:
         try:
             with open(f"/proc/{pid}/smaps_rollup") as f:
                 for line in f:
                     if line.startswith("Pss:"):
                         total += int(line.split()[1]) * 1024
+            for place in ("tmp", "dev/shm"):
+                path = f"/proc/{pid}/root/{place}"
+                fs = os.statvfs(path)
+                filesystems[os.stat(path).st_dev] = (fs.f_blocks - fs.f_bfree) * fs.f_frsize
         except OSError:
             pass
-    return total
+    return total + sum(filesystems.values())
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="sandbox processes have their own uid only as root")
@@ -215,7 +222,7 @@ def test_fork_and_allocate_is_held_to_memory_mb(fn) -> None:
         def grab():
             try:
                 while True:
-                    blocks.append(bytearray(32 * 1024 * 1024))
+                    blocks.append(b"\1" * (32 * 1024 * 1024))  # written: resident
             except MemoryError:
                 pass
         for _ in range(8):
@@ -241,7 +248,10 @@ def test_fork_and_allocate_is_held_to_memory_mb(fn) -> None:
             return x + 1
         """
     )
-    idle = fn.__self__.sandbox_pids() if fn.__self__.config.warm else set()
+    # A clock long enough for the attack to reach its peak, even on a loaded machine.
+    fn = code(timeout_s=20, memory_mb=MEMORY_MB, max_processes=16, warm=fn.__self__.config.warm)
+    assert fn(sample(RIGHT, CHECK)).score == 1.0  # the warm sandbox is up before watching
+    idle = fn.__self__.sandbox_pids()
     peak = 0
     done = threading.Event()
 
@@ -260,6 +270,7 @@ def test_fork_and_allocate_is_held_to_memory_mb(fn) -> None:
         done.set()
         watcher.join()
     assert (score.status, score.score) == ("ok", 0.0)
+    print(f"fork-and-allocate: peak {peak / 2**20:.0f} MiB with memory_mb={MEMORY_MB}")
     # The run's processes: the candidate (held to memory_mb, its /tmp and /dev/shm included)
     # plus the referee, A and B (forked from the preloaded zygote, a few MiB each).
     assert peak > 200 * 1024 * 1024, peak  # the attack did allocate (the watcher saw it)

@@ -238,6 +238,13 @@ _attack(
     ASSERTS,
 )
 _attack("stdlib_module_aliases", "import os as math\nimport sys as re", ASSERTS)
+_attack(
+    "stdlib_modules_with_import_side_effects_for_the_referee",
+    "import sys, types\nfor name in ('antigravity', 'idlelib.idle', 'this'):\n"
+    "    sys.modules[name] = types.ModuleType(name)\n"
+    "math = sys.modules['idlelib.idle']\nre = sys.modules['antigravity']",
+    {"tests": ["assert math.isclose(square(2), 4)", "assert re.match('a', 'a')"]},
+)
 # -- reaching the referee, the zygote, the host ----------------------------------------------
 _attack(
     "kill_every_visible_process",

@@ -16,8 +16,9 @@ What the tests see:
   the entry point bound to the candidate's function, then the test code and
   ``check(<entry point>)``;
 * assert lists: the candidate's top-level functions, classes and plain values by name
-  (never a name that would shadow a builtin, and standard modules it imported, imported here
-  afresh), then ``setup``, then each assertion in a fresh copy of that scope.
+  (never a name that would shadow a builtin or a dunder name), the standard modules it
+  imported (this process's own copies, for those already loaded here: the zygote preloads
+  the common ones), then ``setup``, then each assertion in a fresh copy of that scope.
 
 Tests are compiled with ``optimize=0``: their asserts run whatever the process's flags.
 Arguments are copies: a test cannot see the candidate mutate them in place. An argument that
@@ -218,13 +219,11 @@ def _bind(link: Link, table: Any) -> dict[str, Any]:
         elif kind == "value" and len(entry) == 2:
             scope[name] = entry[1]
         elif kind == "module" and len(entry) == 2 and type(entry[1]) is str:
-            module = entry[1]
-            if module.split(".")[0] in stdlib:
-                try:
-                    __import__(module)
-                    scope[name] = sys.modules[module]
-                except Exception:
-                    pass
+            # Only a standard module this process already loaded: importing one the
+            # candidate names could run its import-time code here (idlelib, antigravity).
+            module = sys.modules.get(entry[1])
+            if module is not None and entry[1].split(".")[0] in stdlib:
+                scope[name] = module
     return scope
 
 

@@ -94,11 +94,12 @@ def test_attack_earns_nothing_and_leaves_nothing(fn, canary: Path, name: str) ->
     assert MARKER not in str(score.detail.get("stdout_tail", ""))  # the tests never leaked
     _no_leftovers(fn)
     if fn.__self__.config.warm:  # the same warm sandbox serves the next samples, untouched
-        wrong = WRONG if reference is not IO else "print(int(input()) + 1)\n"
-        right = RIGHT if reference is not IO else "print(int(input()) ** 2)\n"
-        after_wrong = fn(sample(wrong, reference))
+        follow = IO if reference is IO else CHECK
+        wrong = WRONG if follow is CHECK else "print(int(input()) + 1)\n"
+        right = PROBE if follow is CHECK else "print(int(input()) ** 2)\n"
+        after_wrong = fn(sample(wrong, follow))
         assert (after_wrong.status, after_wrong.score) == ("ok", 0.0), after_wrong.detail
-        after_right = fn(sample(PROBE if reference is not IO else right, reference))
+        after_right = fn(sample(right, follow))
         assert after_right.score == 1.0, after_right.detail
 
 

@@ -212,7 +212,7 @@ def memory_rule() -> str:
     if "memory" in controllers.split():
         fact = "cgroup v2 offers a memory controller here, but rewardsmith creates no cgroups"
     else:
-        fact = f"cgroup v2 has no memory controller here {controllers.strip() or '(none)'}"
+        fact = f"cgroup v2 controllers here: {controllers.strip() or 'none'}"
     return (
         "one process per sample: new processes are refused (threads are allowed), the "
         "process's address space is limited to memory_mb less its private /tmp and /dev/shm; "

@@ -2,6 +2,7 @@
 
 rewardsmith score --spec SPEC --input IN.jsonl --output OUT.jsonl [--workers N] [--resume]
 rewardsmith serve --spec SPEC [--host 127.0.0.1] [--port 8000] [--token T] [--backend ray]
+rewardsmith evaluate --spec SPEC --data DATA.jsonl [--attacks all] [--report R.html] [--json S.json]
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from rich.table import Table
 from . import __version__
 from ._exceptions import ConfigError, InputError
 from .engine import Engine
+from .evaluate._command import add_evaluate_command
 from .io import count_lines, read_samples, resume_point, write_result
 from .models import Result
 from .spec import RewardSpec, load_spec
@@ -78,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     convert.add_argument("output", help="samples for `rewardsmith score`, JSON Lines")
     convert.add_argument("--responses", help="official response file (prompt, response)")
     convert.set_defaults(run=_convert)
+    add_evaluate_command(commands)
     return parser
 
 

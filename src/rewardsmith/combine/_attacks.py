@@ -24,7 +24,7 @@ PATHOLOGICAL = (
 )
 
 
-@attack("failure_escape", family="failure", targets=("*",), rows=20)
+@attack("failure_escape", family="failure", targets=("*",), rows=20, by_failure=True)
 def failure_escape(target: Target) -> Iterator[Case]:
     """Texts that make a reward fail; a failure must not score above the honest wrong answer."""
     for text, note in PATHOLOGICAL:

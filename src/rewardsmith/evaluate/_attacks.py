@@ -88,6 +88,9 @@ class Attack:
     rows: int | None = None
     """Most rows it is built from (for tricks that do not depend on the row, such as a
     pathological text: a few rows show the hole, thousands only cost time)."""
+    by_failure: bool = False
+    """Only a failure (`timeout`, `error`, `invalid`) with no value better than the baseline
+    counts as a success: the trick is the failure itself, not whatever score the text gets."""
 
 
 _ATTACKS: dict[str, Attack] = {}
@@ -111,6 +114,7 @@ def attack(
     targets: Sequence[str],
     description: str | None = None,
     rows: int | None = None,
+    by_failure: bool = False,
 ) -> Callable[[AttackFn], AttackFn]:
     """Register an attack generator under `name` (names are unique)."""
 
@@ -119,7 +123,7 @@ def attack(
         if current is not None and current.make is not make:
             raise ValueError(f"attack {name!r} is already registered")
         doc = description or (make.__doc__ or "").strip().split("\n")[0]
-        _ATTACKS[name] = Attack(name, family, frozenset(targets), make, doc, rows)
+        _ATTACKS[name] = Attack(name, family, frozenset(targets), make, doc, rows, by_failure)
         return make
 
     return register

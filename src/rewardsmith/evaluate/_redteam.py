@@ -249,6 +249,11 @@ def _counted(spec: RewardSpec | None, result: Result, name: str, depth: int = 0)
     return score.score
 
 
+def _failed(result: Result, name: str) -> bool:
+    status = result.status if name == TOTAL else result.components[name].status
+    return status in FAILURE_STATUSES
+
+
 def _total(result: Result) -> float | None:
     return result.advantage if "advantage" in result.model_fields_set else result.reward
 
@@ -321,11 +326,14 @@ def run_attacks(
             if case.against == "right" and baseline is None:
                 continue  # nothing to compare a right-answer trick with
             for name in (TOTAL, *attacked.components):
-                won = (
-                    _beats_total(attacked, baseline)
-                    if name == TOTAL
-                    else _beats_component(spec, name, attacked, baseline)
-                )
+                if attack.by_failure and not _failed(attacked, name):
+                    won: bool | None = False
+                else:
+                    won = (
+                        _beats_total(attacked, baseline)
+                        if name == TOTAL
+                        else _beats_component(spec, name, attacked, baseline)
+                    )
                 if won is None:
                     continue
                 outcome = outcomes.setdefault(

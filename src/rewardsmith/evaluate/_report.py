@@ -203,13 +203,15 @@ def render_report(summary: Summary) -> str:
         ]
         for kind in ("false_positives", "false_negatives"):
             if tables.get(kind):
-                parts.append(f"<h3>{kind.replace('_', ' ')}</h3>")
+                parts.append(f"<details><summary>{kind.replace('_', ' ')}</summary>")
                 parts.append(
                     _table(
                         ["id", "reward", "reason"],
                         [[r["id"], r["reward"], r["reason"]] for r in tables[kind]],
                     )
+                    + "</details>"
                 )
+    parts.append(_attacks_section(data))
     if summary.reward_values:
         plots = [
             _figure(histogram(name, values), f"distribution of {name}")
@@ -222,7 +224,6 @@ def render_report(summary: Summary) -> str:
             )
         parts += ["<h2>Rewards</h2>", "<div class=plots>" + "".join(plots) + "</div>"]
     parts += ["<h2>Health</h2>", _health_table(data["health"])]
-    parts.append(_attacks_section(data))
     if data["compare"]:
         compared = data["compare"]
         parts += [

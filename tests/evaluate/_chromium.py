@@ -82,7 +82,7 @@ class Page:
         path.write_bytes(base64.b64decode(data))
 
 
-class open_page:  # noqa: N801 (a context manager used like a function)
+class open_page:
     """`with open_page(path) as page:` -- Chromium started fresh, stopped at the end."""
 
     def __init__(self, path: Path) -> None:

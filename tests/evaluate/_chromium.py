@@ -107,7 +107,8 @@ class open_page:
         port = port_file.read_text().split()[0]
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
             target = next(t for t in json.load(r) if t["type"] == "page")
-        self._socket = connect(target["webSocketDebuggerUrl"], max_size=None)
+        self._connection = connect(target["webSocketDebuggerUrl"], max_size=None)
+        self._socket = self._connection.__enter__()
         page = Page(self._socket)
         for domain in ("Runtime", "Log", "Page", "Network"):
             page.call(f"{domain}.enable")
@@ -120,7 +121,7 @@ class open_page:
         return page
 
     def __exit__(self, *exc: object) -> None:
-        self._socket.close()
+        self._connection.__exit__(None, None, None)
         self._process.terminate()
         try:
             self._process.wait(timeout=10)

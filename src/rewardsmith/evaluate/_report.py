@@ -25,8 +25,8 @@ body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d2330;background:#f
 h1{font-size:22px;margin:0 0 4px}
 h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d8dde6;padding-bottom:4px}
 table{border-collapse:collapse;margin:6px 0;background:#fff}
-td,th{border:1px solid #d8dde6;padding:3px 8px;text-align:right}
-th{background:#eef1f6}td:first-child,th:first-child{text-align:left}
+td,th{border:1px solid #d8dde6;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#eef1f6}td.num{text-align:right}
 .bad{background:#fde2e1}.good{background:#e3f6e8}.muted{color:#667}
 .plots{display:flex;flex-wrap:wrap;gap:14px}
 .plots figure{margin:0;background:#fff;border:1px solid #d8dde6;padding:6px}
@@ -52,9 +52,14 @@ def _fmt(value: Any) -> str:
     return escape(str(value))
 
 
+def _cell(value: Any) -> str:
+    numeric = isinstance(value, int | float) and not isinstance(value, bool)
+    return f"<td class=num>{_fmt(value)}</td>" if numeric else f"<td>{_fmt(value)}</td>"
+
+
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], attrs: str = "") -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{_fmt(c)}</td>" for c in row) + "</tr>" for row in rows)
+    body = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in rows)
     return f"<table {attrs}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -211,7 +216,6 @@ def render_report(summary: Summary) -> str:
                     )
                     + "</details>"
                 )
-    parts.append(_attacks_section(data))
     if summary.reward_values:
         plots = [
             _figure(histogram(name, values), f"distribution of {name}")
@@ -223,6 +227,7 @@ def render_report(summary: Summary) -> str:
                 _figure(scatter(summary.reward_lengths), "reward against completion length")
             )
         parts += ["<h2>Rewards</h2>", "<div class=plots>" + "".join(plots) + "</div>"]
+    parts.append(_attacks_section(data))
     parts += ["<h2>Health</h2>", _health_table(data["health"])]
     if data["compare"]:
         compared = data["compare"]
@@ -285,8 +290,8 @@ def _attacks_section(data: dict[str, Any]) -> str:
         rows.append(
             f'<tr data-success="{int(hit)}" class="{"bad" if hit else "good"}">'
             f"<td>{escape(a['family'])}</td><td>{escape(a['attack'])}</td>"
-            f"<td>{escape(a['component'])}</td><td>{a['n']}</td>"
-            f"<td>{a['success_rate']:.3f}</td><td style='text-align:left'>{examples}</td></tr>"
+            f"<td>{escape(a['component'])}</td><td class=num>{a['n']}</td>"
+            f"<td class=num>{a['success_rate']:.3f}</td><td>{examples}</td></tr>"
         )
     baselines = _table(["honest baseline", "value"], sorted(data["attack_baselines"].items()))
     return (

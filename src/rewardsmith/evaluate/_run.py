@@ -258,7 +258,7 @@ def evaluate(
             measured,
             health(samples, results, seconds) if results else {"samples": 0},
             bad_lines=[str(e) for e in dataset.bad_lines],
-            data_names=[str(p) for p in data],
+            data_names=[Path(p).name for p in data],
         )
         _distributions(summary, samples, results)
         chosen = attacks_for(attacks, types.values() if types else None) if scorer else []

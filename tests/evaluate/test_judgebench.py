@@ -21,7 +21,10 @@ from .conftest import JUDGEBENCH, needs_data
 
 pytestmark = needs_data
 
-O1_MINI = "outputs_response_model-gpt-4o-2024-05-13_judge_name-arena_hard_judge_model-o1-mini-2024-09-12.jsonl"
+O1_MINI = (
+    "outputs_response_model-gpt-4o-2024-05-13_judge_name-arena_hard_judge_model-"
+    "o1-mini-2024-09-12.jsonl"
+)
 HAIKU = (
     "outputs_response_model-claude-3-5-sonnet-20240620_judge_name-arena_hard_judge_model-"
     "claude-3-haiku-20240307.jsonl"

@@ -30,42 +30,17 @@ from datetime import date
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _report import write_section
+from tests.evaluate.real_data import DATA, labelled_gsm8k
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
-SOLUTIONS = DATA / "gsm8k" / "example_model_solutions.jsonl"
 SPEC = ROOT / "examples" / "math_spec.yaml"
 
 
 def _machine() -> str:
     cpu = platform.processor() or platform.machine()
     return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
-
-
-def labelled_rows(n: int) -> list[dict[str, object]]:
-    base = []
-    for index, line in enumerate(SOLUTIONS.read_text().splitlines()):
-        problem = json.loads(line)
-        for model, answer in problem.items():
-            if isinstance(answer, dict) and "is_correct" in answer:
-                base.append(
-                    {
-                        "group": f"q{index}",
-                        "prompt": problem["question"],
-                        "completion": answer["solution"],
-                        "reference": problem["ground_truth"],
-                        "label": answer["is_correct"],
-                        "subset": model,
-                    }
-                )
-    rows = []
-    for i in range(n):
-        row = dict(base[i % len(base)])
-        row["id"] = str(i)
-        row["group"] = f"{row['group']}-{i // len(base)}"
-        rows.append(row)
-    return rows
 
 
 def _timed(command: list[str]) -> float:
@@ -79,7 +54,11 @@ def _timed(command: list[str]) -> float:
 def speed(samples: int, workers: int | None) -> str:
     with tempfile.TemporaryDirectory() as folder:
         data = Path(folder) / "labelled.jsonl"
-        data.write_text("".join(json.dumps(r) + "\n" for r in labelled_rows(samples)))
+        data.write_text(
+            "".join(
+                json.dumps(r) + "\n" for r in labelled_gsm8k(samples, copies=samples // 5276 + 1)
+            )
+        )
         cli = [sys.executable, "-m", "rewardsmith.cli"]
         extra = ["--workers", str(workers)] if workers else []
         score = _timed(

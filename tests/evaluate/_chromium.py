@@ -89,9 +89,17 @@ class open_page:
         self.path = path
 
     def __enter__(self) -> Page:
+        try:
+            return self._start()
+        except BaseException:
+            self._stop()
+            raise
+
+    def _start(self) -> Page:
         from websockets.sync.client import connect
 
         assert CHROMIUM is not None
+        self._connection: Any = None
         self._profile = tempfile.TemporaryDirectory(prefix="rewardsmith-chromium-")
         self._process = subprocess.Popen(
             [CHROMIUM, *_FLAGS, f"--user-data-dir={self._profile.name}", "about:blank"],
@@ -121,7 +129,13 @@ class open_page:
         return page
 
     def __exit__(self, *exc: object) -> None:
-        self._connection.__exit__(None, None, None)
+        self._stop()
+
+    def _stop(self) -> None:
+        if getattr(self, "_connection", None) is not None:
+            self._connection.__exit__(None, None, None)
+        if not hasattr(self, "_process"):
+            return
         self._process.terminate()
         try:
             self._process.wait(timeout=10)

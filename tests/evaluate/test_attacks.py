@@ -17,7 +17,8 @@ import pytest
 
 from rewardsmith.evaluate import evaluate, registered_attacks
 
-from .conftest import GSM8K, HUMANEVAL, needs_data, read_jsonl
+from .conftest import needs_data
+from .real_data import GSM8K, HUMANEVAL, read_jsonl
 
 pytestmark = needs_data
 

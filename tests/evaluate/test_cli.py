@@ -14,7 +14,8 @@ import pytest
 
 from rewardsmith.evaluate import evaluate
 
-from .conftest import GSM8K, labelled_gsm8k, needs_data, read_jsonl
+from .conftest import needs_data
+from .real_data import GSM8K, labelled_gsm8k, read_jsonl
 
 pytestmark = needs_data
 
@@ -120,3 +121,15 @@ def test_url_scores_through_a_real_server_with_the_same_results(
         server.stop()
     assert remote.redteam is not None and remote.redteam.samples > 16
     assert _without_timing(remote.as_json()) == _without_timing(local.as_json())
+
+
+def test_a_group_split_under_a_group_transform_stops_with_the_reason(
+    write_rows: Callable[..., Path], tmp_path: Path
+) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(MATH_SPEC + "group_transform: grpo\n")
+    rows = labelled_gsm8k(3)
+    rows[0]["group"], rows[1]["group"], rows[2]["group"] = "a", "b", "a"
+    done = _run("--spec", str(spec), "--data", str(write_rows(rows)), "--attacks", "none")
+    assert done.returncode == 1
+    assert "group 'a' reappears" in done.stderr

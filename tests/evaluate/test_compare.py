@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from rewardsmith.evaluate import evaluate, starc_distance
 
-from .conftest import labelled_gsm8k, needs_data
+from .conftest import needs_data
+from .real_data import labelled_gsm8k
 
 rewards = st.lists(st.floats(-5, 5, allow_nan=False), min_size=4, max_size=12)
 GROUPS = ["a", "a", "b", "b", "c", "c", "d", "d", "e", "e", "f", "f"]

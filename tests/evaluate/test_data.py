@@ -12,7 +12,8 @@ from rewardsmith import ConfigError
 from rewardsmith.evaluate import detect_format, load_dataset
 from rewardsmith.evaluate._data import BestOfNRow, JudgmentRow, LabelledRow, PairRow, PromptRow
 
-from .conftest import GSM8K, HUMANEVAL, JUDGEBENCH, LLMBAR, MATH500, RMBENCH, needs_data, read_jsonl
+from .conftest import needs_data
+from .real_data import GSM8K, HUMANEVAL, JUDGEBENCH, LLMBAR, MATH500, RMBENCH, read_jsonl
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,8 @@ import pytest
 
 from rewardsmith.evaluate import evaluate
 
-from .conftest import JUDGEBENCH, needs_data
+from .conftest import needs_data
+from .real_data import JUDGEBENCH
 
 pytestmark = needs_data
 

@@ -14,7 +14,8 @@ import pytest
 from rewardsmith.evaluate import evaluate, render_report
 
 from ._chromium import CHROMIUM, open_page
-from .conftest import RMBENCH, labelled_gsm8k, needs_data
+from .conftest import needs_data
+from .real_data import RMBENCH, labelled_gsm8k
 
 pytestmark = [
     needs_data,

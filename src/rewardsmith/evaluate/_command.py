@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from .._exceptions import InputError
 from ._data import Format
 from ._redteam import TOTAL
 from ._report import render_report
@@ -18,7 +19,7 @@ from ._run import Summary, evaluate
 
 __all__ = ["add_evaluate_command"]
 
-EXIT_OK, EXIT_ATTACKED = 0, 1
+EXIT_OK, EXIT_ATTACKED, EXIT_INPUT = 0, 1, 1
 
 
 def add_evaluate_command(commands: Any) -> None:
@@ -98,20 +99,24 @@ def _evaluate(args: argparse.Namespace) -> int:
         disable=args.quiet,
     )
     with progress:
-        summary = evaluate(
-            args.data,
-            spec=args.spec,
-            url=args.url,
-            token=args.token,
-            format=format,  # type: ignore[arg-type]
-            attacks=args.attacks,
-            attack_rows=args.attack_rows or None,
-            compare=args.compare,
-            threshold=args.threshold,
-            workers=args.workers,
-            seed=args.seed,
-            phases=_Bars(progress),
-        )
+        try:
+            summary = evaluate(
+                args.data,
+                spec=args.spec,
+                url=args.url,
+                token=args.token,
+                format=format,  # type: ignore[arg-type]
+                attacks=args.attacks,
+                attack_rows=args.attack_rows or None,
+                compare=args.compare,
+                threshold=args.threshold,
+                workers=args.workers,
+                seed=args.seed,
+                phases=_Bars(progress),
+            )
+        except InputError as exc:  # e.g. a group that reappears under a group transform
+            console.print(f"[red]stopped:[/] {exc}")
+            return EXIT_INPUT
     for line in summary.bad_lines:
         console.print(f"[yellow]skipped unreadable row[/] {line}")
     if args.json_path:

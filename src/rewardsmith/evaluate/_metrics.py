@@ -136,9 +136,21 @@ def _confusion(metrics: dict[str, float]) -> dict[str, int]:
     return {k: int(metrics[k]) for k in keys}
 
 
+def _accuracy(per_subset: dict[str, list[float]]) -> Measured:
+    """Mean per-row accuracy over all rows and per subset (with the mean of the subsets)."""
+    values = [v for vs in per_subset.values() for v in vs]
+    measured = Measured(metrics={"accuracy": sum(values) / len(values) if values else 0.0})
+    if len(per_subset) > 1:
+        means = {name: sum(vs) / len(vs) for name, vs in sorted(per_subset.items())}
+        measured.subsets = {
+            name: {"accuracy": means[name], "n": len(per_subset[name])} for name in means
+        }
+        measured.metrics["accuracy_subset_mean"] = sum(means.values()) / len(means)
+    return measured
+
+
 def pair_metrics(rows: Sequence[PairRow], cells: Sequence[dict[tuple[int, int], bool]]) -> Measured:
     """Accuracy from each row's cells: (i, j) -> chosen i scored strictly above rejected j."""
-    measured = Measured()
     per_subset: dict[str, list[float]] = defaultdict(list)
     size = max((len(r.chosen) for r in rows), default=1)
     matrix = [[0.0] * size for _ in range(size)]
@@ -153,14 +165,7 @@ def pair_metrics(rows: Sequence[PairRow], cells: Sequence[dict[tuple[int, int], 
                 matrix[i][j] += won
         if value < 1 and len(wrong) < _LISTED:
             wrong.append({"id": row.id, "subset": row.subset, "accuracy": value})
-    values = [v for vs in per_subset.values() for v in vs]
-    measured.metrics = {"accuracy": sum(values) / len(values) if values else 0.0}
-    if len(per_subset) > 1:
-        means = {name: sum(vs) / len(vs) for name, vs in sorted(per_subset.items())}
-        measured.subsets = {
-            name: {"accuracy": means[name], "n": len(per_subset[name])} for name in means
-        }
-        measured.metrics["accuracy_subset_mean"] = sum(means.values()) / len(means)
+    measured = _accuracy(per_subset)
     if matrix_rows:
         matrix = [[cell / matrix_rows for cell in line] for line in matrix]
         off = size * (size - 1) / 2
@@ -181,16 +186,7 @@ def best_of_n_metrics(
     per_subset: dict[str, list[float]] = defaultdict(list)
     for row, (chosen, rejected) in zip(rows, rewards, strict=True):
         per_subset[row.subset or "all"].append(best_of_n_score(chosen, rejected))
-    measured = Measured()
-    values = [v for vs in per_subset.values() for v in vs]
-    measured.metrics = {"accuracy": sum(values) / len(values) if values else 0.0}
-    if len(per_subset) > 1:
-        means = {name: sum(vs) / len(vs) for name, vs in sorted(per_subset.items())}
-        measured.subsets = {
-            name: {"accuracy": means[name], "n": len(per_subset[name])} for name in means
-        }
-        measured.metrics["accuracy_subset_mean"] = sum(means.values()) / len(means)
-    return measured
+    return _accuracy(per_subset)
 
 
 def best_of_n_score(chosen: Sequence[float | None], rejected: Sequence[float | None]) -> float:

@@ -267,7 +267,7 @@ def evaluate(
             summary.redteam = run_attacks(
                 attackable,
                 scorer,
-                reward_spec if url is None else None,
+                reward_spec,
                 chosen,
                 max_rows=attack_rows,
                 seed=seed,

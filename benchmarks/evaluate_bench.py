@@ -7,7 +7,7 @@ accuracy on LLMBar and RM-Bench.
 `speed` builds N labelled samples from GSM8K's 5,276 human-labelled model solutions (cycled,
 each copy with its own id) and times, as separate processes on the same file and spec
 (`examples/math_spec.yaml`): `rewardsmith score`, `rewardsmith evaluate --attacks none`, and
-`rewardsmith evaluate --attacks all` (attacks built from 1,000 rows, the default). The
+`rewardsmith evaluate --attacks all` (attacks built from 200 rows, the default). The
 attack pass is the difference of the last two.
 
 `judge` runs `judge_pairwise` with `backend: local` (SmolLM2-135M-Instruct in process, one

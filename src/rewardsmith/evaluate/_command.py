@@ -46,8 +46,8 @@ def add_evaluate_command(commands: Any) -> None:
     cmd.add_argument(
         "--attack-rows",
         type=int,
-        default=1000,
-        help="most rows attacks are built from, a seeded random choice (default 1000; 0: all)",
+        default=200,
+        help="most rows attacks are built from, a seeded random choice (default 200; 0: all)",
     )
     cmd.add_argument(
         "--compare", metavar="SPEC2", help="second spec: STARC distance, rank correlation"

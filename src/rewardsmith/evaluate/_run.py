@@ -201,7 +201,7 @@ def evaluate(
     token: str | None = None,
     format: Format | Literal["auto"] = "auto",
     attacks: str = "all",
-    attack_rows: int | None = 1000,
+    attack_rows: int | None = 200,
     compare: RewardSpec | dict[str, Any] | str | None = None,
     threshold: float = 0.5,
     workers: int | None = None,

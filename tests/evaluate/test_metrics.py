@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rewardsmith.evaluate import auroc, best_of_n_score
@@ -41,11 +41,13 @@ def _brute_auroc(pos: list[float], neg: list[float]) -> float:
 values = st.lists(st.integers(-3, 3).map(float), min_size=1, max_size=12)
 
 
+@settings(deadline=None)
 @given(values, values)
 def test_auroc_equals_the_pairwise_definition(pos: list[float], neg: list[float]) -> None:
     assert auroc(pos, neg) == pytest.approx(_brute_auroc(pos, neg))
 
 
+@settings(deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)), min_size=3, max_size=20))
 def test_spearman_is_symmetric_and_bounded(pairs: list[tuple[int, int]]) -> None:
     x, y = [float(a) for a, _ in pairs], [float(b) for _, b in pairs]

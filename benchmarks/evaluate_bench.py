@@ -40,7 +40,8 @@ SPEC = ROOT / "examples" / "math_spec.yaml"
 
 def _machine() -> str:
     cpu = platform.processor() or platform.machine()
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    load, version = os.getloadavg()[0], platform.python_version()
+    return f"{cpu}, {os.cpu_count()} cores, load average {load:.1f}, Python {version}"
 
 
 def _timed(command: list[str]) -> float:

@@ -27,7 +27,7 @@ def add_evaluate_command(commands: Any) -> None:
     cmd = commands.add_parser(
         "evaluate", help="measure a reward on labelled data and red-team it (HTML report)"
     )
-    cmd.add_argument("--spec", help="reward spec (YAML); with --url, only names the reward types")
+    cmd.add_argument("--spec", help="reward spec (YAML); with --url, it only guides the attacks")
     cmd.add_argument("--data", action="append", required=True, help="data file (repeatable)")
     cmd.add_argument(
         "--format",

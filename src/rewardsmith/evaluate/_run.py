@@ -212,7 +212,7 @@ def evaluate(
 
     Args:
         data: data files (JSON Lines or a JSON array), all in one format.
-        spec: the reward spec; with `url` it only tells the reward types (to pick attacks).
+        spec: the reward spec; with `url` it only guides the attacks (types, gates, params).
         url: a running `rewardsmith serve` to score through instead of the engine.
         token: its bearer token (default: $REWARDSMITH_TOKEN).
         format: the data format, or `auto` to detect it from the columns.

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from . import __version__
 from ._exceptions import ConfigError, InputError
+from ._progress import progress_bar
 from .engine import Engine
 from .evaluate._command import add_evaluate_command
 from .io import count_lines, read_samples, resume_point, write_result
@@ -213,17 +213,9 @@ def _score(args: argparse.Namespace) -> int:
         )
         records = _report_bad_lines(read_samples(source, skip=len(done)), console, args.strict)
         total = None if args.input == "-" else count_lines(Path(args.input)) - len(done)
-        progress = Progress(
-            TextColumn("scoring"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=console,
-            transient=True,
-            disable=args.quiet,
-        )
+        progress = progress_bar(console, disable=args.quiet)
         with progress:
-            bar = progress.add_task("score", total=total)
+            bar = progress.add_task("scoring", total=total)
             try:
                 for result in engine.iter_score(records):
                     write_result(sink, result)

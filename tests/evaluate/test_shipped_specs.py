@@ -38,7 +38,6 @@ def test_math_spec_holds_against_every_attack(
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
-@pytest.mark.xfail(strict=True, reason="issue 9: always-equal objects and frame reading")
 def test_code_spec_holds_against_every_attack(
     write_rows: Callable[..., Path], tmp_path: Path
 ) -> None:

@@ -3,6 +3,7 @@
 rewardsmith score --spec SPEC --input IN.jsonl --output OUT.jsonl [--workers N] [--resume]
 rewardsmith serve --spec SPEC [--host 127.0.0.1] [--port 8000] [--token T] [--backend ray]
 rewardsmith evaluate --spec SPEC --data DATA.jsonl [--attacks all] [--report R.html] [--json S.json]
+rewardsmith select --input CANDS.jsonl --output SELECTED.jsonl --method majority [--cluster math]
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from .engine import Engine
 from .evaluate._command import add_evaluate_command
 from .io import count_lines, read_samples, resume_point, write_result
 from .models import Result
+from .selection._command import add_select_command
 from .spec import RewardSpec, load_spec
 
 __all__ = ["main"]
@@ -73,22 +75,29 @@ def _parser() -> argparse.ArgumentParser:
     score.set_defaults(run=_score)
     _add_serve_command(commands)
     convert = commands.add_parser(
-        "convert", help="official IFEval / IFBench files -> data contract JSONL"
+        "convert", help="IFEval / IFBench / Qwen2.5-Math evaluation files -> data contract JSONL"
     )
-    convert.add_argument("benchmark", choices=["ifeval", "ifbench"])
-    convert.add_argument("input", help="official prompt file (instruction_id_list, kwargs)")
+    convert.add_argument("benchmark", choices=["ifeval", "ifbench", "qwen-math"])
+    convert.add_argument(
+        "input", help="official prompt file (instruction_id_list, kwargs), or Qwen's output"
+    )
     convert.add_argument("output", help="samples for `rewardsmith score`, JSON Lines")
     convert.add_argument("--responses", help="official response file (prompt, response)")
     convert.set_defaults(run=_convert)
     add_evaluate_command(commands)
+    add_select_command(commands)
     return parser
 
 
 def _convert(args: argparse.Namespace) -> int:
+    from .selection._qwen import convert_qwen_math
     from .verifiers.instructions.convert import ConversionError, convert
 
     try:
-        written = convert(args.benchmark, args.input, args.output, args.responses)
+        if args.benchmark == "qwen-math":
+            written = convert_qwen_math(args.input, args.output)
+        else:
+            written = convert(args.benchmark, args.input, args.output, args.responses)
     except ConversionError as exc:
         Console(stderr=True).print(f"[red]convert:[/] {exc}", highlight=False)
         return EXIT_INPUT

@@ -13,6 +13,11 @@ spec may set); it returns the function that scores one sample::
 
 Built-in types are registered lazily as ``"module:attr"`` strings, so `import rewardsmith`
 does not import sympy. A spec may also name any importable factory as ``"package.module:attr"``.
+
+A group-scoped type (``@reward("majority_vote", group_scoped=True)``) needs every sample of
+its group: its factory returns a `GroupRewardFn`, whose call reads one sample in a worker (under
+the hard timeout, like any reward) and whose `group` turns the per-sample scores of a whole
+group into the final ones, in the engine, once the group is complete.
 """
 
 from __future__ import annotations
@@ -21,17 +26,35 @@ import difflib
 import importlib
 import inspect
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from ._exceptions import ConfigError, UnknownRewardError
 from .models import Sample, Score
 
-__all__ = ["Registry", "RewardFn", "RewardInfo", "registry", "reward"]
+__all__ = ["GroupRewardFn", "Registry", "RewardFn", "RewardInfo", "registry", "reward"]
 
 RewardFn = Callable[[Sample], Score]
 """Scores one sample. Runs in a worker process under a hard timeout; may raise (-> `error`)."""
+
+
+@runtime_checkable
+class GroupRewardFn(Protocol):
+    """The product of a group-scoped reward type: a per-sample step and a group step."""
+
+    def __call__(self, sample: Sample) -> Score:
+        """Read one sample (in a worker, under the timeout): the expensive, per-sample part."""
+        ...
+
+    def group(self, samples: Sequence[Sample], scores: Sequence[Score]) -> list[Score]:
+        """The final scores of a whole group, from the per-sample ones (same order). Runs in
+        the engine's process: keep it cheap and bounded. Failed scores pass through."""
+        ...
+
+
+_GROUP_SCOPED = "__rewardsmith_group_scoped__"
+"""Attribute that `reward(..., group_scoped=True)` sets on a factory."""
 
 RewardFactory = Callable[..., RewardFn]
 F = TypeVar("F", bound=RewardFactory)
@@ -56,6 +79,11 @@ class RewardInfo:
             for name, p in inspect.signature(self.factory).parameters.items()
             if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
         }
+
+    @property
+    def group_scoped(self) -> bool:
+        """Whether the type needs its whole group (its factory returns a `GroupRewardFn`)."""
+        return bool(getattr(self.factory, _GROUP_SCOPED, False))
 
     @property
     def description(self) -> str:
@@ -139,16 +167,21 @@ registry = Registry()
 """The registry every spec resolves against."""
 
 
-def reward(name: str, *, preload: tuple[str, ...] = ()) -> Callable[[F], F]:
+def reward(
+    name: str, *, preload: tuple[str, ...] = (), group_scoped: bool = False
+) -> Callable[[F], F]:
     """Register a reward factory under `name` (the spec's `type:`).
 
     Args:
         name: the type name specs use.
         preload: modules the factory's scoring function imports lazily and that are slow to
             import; workers load them at start, so no task pays for them inside its timeout.
+        group_scoped: the factory returns a `GroupRewardFn`: the type needs its whole group.
     """
 
     def decorate(factory: F) -> F:
+        if group_scoped:
+            setattr(factory, _GROUP_SCOPED, True)
         registry.register(name, factory, preload)
         return factory
 
@@ -180,6 +213,7 @@ _BUILTIN = {
     "judge_group": "rewardsmith.judges:judge_group",
     "judge_reference": "rewardsmith.judges:judge_reference",
     "judge_principles": "rewardsmith.judges:judge_principles",
+    "majority_vote": "rewardsmith.selection:majority_vote",
 }
 for _name, _target in _BUILTIN.items():
     registry.register(_name, _target)

@@ -45,7 +45,7 @@ from .combine import (
     Simple,
     Transform,
 )
-from .registry import RewardFn, registry
+from .registry import GroupRewardFn, RewardFn, registry
 from .turns import per_turn
 
 __all__ = ["CombineMode", "ComponentSpec", "RewardSpec", "load_spec"]
@@ -88,11 +88,26 @@ class ComponentSpec(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
     """Keyword arguments for the reward type's factory."""
 
+    @property
+    def group_scoped(self) -> bool:
+        """Whether the reward type needs the whole group (e.g. `majority_vote`)."""
+        return registry.get(self.type).group_scoped
+
     def build(self) -> RewardFn:
         """Instantiate the scoring function, parameters checked against the factory's hints."""
         factory = registry.get(self.type).factory
         fn: RewardFn = validate_call(factory, config=_LAX)(**self.params)
         return per_turn(fn) if self.scope == "turns" else fn
+
+    def build_group(self) -> GroupRewardFn:
+        """Instantiate a group-scoped type, with both its per-sample and its group step."""
+        fn = self.build()
+        if not isinstance(fn, GroupRewardFn):
+            raise ConfigError(
+                f"reward type {self.type!r} is group-scoped but its factory returned "
+                f"{type(fn).__name__}, not a GroupRewardFn (a call and a `group` method)"
+            )
+        return fn
 
 
 class RewardSpec(BaseModel):
@@ -133,9 +148,12 @@ class RewardSpec(BaseModel):
 
     @property
     def needs_groups(self) -> bool:
-        """Whether results need their whole group (a group transform or group-scoped shaping)."""
-        return self.group_transform is not None or any(
-            t.group_scoped for c in self.rewards.values() for t in c.transform
+        """Whether results need their whole group (a group transform, group-scoped shaping or
+        a group-scoped reward type)."""
+        return (
+            self.group_transform is not None
+            or any(t.group_scoped for c in self.rewards.values() for t in c.transform)
+            or any(c.group_scoped for c in self.rewards.values())
         )
 
     def with_group_transform(self, value: str | dict[str, Any] | None) -> RewardSpec:
@@ -255,8 +273,12 @@ def _component(name: str, body: Any) -> ComponentSpec:
         component = ComponentSpec.model_validate(own | {"params": params})
     except ValidationError as exc:
         raise ConfigError(_describe(exc, where)) from None
+    if info.group_scoped and component.scope == "turns":
+        raise ConfigError(
+            f"{where}: type {info.name} needs its whole group; scope: turns is not available for it"
+        )
     try:  # build once here so bad parameters fail at load time, not in every worker
-        component.build()
+        component.build_group() if info.group_scoped else component.build()
     except ValidationError as exc:
         raise ConfigError(_describe(exc, f"{where} (type {info.name})")) from None
     except (TypeError, ValueError) as exc:

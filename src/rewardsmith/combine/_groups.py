@@ -1,10 +1,15 @@
-"""From scored samples to finished results, in input order: shaping, combination, advantages.
+"""From scored samples to finished results, in input order: group-scoped rewards, shaping,
+combination, advantages.
 
 The engine hands over each sample's scores in input order; `ResultBuilder` returns results in
-the same order. Without group-level work (no group-scoped `transform:`, no
+the same order. Without group-level work (no group-scoped reward type or `transform:`, no
 `group_transform:`) every sample is finished at once. With it, the samples of a group are
 held until the group is complete, which is when a sample of another group (or of none)
 arrives, or the input ends: memory stays bounded by the largest group (or batch).
+
+A group-scoped reward type (`majority_vote`) read each sample in a worker; its `group` step
+runs here first, over the whole group, so that shaping, gates and group transforms see its
+final scores. A group step that raises makes that component `error` for the whole group.
 
 So a group's samples must be contiguous, as trainers emit them (a prompt's completions
 together). A group id that reappears after its group was closed is an `InputError` naming
@@ -21,11 +26,12 @@ they do not close the current group and keep their place in the output. With a
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .._exceptions import InputError
-from ..models import Result, Sample
+from ..models import Result, Sample, Score
 from ._advantages import Entry
 from ._base import Scored
 from ._combine import combine_scores
@@ -75,6 +81,11 @@ class ResultBuilder:
         self._group: str | None = None
         self._order = GroupOrder()
         self._batch: list[tuple[Result, float | None]] = []
+        self._group_rewards = {
+            name: component.build_group()
+            for name, component in spec.rewards.items()
+            if component.group_scoped
+        }
 
     def push(self, item: Pending) -> list[Result]:
         """Take the next item in input order; return the results now finished, in order."""
@@ -112,7 +123,7 @@ class ResultBuilder:
 
     def _finish(self, items: Sequence[Pending]) -> list[tuple[Result, float | None]]:
         """Shape, combine and (group step of the transform) one group."""
-        scored = [item for item in items if isinstance(item, Scored)]
+        scored = self._group_step([item for item in items if isinstance(item, Scored)])
         shaped = iter(shape(self._spec, scored))
         results: list[Result] = []
         entries: list[Entry] = []
@@ -139,6 +150,30 @@ class ResultBuilder:
             for position, value in zip(positions, self._transform.advantages(entries), strict=True):
                 values[position] = value
         return list(zip(results, values, strict=True))
+
+    def _group_step(self, scored: list[Scored]) -> list[Scored]:
+        """Group-scoped reward types turn the group's per-sample scores into final ones."""
+        if not self._group_rewards or not scored:
+            return scored
+        samples = [item.sample for item in scored]
+        columns: dict[str, list[Score]] = {}
+        for name, reward in self._group_rewards.items():
+            given = [item.scores[name] for item in scored]
+            try:
+                column = reward.group(samples, given)
+                if len(column) != len(given):
+                    raise ValueError(f"group step returned {len(column)} scores for {len(given)}")
+            except Exception as exc:  # a bug in one group step must not stop the run
+                tail = traceback.format_exc()[-2_000:]
+                failed = Score.failed(
+                    "error", f"group step: {type(exc).__name__}: {exc}", traceback=tail
+                )
+                column = [s if s.status != "ok" else failed for s in given]
+            columns[name] = column
+        return [
+            Scored(item.sample, {**item.scores, **{n: c[i] for n, c in columns.items()}})
+            for i, item in enumerate(scored)
+        ]
 
     def _emit(self, finished: list[tuple[Result, float | None]]) -> list[Result]:
         if self._batch_step is None:

@@ -10,13 +10,14 @@ from __future__ import annotations
 from ._config import MathConfig
 from ._equivalence import Verdict, compare, is_equivalent
 from ._extract import Extraction, extract_answer
-from ._grouping import answer_key, committed_answer, same_answer
+from ._grouping import answer_buckets, answer_key, committed_answer, same_answer
 from ._reward import math
 
 __all__ = [
     "Extraction",
     "MathConfig",
     "Verdict",
+    "answer_buckets",
     "answer_key",
     "committed_answer",
     "compare",

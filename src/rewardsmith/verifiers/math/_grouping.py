@@ -4,23 +4,33 @@ clustering) with the math reward's own rules.
 `committed_answer` is the extraction the reward uses (hedges, restatements and answers not in
 finished form give no answer); `answer_key` is a canonical key (equal keys are the same
 answer: `0.5`, `\\frac{2}{4}` and `x = \\frac12` share `n:1/2`); `same_answer` decides the pairs
-keys cannot (`\\sqrt{12}` and `2\\sqrt{3}`). Group by key first, then compare one
-representative per key pairwise.
+keys cannot (`\\sqrt{12}` and `2\\sqrt{3}`); `answer_buckets` says which pairs are worth asking
+(answers `same_answer` calls equal share a bucket: their values agree to 12 digits). Group by
+key first, then compare keys pairwise only inside a bucket: N answers never cost N^2
+comparisons unless N different answers agree to 12 digits.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from fractions import Fraction
 
-from ._answer import Answer, parse_answer
+import mpmath
+
+from ._answer import Answer, expression_tree, parse_answer
 from ._config import MathConfig
-from ._equivalence import compare
+from ._equivalence import MAX_ANSWER_CHARS, _as_interval, compare
 from ._extract import Extraction, extract_answer
 from ._form import absolute_operations
+from ._latex import Node
 from ._normalize import key, normalize, parse_number
-from ._numeric import time_limit
+from ._numeric import MAX_SYMBOLS, Unevaluable, precision_for, symbols, time_limit, value_of
 
-__all__ = ["answer_key", "committed_answer", "same_answer"]
+__all__ = ["BUCKET_DIGITS", "answer_buckets", "answer_key", "committed_answer", "same_answer"]
+
+BUCKET_DIGITS = 12
+"""Significant digits of the values that put answers in a bucket. Equal answers agree to all
+of them (the numeric screen compares 60 and more); different ones rarely do."""
 
 _DEFAULT = MathConfig()
 
@@ -74,3 +84,126 @@ def same_answer(a: str, b: str, *, symbolic: bool = True) -> bool:
     order of set elements ignored). Like the reward, it gives up (False) past the numeric
     time limit."""
     return compare(a, b, symbolic=symbolic).equal and compare(b, a, symbolic=symbolic).equal
+
+
+# --- buckets --------------------------------------------------------------------------------
+
+
+def _fingerprint(value: mpmath.mpc, digits: int) -> str:
+    """A value to `BUCKET_DIGITS` significant digits; parts below the rounding noise of the
+    working precision (`\\sin\\pi`, the imaginary dust of a real root) are zero."""
+    value = mpmath.mpc(value)
+    parts = [value.real, value.imag]
+    noise = max(mpmath.mpf(1), max(abs(p) for p in parts)) * mpmath.mpf(10) ** (-(digits // 2))
+    re_part, im_part = (mpmath.mpf(0) if abs(p) <= noise else p for p in parts)
+    text = mpmath.nstr(re_part, BUCKET_DIGITS)
+    return text if im_part == 0 else f"{text}{mpmath.nstr(im_part, BUCKET_DIGITS)}i"
+
+
+def _renamed(node: Node, names: dict[str, str]) -> Node:
+    if node.kind == "sym":
+        return Node("sym", (), names[str(node.value)])
+    if not node.args:
+        return node
+    return Node(node.kind, tuple(_renamed(arg, names) for arg in node.args), node.value)
+
+
+def _points(names: list[str], digits: int) -> dict[str, mpmath.mpc]:
+    """The first of the numeric screen's evaluation points (irrational, both signs)."""
+    with mpmath.workdps(digits):
+        return {name: (k + 2) / mpmath.pi + mpmath.sqrt(2) / 7 for k, name in enumerate(names)}
+
+
+def _expression_leaf(answer: Answer, converted: bool) -> str:
+    """The value of one expression (its unit's factor applied when `converted`, a number word's
+    always), or its key when it has none we can compute."""
+    unit = answer.unit
+    factor = unit.factor if unit is not None and (converted or unit.scale) else Fraction(1)
+    number = parse_number(answer.text) if answer.tree is None else None
+    if number is not None:
+        with mpmath.workdps(30):
+            scaled = number * factor
+            return "v:" + _fingerprint(mpmath.mpf(scaled.numerator) / scaled.denominator, 30)
+    tree = answer.tree or expression_tree(answer.text)
+    fallback = "k:" + key(answer.text)
+    if tree is None:
+        return fallback
+    found = sorted(symbols(tree))
+    if len(found) > MAX_SYMBOLS:
+        return fallback
+    fold = len({n.lower() for n in found}) == len(found)  # `3R^2` is `3r^2`, as in the screen
+    names = {n: n.lower() if fold else n for n in found}
+    ordered = sorted(set(names.values()))
+    tree = _renamed(tree, names)
+    try:
+        digits = precision_for((tree,), (_points(ordered, 30),))
+        with mpmath.workdps(digits):
+            value = value_of(tree, _points(ordered, digits)) * mpmath.mpf(factor.numerator)
+            value /= factor.denominator
+    except Unevaluable as exc:
+        if str(exc) == "took too long":
+            raise
+        return fallback
+    except (ZeroDivisionError, OverflowError, ValueError, TypeError):
+        return fallback
+    prefix = f"f({','.join(ordered)}):" if ordered else "v:"
+    return prefix + _fingerprint(value, digits)
+
+
+def _leaves(answer: Answer, converted: bool) -> set[str]:
+    """The values an answer is made of, as `_expression_leaf` writes them (a set: a repeated
+    element counts once, as in set comparison)."""
+    kind = answer.kind
+    if kind == "expr":
+        return {_expression_leaf(answer, converted)}
+    if kind in ("text", "choice"):
+        return {"t:" + answer.text.upper()}
+    if kind == "time":
+        hours, minutes, _ = answer.value  # type: ignore[misc]
+        return {f"time:{hours % 12 * 60 + minutes}"}  # 4:30 p.m. is 16:30
+    if kind in ("ratio", "base"):
+        return {f"{kind}:{answer.value}"}
+    if kind == "relation":
+        interval = _as_interval(answer)
+        if interval is not None:
+            return _leaves(interval, converted)
+        return {"relation:" + ",".join(answer.ops)}
+    if kind == "chain":
+        return _leaves(answer.items[-1], converted)
+    if kind == "approx":
+        return _leaves(answer.items[0], converted)
+    return {leaf for item in answer.items for leaf in _leaves(item, converted)}
+
+
+def answer_buckets(answer: str) -> frozenset[str]:
+    """The buckets of an extracted answer: two answers `same_answer` calls equal share at least
+    one; two different answers share one only when their values agree to `BUCKET_DIGITS`
+    digits (or for structures: relations, text). So a clustering compares pairwise only
+    answers that share a bucket.
+
+    A bucket is the set of values an answer is made of (set elements, tuple entries,
+    interval ends; a chain's last value), each to 12 significant digits, once with units
+    converted and once as written (a unit on one side only is ignored in comparison). An
+    approximation (`\\frac{70}{9} \\approx 7.78`) is in the buckets of both its parts.
+    Expressions in variables are valued at a fixed irrational point. An answer whose values
+    take longer than the numeric time limit falls in no bucket: it is compared by key only.
+
+    The guarantee has one hole: a value within rounding noise of a 12-digit boundary may
+    round differently in two forms; such answers then stay apart (never wrongly together).
+    """
+    if len(answer) > MAX_ANSWER_CHARS:
+        return frozenset()
+    structure = parse_answer(normalize(answer))
+    parts = list(structure.items) if structure.kind == "approx" else [structure]
+    buckets: set[str] = set()
+    try:
+        with time_limit():
+            for part in parts:
+                for converted in (False, True):
+                    leaves = _leaves(part, converted)
+                    buckets.add("{" + ",".join(sorted(leaves)) + "}")
+                    if part.labels and any(leaf.startswith("f(") for leaf in leaves):
+                        buckets.add("{relation:=}")  # `y = 2x + 3` is the line `2x - y + 3 = 0`
+    except Unevaluable:  # past the time limit: compared by key only
+        return frozenset()
+    return frozenset(buckets)

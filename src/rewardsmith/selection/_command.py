@@ -1,0 +1,127 @@
+"""The `rewardsmith select` subcommand: arguments, progress, output lines, summary."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import IO, Any
+
+from rich.console import Console
+from rich.table import Table
+
+from .._exceptions import InputError
+from .._progress import progress_bar
+from ..io import read_samples
+from ._methods import METHODS
+from ._select import Selector
+
+__all__ = ["add_select_command"]
+
+EXIT_OK, EXIT_INPUT = 0, 1
+
+
+def add_select_command(commands: Any) -> None:
+    """Register `select` on the CLI's subcommands."""
+    cmd = commands.add_parser(
+        "select", help="choose one candidate per group: majority, best-of-N, PRM, oracle"
+    )
+    cmd.add_argument("--input", required=True, help="candidates, JSON Lines ('-' for stdin)")
+    cmd.add_argument("--output", required=True, help="one line per group ('-' for stdout)")
+    cmd.add_argument(
+        "--method",
+        default="majority",
+        choices=list(METHODS),
+        metavar="METHOD",
+        help=f"one of: {', '.join(METHODS)} (default: majority)",
+    )
+    cmd.add_argument("--spec", help="reward spec: its components score and judge the candidates")
+    source = cmd.add_mutually_exclusive_group()
+    source.add_argument("--score-key", help="metadata.KEY holding each candidate's score")
+    source.add_argument("--component", help="the spec component whose score is the score")
+    cmd.add_argument(
+        "--cluster",
+        default="math",
+        choices=("math", "exact", "normalized"),
+        help="how answers are told apart (default: math)",
+    )
+    cmd.add_argument("--answer-key", help="metadata.KEY holding each answer (else read)")
+    cmd.add_argument("--correct-key", help="metadata.KEY holding each verdict (else judged)")
+    cmd.add_argument(
+        "--weights",
+        default="raw",
+        choices=("raw", "softmax", "sigmoid"),
+        help="weighted_majority's weights (default: raw)",
+    )
+    cmd.add_argument("--temperature", type=float, default=1.0, help="softmax temperature")
+    cmd.add_argument("--k", type=int, default=None, help="use the first K candidates per group")
+    cmd.add_argument("--json", dest="json_path", help="write the accuracy summary here")
+    cmd.add_argument("--workers", type=int, default=None, help="worker processes (default: cores)")
+    cmd.add_argument("--quiet", action="store_true", help="no progress bar or summary table")
+    cmd.set_defaults(run=_select)
+
+
+def _select(args: argparse.Namespace) -> int:
+    console = Console(stderr=True, highlight=False)
+    selector = Selector(
+        args.method,
+        spec=args.spec,
+        score_key=args.score_key,
+        component=args.component,
+        cluster=args.cluster,
+        answer_key=args.answer_key,
+        correct_key=args.correct_key,
+        weights=args.weights,
+        temperature=args.temperature,
+        k=args.k,
+        workers=args.workers,
+    )
+    outcomes = []
+    with ExitStack() as stack:
+        stack.enter_context(selector)
+        source: IO[str] = (
+            sys.stdin
+            if args.input == "-"
+            else stack.enter_context(open(args.input, encoding="utf-8"))
+        )
+        sink: IO[str] = (
+            sys.stdout
+            if args.output == "-"
+            else stack.enter_context(open(args.output, "w", encoding="utf-8"))
+        )
+        progress = stack.enter_context(progress_bar(console, disable=args.quiet))
+        bar = progress.add_task("selecting (groups)", total=None)
+
+        def skipped(reason: str) -> None:
+            console.print(f"[yellow]skipped malformed input[/] {reason}")
+
+        try:
+            for choice, outcome in selector.iter_select(read_samples(source), skipped):
+                sink.write(json.dumps(choice.as_json(), ensure_ascii=False) + "\n")
+                outcomes.append(outcome)
+                progress.advance(bar)
+        except InputError as exc:  # a group that reappears after other groups
+            console.print(f"[red]stopped:[/] {exc}")
+            return EXIT_INPUT
+    summary = selector.summary(outcomes)
+    if args.json_path:
+        body = summary if summary is not None else {"groups": len(outcomes), "accuracy": None}
+        Path(args.json_path).write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
+    if not args.quiet:
+        console.print(_table(summary, len(outcomes)))
+    return EXIT_OK
+
+
+def _table(summary: dict[str, Any] | None, groups: int) -> Table | str:
+    if summary is None:
+        return f"{groups} groups selected (no references or verdicts: accuracy not measured)"
+    table = Table(title=f"{summary['method']} over {groups} groups (cluster: {summary['cluster']})")
+    table.add_column("metric")
+    table.add_column("%", justify="right")
+    table.add_column("graded groups", justify="right")
+    for name, graded in summary["graded"].items():
+        value = summary[name]
+        table.add_row(name, "-" if value is None else f"{value:.1f}", str(graded))
+    return table

@@ -1,0 +1,195 @@
+"""Selection methods: which of a group's candidates to answer with.
+
+Each method sees the group's candidates (answer cluster, score, per-step scores, correctness)
+and returns a `Pick`. Ties go to the candidate (or cluster) that appears first, as in
+Qwen2.5-Math's `rm_maj_eval.py` (`list.index(max(...))`, `Counter.most_common`).
+
+- `majority` (maj@k, self-consistency, Wang et al. 2023): the largest answer cluster; its
+  first member.
+- `best_of_n` (rm@k): the highest score.
+- `weighted_majority`: the cluster with the largest sum of weights (the score as it is,
+  `softmax` over the group at a temperature, or `sigmoid`); its highest-weighted member.
+- PRM aggregations (Lightman et al. 2023; Wang et al. 2024, Math-Shepherd): per-step scores
+  reduced to one value by `min`, `last`, `prod` or `mean`, then `_max` (the best single
+  candidate) or `_vote` (summed per answer cluster): `prm_min_max`, `prm_prod_vote`...
+- `oracle` (pass@k): a correct candidate when there is one (needs correctness).
+
+A candidate without an answer votes for nothing; one without a score (its scoring failed) is
+left out of score-based methods. When nothing can be picked the pick is empty, with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from statistics import fmean
+from typing import Literal
+
+from ..combine._shaping import sigmoid
+
+__all__ = [
+    "METHODS",
+    "PRM_AGGREGATES",
+    "Candidate",
+    "Method",
+    "Pick",
+    "Weights",
+]
+
+Weights = Literal["raw", "softmax", "sigmoid"]
+"""How `weighted_majority` turns scores into vote weights."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One sample of a group, as a selection method sees it."""
+
+    id: str
+    answer: str | None
+    cluster: int | None
+    """Index of its answer cluster in the group (order of first appearance); None: no answer."""
+    score: float | None = None
+    """Its score (reward-model score, a component's score...); None when not scored."""
+    steps: tuple[float, ...] | None = None
+    """Per-step scores (PRM), in step order."""
+    correct: bool | None = None
+    """Whether its answer is right (None: unknown)."""
+
+
+@dataclass(frozen=True)
+class Pick:
+    """A method's choice: an index into the candidates (None: no choice) and its value."""
+
+    index: int | None
+    score: float | None
+    reason: str
+    unanswered: bool = False
+    """No choice because no candidate has an answer: the group is answered wrong. Any other
+    empty pick means what the method needs is missing (scores failed): it is not graded."""
+
+
+@dataclass(frozen=True)
+class Method:
+    """A selection method and what it needs of the candidates."""
+
+    name: str
+    needs: Literal["answers", "scores", "steps", "correct"]
+    choose: Callable[[Sequence[Candidate], Weights, float], Pick]
+
+
+def _first_best(values: Sequence[tuple[int, float]]) -> tuple[int, float] | None:
+    """The (index, value) with the largest value; the first one on a tie."""
+    best = None
+    for index, value in values:
+        if best is None or value > best[1]:
+            best = (index, value)
+    return best
+
+
+def _vote(candidates: Sequence[Candidate], weights: Sequence[float | None], what: str) -> Pick:
+    """The cluster with the largest total weight (the first on a tie); its best member."""
+    totals: dict[int, float] = {}
+    for candidate, weight in zip(candidates, weights, strict=True):
+        if candidate.cluster is not None and weight is not None:
+            totals[candidate.cluster] = totals.get(candidate.cluster, 0.0) + weight
+    winner = _first_best(sorted(totals.items()))
+    if winner is None:
+        if all(c.cluster is None for c in candidates):
+            return Pick(None, None, "no candidate has an answer", unanswered=True)
+        return Pick(None, None, f"no candidate with an answer has {what}")
+    cluster, total = winner
+    members = [
+        (i, w)
+        for i, (c, w) in enumerate(zip(candidates, weights, strict=True))
+        if c.cluster == cluster and w is not None
+    ]
+    best = _first_best(members)
+    assert best is not None
+    return Pick(best[0], total, f"answer cluster {cluster} has the largest total {what}")
+
+
+def _majority(candidates: Sequence[Candidate], weights: Weights, temperature: float) -> Pick:
+    ones = [1.0 if c.cluster is not None else None for c in candidates]
+    return _vote(candidates, ones, "votes")
+
+
+def _best_of_n(candidates: Sequence[Candidate], weights: Weights, temperature: float) -> Pick:
+    best = _first_best([(i, c.score) for i, c in enumerate(candidates) if c.score is not None])
+    if best is None:
+        return Pick(None, None, "no candidate was scored")
+    return Pick(best[0], best[1], "the highest score")
+
+
+def vote_weights(
+    candidates: Sequence[Candidate], weights: Weights, temperature: float
+) -> list[float | None]:
+    """Each candidate's vote weight from its score (None when not scored)."""
+    scores = [c.score for c in candidates]
+    if weights == "raw":
+        return scores
+    if weights == "sigmoid":
+        return [None if s is None else sigmoid(s) for s in scores]
+    known = [s / temperature for s in scores if s is not None]
+    if not known:
+        return [None] * len(scores)
+    top = max(known)
+    norm = math.fsum(math.exp(s - top) for s in known)
+    return [None if s is None else math.exp(s / temperature - top) / norm for s in scores]
+
+
+def _weighted(candidates: Sequence[Candidate], weights: Weights, temperature: float) -> Pick:
+    return _vote(candidates, vote_weights(candidates, weights, temperature), f"{weights} weight")
+
+
+def _oracle(candidates: Sequence[Candidate], weights: Weights, temperature: float) -> Pick:
+    for index, candidate in enumerate(candidates):
+        if candidate.correct:
+            return Pick(index, 1.0, "a correct candidate")
+    if any(c.correct is False for c in candidates):
+        first = next(i for i, c in enumerate(candidates) if c.correct is False)
+        unknown = sum(c.correct is None for c in candidates)
+        note = f" ({unknown} not judged)" if unknown else ""
+        return Pick(first, 0.0, f"no candidate is correct{note}")
+    return Pick(None, None, "no candidate was judged: oracle needs correctness (references)")
+
+
+PRM_AGGREGATES: dict[str, Callable[[Sequence[float]], float]] = {
+    "min": min,
+    "last": lambda steps: steps[-1],
+    "prod": math.prod,
+    "mean": fmean,
+}
+"""How a PRM's per-step scores become one value per candidate."""
+
+
+def _prm(aggregate: str, vote: bool) -> Callable[[Sequence[Candidate], Weights, float], Pick]:
+    reduce = PRM_AGGREGATES[aggregate]
+
+    def choose(candidates: Sequence[Candidate], weights: Weights, temperature: float) -> Pick:
+        values = [reduce(c.steps) if c.steps else None for c in candidates]
+        if vote:
+            return _vote(candidates, values, f"PRM {aggregate}")
+        best = _first_best([(i, v) for i, v in enumerate(values) if v is not None])
+        if best is None:
+            return Pick(None, None, "no candidate has step scores")
+        return Pick(best[0], best[1], f"the highest PRM {aggregate}")
+
+    return choose
+
+
+METHODS: dict[str, Method] = {
+    method.name: method
+    for method in [
+        Method("majority", "answers", _majority),
+        Method("best_of_n", "scores", _best_of_n),
+        Method("weighted_majority", "scores", _weighted),
+        *(
+            Method(f"prm_{aggregate}_{mode}", "steps", _prm(aggregate, mode == "vote"))
+            for aggregate in PRM_AGGREGATES
+            for mode in ("max", "vote")
+        ),
+        Method("oracle", "correct", _oracle),
+    ]
+}
+"""Every selection method, by name."""

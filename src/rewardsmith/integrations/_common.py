@@ -36,6 +36,7 @@ __all__ = [
     "failure_counts",
     "group_scoped",
     "normalise_chat",
+    "refuse_groups",
     "shared_batcher",
     "splits_into_components",
     "without_group_transform",
@@ -138,13 +139,27 @@ def without_group_transform(spec: RewardSpec) -> RewardSpec:
     return spec.with_group_transform(None)  # type: ignore[attr-defined, no-any-return]
 
 
-def group_scoped(spec: RewardSpec) -> bool:
-    """Whether a component's `transform:` needs the other completions of its group."""
-    return any(
-        getattr(t, "group_scoped", False)
-        for c in spec.rewards.values()
-        for t in getattr(c, "transform", ())
-    )
+def group_scoped(spec: RewardSpec) -> str | None:
+    """Why the spec needs the other completions of each sample's group (a group-scoped reward
+    type such as `majority_vote`, or a group-scoped `transform:`), or None."""
+    for name, component in spec.rewards.items():
+        if component.group_scoped:
+            return f"component {name!r} (type {component.type}) is scored against its group"
+        for transform in component.transform:
+            if transform.group_scoped:
+                return f"component {name!r} has a group-scoped transform ({transform.type})"
+    return None
+
+
+def refuse_groups(spec: RewardSpec, how: str) -> None:
+    """Fail clearly when the spec needs whole groups and the trainer's call (`how`) does not
+    bring them: scoring each sample alone would silently give wrong rewards."""
+    why = group_scoped(spec)
+    if why is not None:
+        raise ConfigError(
+            f"the spec needs each sample's whole group ({why}), but {how}; use a trainer call "
+            "that passes whole groups (see the README: trainers and groups), or drop it"
+        )
 
 
 def check_split(spec: RewardSpec, result: Result, values: Sequence[float | None]) -> None:
@@ -309,12 +324,6 @@ def shared_batcher(source: SpecSource | None = None, workers: Any = None) -> Bat
             if isinstance(source, Mapping) and not isinstance(source, dict):
                 source = plain(source)
             spec = load_spec(os.fspath(source) if isinstance(source, os.PathLike) else source)
-            if group_scoped(spec):
-                raise ConfigError(
-                    "the spec shapes rewards over a group of completions (a group-scoped "
-                    "transform), but this trainer hands the reward function samples without "
-                    "their group; use the TRL adapter, or drop the group-scoped transform"
-                )
             batcher = Batcher(Engine(without_group_transform(spec), workers=count))
             _BATCHERS[key] = batcher
         return batcher

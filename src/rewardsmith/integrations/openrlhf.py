@@ -22,7 +22,9 @@ ends of the response trimmed. `rewards` and `scores` are the spec's total reward
 sample without one, the spec's `on_error` (failures), else 0.0, always a number -- and
 `extra_logs` holds each component's score (0.0 where it has none), `failed` (1.0 for a
 failed sample) and `prompt_found` (1.0 where the prompt was found in the query), one value
-per sample. All of it is `rewardsmith.integrations._protocol`, which the reward server's
+per sample. A spec that needs whole groups (`majority_vote`, group-scoped shaping) is refused
+with a `ConfigError`: OpenRLHF does not say which samples share a prompt, and a chunk may hold
+part of a group. All of it is `rewardsmith.integrations._protocol`, which the reward server's
 `POST /get_reward` uses too: the same batch gets the same numbers either way. Concurrent
 calls (OpenRLHF runs one thread per sample) are scored together in one worker pool per
 process, started on the first call.
@@ -35,10 +37,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rewardsmith.integrations._common import SpecSource, shared_batcher
+from rewardsmith.integrations._common import SpecSource, refuse_groups, shared_batcher
 from rewardsmith.integrations._protocol import openrlhf_response, openrlhf_samples
 
-__all__ = ["answer_queries", "reward_func", "score_queries"]
+__all__ = ["NO_GROUPS", "answer_queries", "reward_func", "score_queries"]
+
+NO_GROUPS = (
+    "OpenRLHF hands the reward function samples without their group (one sample per call, or "
+    "chunks of micro_rollout_batch_size that may cut a prompt's samples apart)"
+)
+"""Why a spec that needs whole groups (`majority_vote`, group-scoped shaping) is refused."""
 
 
 def answer_queries(
@@ -53,6 +61,7 @@ def answer_queries(
     `/get_reward` answers for the same body (the same `_protocol` functions make both)."""
     samples, found = openrlhf_samples(queries, prompts, labels)
     batcher = shared_batcher(spec, workers)
+    refuse_groups(batcher.engine.spec, NO_GROUPS)
     results = batcher.score(samples)
     return openrlhf_response(batcher.engine.spec, results, found)
 

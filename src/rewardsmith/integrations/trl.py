@@ -33,6 +33,16 @@ where older TRL sums it to 0 with a warning -- or, with `on_error` set, exactly 
 its weighted sum. With the spec's weights as `reward_weights`, TRL's total is the spec's total;
 a spec whose combination is not a weighted sum is refused (use `total_reward_func`).
 
+Groups: TRL passes each process the completions it generated, a prompt's `num_generations`
+completions next to each other, so consecutive completions of the same prompt form a group
+(for `majority_vote` and group-scoped shaping). With several processes, TRL keeps a group in
+one process only when the per-process generation batch (`per_device_train_batch_size x
+steps_per_generation`) is a multiple of `num_generations`; otherwise a group is cut across
+processes and each part would be scored as if it were the whole. Give `num_generations` to
+`TRLRewards` (`reward_funcs`, `total_reward_func`) and every batch is checked: groups are
+consecutive runs of exactly `num_generations` completions of one prompt, or the call fails.
+A spec that needs groups, run on several processes without `num_generations`, fails too.
+
 Async: `reward_funcs(spec, asynchronous=True)` gives `async` callables (TRL >= 0.27 awaits
 async reward functions; callable instances like these are recognised as async from trl 1.14,
 or on Python >= 3.12 from trl 0.27). Scoring runs in a thread, so TRL's event loop stays free.
@@ -42,6 +52,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +65,7 @@ from rewardsmith.integrations._common import (
     check_split,
     component_values,
     failure_counts,
+    group_scoped,
     normalise_chat,
     splits_into_components,
     without_group_transform,
@@ -103,6 +116,7 @@ class TRLRewards:
         engine: Engine | None = None,
         asynchronous: bool = False,
         total_name: str = "rewardsmith",
+        num_generations: int | None = None,
     ) -> None:
         """Validate the spec; the worker pool starts on the first batch.
 
@@ -112,8 +126,13 @@ class TRLRewards:
             engine: an engine to use (not closed by `close`) instead of starting one.
             asynchronous: make the reward functions `async` (for TRL's async path).
             total_name: the name (and TRL metric name) of the `total` function.
+            num_generations: `GRPOConfig.num_generations`; with a spec that needs groups,
+                every batch is checked to hold whole groups of that size.
         """
+        if num_generations is not None and num_generations < 1:
+            raise ConfigError(f"num_generations must be at least 1, got {num_generations}")
         self.spec = engine.spec if engine is not None else without_group_transform(load_spec(spec))
+        self._num_generations = num_generations
         self._workers = workers
         self._owns_engine = engine is None
         self._engine = engine if engine is not None else Engine(self.spec, workers=workers)
@@ -167,7 +186,8 @@ class TRLRewards:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled as its spec and options: the copy starts its own engine on first use.
-        return (_restore, (self.spec, self._workers, self._asynchronous, self._total_name))
+        options = (self._workers, self._asynchronous, self._total_name, self._num_generations)
+        return (_restore, (self.spec, *options))
 
     # -- scoring -------------------------------------------------------------------------
 
@@ -202,7 +222,7 @@ class TRLRewards:
         completion_ids: Sequence[Sequence[int]] | None,
         kwargs: dict[str, Any],
     ) -> _Batch:
-        samples = samples_from_trl(prompts, completions, completion_ids, kwargs)
+        samples = self._samples(prompts, completions, completion_ids, kwargs)
         results = self._engine.score(samples)
         names = list(self.spec.rewards)
         per_sample = [component_values(self.spec, result) for result in results]
@@ -220,14 +240,77 @@ class TRLRewards:
         kwargs: dict[str, Any],
     ) -> list[float | None]:
         """The spec's total reward for each completion (any combination), nothing cached."""
-        samples = samples_from_trl(prompts, completions, completion_ids, kwargs)
+        samples = self._samples(prompts, completions, completion_ids, kwargs)
         results = self._engine.score(samples)
         _log(self.spec, results, kwargs, total_mode=True)
         return [result.reward for result in results]
 
+    def _samples(
+        self,
+        prompts: Sequence[Any] | None,
+        completions: Sequence[Any],
+        completion_ids: Sequence[Sequence[int]] | None,
+        kwargs: dict[str, Any],
+    ) -> list[dict[str, Any]]:
+        """The batch as samples, its groups checked when the spec needs them."""
+        samples = samples_from_trl(prompts, completions, completion_ids, kwargs)
+        why = group_scoped(self.spec)
+        if why is None:
+            return samples
+        size = self._num_generations
+        if size is None:
+            processes = _processes()
+            if processes > 1:
+                raise ConfigError(
+                    f"the spec needs whole groups ({why}) and TRL runs on {processes} "
+                    "processes, where a prompt's generations may be split between them: pass "
+                    "num_generations to TRLRewards so that every batch is checked"
+                )
+            return samples
+        if len(samples) % size:
+            raise ConfigError(
+                f"the spec needs whole groups ({why}), but this process got {len(samples)} "
+                f"completions, not whole groups of num_generations={size}: TRL split a group "
+                "across processes; make per_device_train_batch_size x steps_per_generation a "
+                "multiple of num_generations"
+            )
+        for start in range(0, len(samples), size):
+            chunk = samples[start : start + size]
+            if any(row.get("prompt") != chunk[0].get("prompt") for row in chunk):
+                raise ConfigError(
+                    f"completions {start}-{start + size - 1} should be one prompt's "
+                    f"num_generations={size} generations but come from different prompts: "
+                    "TRL split a group across processes, or num_generations is not the "
+                    "trainer's"
+                )
+            if "group" not in kwargs:
+                for row in chunk:
+                    row["group"] = str(start // size)
+        return samples
 
-def _restore(spec: RewardSpec, workers: int | None, asynchronous: bool, name: str) -> TRLRewards:
-    return TRLRewards(spec, workers=workers, asynchronous=asynchronous, total_name=name)
+
+def _processes() -> int:
+    """Processes of the training run (torch.distributed when started, else WORLD_SIZE)."""
+    distributed = sys.modules.get("torch.distributed")
+    if distributed is not None and distributed.is_available() and distributed.is_initialized():
+        return int(distributed.get_world_size())
+    return int(os.environ.get("WORLD_SIZE") or 1)
+
+
+def _restore(
+    spec: RewardSpec,
+    workers: int | None,
+    asynchronous: bool,
+    name: str,
+    num_generations: int | None,
+) -> TRLRewards:
+    return TRLRewards(
+        spec,
+        workers=workers,
+        asynchronous=asynchronous,
+        total_name=name,
+        num_generations=num_generations,
+    )
 
 
 def samples_from_trl(
@@ -420,13 +503,21 @@ def reward_funcs(
     workers: int | None = None,
     engine: Engine | None = None,
     asynchronous: bool = False,
+    num_generations: int | None = None,
 ) -> tuple[list[ComponentReward], list[float]]:
     """`(reward_funcs, reward_weights)` for `GRPOTrainer`/`RLOOTrainer` and their config.
 
     One function per component of a `combine: weighted_sum` spec, sharing one engine; pass
     the weights as `GRPOConfig(reward_weights=...)` so TRL's total is the spec's total.
+    `num_generations` (the trainer's) checks that every batch holds whole groups.
     """
-    rewards = TRLRewards(spec, workers=workers, engine=engine, asynchronous=asynchronous)
+    rewards = TRLRewards(
+        spec,
+        workers=workers,
+        engine=engine,
+        asynchronous=asynchronous,
+        num_generations=num_generations,
+    )
     return rewards.funcs, rewards.weights
 
 
@@ -437,6 +528,7 @@ def total_reward_func(
     engine: Engine | None = None,
     asynchronous: bool = False,
     name: str = "rewardsmith",
+    num_generations: int | None = None,
 ) -> ComponentReward:
     """One TRL reward function returning the spec's total reward, for any `combine`.
 
@@ -445,6 +537,11 @@ def total_reward_func(
     `log_metric` when TRL provides it.
     """
     rewards = TRLRewards(
-        spec, workers=workers, engine=engine, asynchronous=asynchronous, total_name=name
+        spec,
+        workers=workers,
+        engine=engine,
+        asynchronous=asynchronous,
+        total_name=name,
+        num_generations=num_generations,
     )
     return rewards.total

@@ -35,17 +35,40 @@ Calls from many threads (verl runs the per-sample function in an executor) or co
 batched together into the engine's worker pool; the pool starts on the first call and stays
 for the life of the process (one per spec). `REWARDSMITH_WORKERS` caps its processes.
 
+Groups. A spec that needs each sample's whole group (`majority_vote`, group-scoped shaping)
+works only through the batched call, which receives the whole rollout batch: the samples of a
+prompt are those whose `extra_info[group_key]` (default `index`, which verl's data
+preprocessing scripts write; set `reward_kwargs.group_key`) and `data_source` are equal. verl
+reorders the batch (`balance_batch`), so the samples are regrouped here and the results put
+back in verl's order; a sample without that key is an error naming it. The per-sample call
+(reward managers `naive`, `dapo` and verl's reward loop, which score one sample at a time)
+refuses such a spec with a `ConfigError` instead of scoring each sample alone.
+
 Imports are absolute: verl loads this file by path, outside the `rewardsmith` package.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from rewardsmith.integrations._common import SpecSource, shared_batcher
+from rewardsmith._exceptions import ConfigError
+from rewardsmith.integrations._common import (
+    Batcher,
+    SpecSource,
+    group_scoped,
+    refuse_groups,
+    shared_batcher,
+)
 from rewardsmith.integrations._protocol import component_logs, plain, trainer_reward
 from rewardsmith.models import Result
+
+PER_SAMPLE = (
+    "verl's per-sample reward managers (naive, dapo, the reward loop) call compute_score one "
+    "sample at a time; use the batched call (reward manager `batch`, compute_score_batch)"
+)
+"""Why the per-sample call refuses a spec that needs whole groups."""
 
 __all__ = ["compute_score", "compute_score_async", "compute_score_batch", "to_sample"]
 
@@ -67,6 +90,41 @@ def to_sample(
 
 def _output(spec: Any, result: Result) -> dict[str, float]:
     return {"score": trainer_reward(spec, result), **component_logs(spec, result)}
+
+
+def _grouped(samples: list[dict[str, Any]], group_key: str) -> list[int]:
+    """Give each sample its group (data source and `extra_info[group_key]`); the order that
+    puts every group together (first appearance, stable), to score in and undo after."""
+    first: dict[str, int] = {}
+    for position, sample in enumerate(samples):
+        metadata = sample["metadata"]
+        if group_key not in metadata:
+            raise ConfigError(
+                f"solution {position}: extra_info has no {group_key!r}: the spec needs each "
+                "sample's group, and the batched call finds it in extra_info[group_key] "
+                "(set reward_kwargs.group_key to the column naming the prompt)"
+            )
+        group = f"{metadata.get('data_source')}/{metadata[group_key]}"
+        sample["group"] = group
+        first.setdefault(group, position)
+    return sorted(range(len(samples)), key=lambda i: first[samples[i]["group"]])
+
+
+def _in_order(results: list[Result], order: list[int]) -> list[Result]:
+    back: list[Result | None] = [None] * len(order)
+    for result, position in zip(results, order, strict=True):
+        back[position] = result
+    return back  # type: ignore[return-value]
+
+
+def _batch_call(
+    batcher: Batcher, samples: list[dict[str, Any]], group_key: str
+) -> tuple[list[dict[str, Any]], list[int] | None]:
+    """The samples to score (regrouped when the spec needs groups) and the order to undo."""
+    if group_scoped(batcher.engine.spec) is None:
+        return samples, None
+    order = _grouped(samples, group_key)
+    return [samples[i] for i in order], order
 
 
 def _batch_samples(
@@ -100,6 +158,7 @@ def compute_score(
     *,
     spec: SpecSource | None = None,
     workers: Any = None,
+    group_key: str = "index",
     data_sources: Sequence[Any] | None = None,
     solution_strs: Sequence[Any] | None = None,
     ground_truths: Sequence[Any] | None = None,
@@ -114,6 +173,8 @@ def compute_score(
         spec: the spec (path, YAML text or mapping) from `reward_kwargs`; default
             `REWARDSMITH_SPEC`.
         workers: worker processes from `reward_kwargs`; default `REWARDSMITH_WORKERS`.
+        group_key: the `extra_info` key naming a sample's prompt, for specs that need whole
+            groups (batched call only).
         data_sources, solution_strs, ground_truths, extra_infos: a batch, as verl's `batch`
             reward manager passes it.
         kwargs: other arguments verl may add (e.g. `reward_router_address`); ignored.
@@ -121,8 +182,11 @@ def compute_score(
     batcher = shared_batcher(spec, workers)
     if solution_strs is not None:
         samples = _batch_samples(data_sources, solution_strs, ground_truths, extra_infos)
-        results = batcher.score(samples)
+        scored, order = _batch_call(batcher, samples, group_key)
+        results = batcher.engine.score(scored) if order is not None else batcher.score(scored)
+        results = _in_order(results, order) if order is not None else results
         return [_output(batcher.engine.spec, r) for r in results]
+    refuse_groups(batcher.engine.spec, PER_SAMPLE)
     (result,) = batcher.score([to_sample(data_source, solution_str, ground_truth, extra_info)])
     return _output(batcher.engine.spec, result)
 
@@ -135,12 +199,14 @@ def compute_score_batch(
     *,
     spec: SpecSource | None = None,
     workers: Any = None,
+    group_key: str = "index",
     **kwargs: Any,
 ) -> list[dict[str, float]]:
     """verl's batched custom reward function (reward manager `batch`): one dict per sample."""
     results = compute_score(
         spec=spec,
         workers=workers,
+        group_key=group_key,
         data_sources=data_sources,
         solution_strs=solution_strs or [],
         ground_truths=ground_truths,
@@ -158,6 +224,7 @@ async def compute_score_async(
     *,
     spec: SpecSource | None = None,
     workers: Any = None,
+    group_key: str = "index",
     data_sources: Sequence[Any] | None = None,
     solution_strs: Sequence[Any] | None = None,
     ground_truths: Sequence[Any] | None = None,
@@ -169,8 +236,13 @@ async def compute_score_async(
     batcher = shared_batcher(spec, workers)
     if solution_strs is not None:
         samples = _batch_samples(data_sources, solution_strs, ground_truths, extra_infos)
-        results = await batcher.ascore(samples)
+        scored, order = _batch_call(batcher, samples, group_key)
+        if order is None:
+            results = await batcher.ascore(scored)
+        else:
+            results = _in_order(await asyncio.to_thread(batcher.engine.score, scored), order)
         return [_output(batcher.engine.spec, r) for r in results]
+    refuse_groups(batcher.engine.spec, PER_SAMPLE)
     sample = to_sample(data_source, solution_str, ground_truth, extra_info)
     (result,) = await batcher.ascore([sample])
     return _output(batcher.engine.spec, result)

@@ -30,6 +30,8 @@ from pydantic import TypeAdapter, ValidationError
 from .._exceptions import InputError
 from ..engine import Engine
 from ..engine._engine import Backend
+from ..integrations._common import group_scoped
+from ..integrations.openrlhf import NO_GROUPS
 from ..models import Result, Sample
 from ..spec import RewardSpec, load_spec
 from ._batcher import Batcher, QueueFull, ShuttingDown
@@ -220,6 +222,11 @@ def create_app(
     @app.post("/get_reward", summary="OpenRLHF remote reward")
     async def get_reward(request: Request) -> Response:
         authorize(request)
+        if (why := group_scoped(reward_spec)) is not None:
+            metrics.reject("malformed")
+            raise HTTPException(
+                422, f"the spec needs each sample's whole group ({why}), but {NO_GROUPS}"
+            )
         data = await read_json(request)
         try:
             parsed = OpenRLHFRequest.model_validate(data)

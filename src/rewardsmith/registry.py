@@ -175,6 +175,7 @@ _BUILTIN = {
     "judge_group": "rewardsmith.judges:judge_group",
     "judge_reference": "rewardsmith.judges:judge_reference",
     "judge_principles": "rewardsmith.judges:judge_principles",
+    "reward_model": "rewardsmith.reward_models:reward_model",
 }
 for _name, _target in _BUILTIN.items():
     registry.register(_name, _target)

@@ -85,6 +85,7 @@ def _worker_main(conn: Connection, progress: Any, plan: dict[str, Any]) -> None:
             batch: list[tuple[int, str, Sample]] = conn.recv()
         except (EOFError, OSError):
             return
+        _prefetch(rewards, batch)
         done: list[tuple[int, tuple[float | None, str, dict[str, Any]]]] = []
         flushed = time.monotonic()
         for seq, component, sample in batch:
@@ -97,6 +98,24 @@ def _worker_main(conn: Connection, progress: Any, plan: dict[str, Any]) -> None:
                 done, flushed = [], time.monotonic()
         progress[0] = _IDLE
         conn.send(done)
+
+
+def _prefetch(rewards: dict[str, RewardFn], batch: list[tuple[int, str, Sample]]) -> None:
+    """Show each reward that batches (one with a `prefetch` method: the model rewards) every
+    sample of this batch it is about to score, so one model call can serve them all.
+
+    `prefetch` only sends work and returns: no task's timeout has started yet. If it raises,
+    nothing is lost but the batching: each sample is then sent on its own, and a failure that
+    persists is reported on that sample.
+    """
+    for name, fn in rewards.items():
+        prefetch = getattr(fn, "prefetch", None)
+        samples = [sample for _, component, sample in batch if component == name]
+        if prefetch is not None and samples:
+            try:
+                prefetch(samples)
+            except Exception:
+                continue
 
 
 def _run_one(fn: RewardFn, sample: Sample) -> Score:

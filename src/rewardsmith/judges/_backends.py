@@ -29,7 +29,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -38,6 +38,7 @@ __all__ = [
     "Backend",
     "BackendConfig",
     "BackendError",
+    "JsonClient",
     "JudgeReply",
     "JudgeRequest",
     "LocalBackend",
@@ -45,6 +46,7 @@ __all__ = [
     "default_local_model",
     "make_backend",
     "run_sync",
+    "submit",
 ]
 
 T = TypeVar("T")
@@ -199,28 +201,18 @@ _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _BACKOFF_CAP_S = 8.0
 
 
-class OpenAIBackend(Backend):
-    """An OpenAI-compatible chat endpoint over httpx, with retries and bounded concurrency."""
-
-    name = "openai"
+class JsonClient:
+    """JSON over HTTP POST with the judges' transport policy, for any endpoint: bounded
+    concurrency (a semaphore per client), a timeout per request, and retries with exponential
+    backoff and full jitter on 429, 5xx and connection errors (``Retry-After`` honoured).
+    The model rewards' remote backends use it too."""
 
     def __init__(self, config: BackendConfig) -> None:
-        super().__init__(config)
-        base = config.base_url or os.environ.get("OPENAI_BASE_URL")
-        if not base:
-            raise ValueError("backend openai: set base_url (or $OPENAI_BASE_URL)")
-        self.url = base.rstrip("/") + "/chat/completions"
+        self.config = config
         self.retries = 0
         self._client: Any = None
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._dialect: str | None = None
-        """Structured-output dialect learnt from the server (`auto`): set when it rejects
-        `json_schema` (the llama.cpp python server accepts only `json_object` + `schema`)."""
-
-    @property
-    def model_id(self) -> str:
-        return self.config.model or "default"
 
     def _bind(self) -> tuple[Any, asyncio.Semaphore]:
         """Client and semaphore for the running loop (recreated if the loop changed)."""
@@ -240,6 +232,77 @@ class OpenAIBackend(Backend):
             self._semaphore = asyncio.Semaphore(self.config.max_concurrency)
             self._loop = loop
         return self._client, self._semaphore
+
+    async def post(
+        self, url: str, body: Any, resend: Callable[[Any], Any | None] | None = None
+    ) -> Any:
+        """The decoded JSON reply to `body`; raises `BackendError` on a refusal or when the
+        retries are spent. `resend(response)` may return a new body to send at once, without
+        counting a retry, when a refusal says how to ask instead."""
+        import httpx
+
+        client, semaphore = self._bind()
+        attempt = 0
+        while True:
+            retry_after: float | None = None
+            async with semaphore:
+                try:
+                    response = await client.post(url, json=body)
+                except (httpx.TransportError, httpx.TimeoutException) as exc:
+                    failure = f"{type(exc).__name__}: {exc}"
+                else:
+                    if response.status_code == 200:
+                        try:
+                            return response.json()
+                        except ValueError as exc:
+                            raise BackendError(f"reply is not JSON: {response.text[:300]}") from exc
+                    failure = f"HTTP {response.status_code}: {response.text[:300]}"
+                    again = resend(response) if resend is not None else None
+                    if again is not None:
+                        body = again
+                        continue
+                    if response.status_code not in _RETRY_STATUS:
+                        raise BackendError(failure)
+                    retry_after = _retry_after(response.headers.get("retry-after"))
+            if attempt >= self.config.max_retries:
+                raise BackendError(f"{failure} (after {attempt} retries)")
+            delay = random.uniform(0, min(_BACKOFF_CAP_S, self.config.backoff_s * 2**attempt))
+            if retry_after is not None:
+                delay = max(delay, min(retry_after, _BACKOFF_CAP_S))
+            attempt += 1
+            self.retries += 1
+            await asyncio.sleep(delay)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+class OpenAIBackend(Backend):
+    """An OpenAI-compatible chat endpoint over httpx, with retries and bounded concurrency."""
+
+    name = "openai"
+
+    def __init__(self, config: BackendConfig) -> None:
+        super().__init__(config)
+        base = config.base_url or os.environ.get("OPENAI_BASE_URL")
+        if not base:
+            raise ValueError("backend openai: set base_url (or $OPENAI_BASE_URL)")
+        self.url = base.rstrip("/") + "/chat/completions"
+        self.http = JsonClient(config)
+        self._dialect: str | None = None
+        """Structured-output dialect learnt from the server (`auto`): set when it rejects
+        `json_schema` (the llama.cpp python server accepts only `json_object` + `schema`)."""
+
+    @property
+    def model_id(self) -> str:
+        return self.config.model or "default"
+
+    @property
+    def retries(self) -> int:
+        """Transport retries so far."""
+        return self.http.retries
 
     def body(self, request: JudgeRequest) -> dict[str, Any]:
         """The JSON body of the request (also what the benchmark's plain client sends)."""
@@ -270,37 +333,13 @@ class OpenAIBackend(Backend):
         return body
 
     async def _complete(self, request: JudgeRequest) -> JudgeReply:
-        import httpx
+        def resend(response: Any) -> dict[str, Any] | None:
+            if not self._rejects_json_schema(request, response):
+                return None
+            self._dialect = "json_object"
+            return self.body(request)
 
-        client, semaphore = self._bind()
-        body = self.body(request)
-        attempt = 0
-        while True:
-            retry_after: float | None = None
-            async with semaphore:
-                try:
-                    response = await client.post(self.url, json=body)
-                except (httpx.TransportError, httpx.TimeoutException) as exc:
-                    failure = f"{type(exc).__name__}: {exc}"
-                else:
-                    if response.status_code == 200:
-                        return self._parse(response.json())
-                    failure = f"HTTP {response.status_code}: {response.text[:300]}"
-                    if self._rejects_json_schema(request, response):
-                        self._dialect = "json_object"
-                        body = self.body(request)
-                        continue
-                    if response.status_code not in _RETRY_STATUS:
-                        raise BackendError(failure)
-                    retry_after = _retry_after(response.headers.get("retry-after"))
-            if attempt >= self.config.max_retries:
-                raise BackendError(f"{failure} (after {attempt} retries)")
-            delay = random.uniform(0, min(_BACKOFF_CAP_S, self.config.backoff_s * 2**attempt))
-            if retry_after is not None:
-                delay = max(delay, min(retry_after, _BACKOFF_CAP_S))
-            attempt += 1
-            self.retries += 1
-            await asyncio.sleep(delay)
+        return self._parse(await self.http.post(self.url, self.body(request), resend))
 
     def _rejects_json_schema(self, request: JudgeRequest, response: Any) -> bool:
         """True when `auto` sent `json_schema` and the server refused that format."""
@@ -331,9 +370,7 @@ class OpenAIBackend(Backend):
         )
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        await self.http.aclose()
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -494,6 +531,11 @@ def _loop() -> asyncio.AbstractEventLoop:
         return _LOOP[1]
 
 
+def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    """Start `coro` on the process's judge loop and return at once (its future)."""
+    return asyncio.run_coroutine_threadsafe(coro, _loop())
+
+
 def run_sync(coro: Coroutine[Any, Any, T], timeout_s: float) -> T:
     """Run `coro` on the process's judge loop and wait for it at most `timeout_s`.
 
@@ -501,7 +543,7 @@ def run_sync(coro: Coroutine[Any, Any, T], timeout_s: float) -> T:
     loop (not `asyncio.run` per sample) keeps the HTTP connection pool warm between samples.
     Raises `TimeoutError` when the deadline passes (the coroutine is cancelled).
     """
-    future = asyncio.run_coroutine_threadsafe(coro, _loop())
+    future = submit(coro)
     started = time.monotonic()
     try:
         return future.result(timeout=timeout_s)

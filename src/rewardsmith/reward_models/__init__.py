@@ -1,0 +1,12 @@
+"""Model rewards: scalar reward models, process reward models, semantic similarity.
+
+Reward types: `reward_model`, `process`, `similarity`. Their models run once per node in a
+model host (``backend: transformers``, see `_host`) or on a server (vLLM, SGLang, OpenRLHF).
+Install with ``pip install "rewardsmith[models]"``.
+"""
+
+from ._ahead import ModelError
+from ._host import stop_hosts
+from ._scalar import reward_model
+
+__all__ = ["ModelError", "reward_model", "stop_hosts"]

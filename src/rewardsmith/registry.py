@@ -176,6 +176,7 @@ _BUILTIN = {
     "judge_reference": "rewardsmith.judges:judge_reference",
     "judge_principles": "rewardsmith.judges:judge_principles",
     "reward_model": "rewardsmith.reward_models:reward_model",
+    "process": "rewardsmith.reward_models:process",
 }
 for _name, _target in _BUILTIN.items():
     registry.register(_name, _target)

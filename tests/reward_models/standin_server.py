@@ -111,9 +111,10 @@ def build(kind: str, folder: str, fail_first: int, delay: float) -> FastAPI:
             data = []
             for index, ids in enumerate(rows):
                 logits = forward(ids)
-                if token_level:  # STEP pooling: one row per step tag, softmax over labels
+                if token_level:  # STEP pooling: one row per step tag
                     tags = [i for i, t in enumerate(ids) if t == step_id]
-                    out: Any = [activation(logits[i]) for i in tags]
+                    rows = [logits[i] for i in tags]
+                    out: Any = [[float(x) for x in r] if raw else activation(r) for r in rows]
                 else:
                     out = [float(x) for x in logits] if raw else activation(logits)
                 data.append({"index": index, "object": "pooling", "data": out})

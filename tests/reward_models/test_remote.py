@@ -32,14 +32,6 @@ OpenRLHF ``/get_reward`` (``openrlhf/cli/serve_rm.py``)::
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-import urllib.request
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +41,11 @@ from rewardsmith import Engine, Sample
 from rewardsmith.reward_models import reward_model
 from rewardsmith.reward_models._remote import RemoteInput, Server
 
+from .conftest import Start, free_port
+
 pytest.importorskip("transformers")
 pytest.importorskip("uvicorn")
 pytestmark = pytest.mark.filterwarnings("ignore:.*BOS token:UserWarning")
-
-ROOT = Path(__file__).resolve().parents[2]
 
 SAMPLES = [
     Sample(id="a", prompt="What is 2 + 2 ?", completion="The answer is 4 ."),
@@ -61,70 +53,6 @@ SAMPLES = [
     Sample(id="c", prompt="Natalia sold clips .", completion="Step 1 : compute the total ."),
     Sample(id="d", prompt="What is 2 + 2 ?", completion="4<|im_end|>\n<|im_start|>user\nok"),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-Start = Callable[..., str]
-
-
-@pytest.fixture(scope="module")
-def standin() -> Iterator[Start]:
-    """Start stand-in servers (kind, model folder, flags), one per distinct set; all stopped
-    at the end."""
-    processes: list[subprocess.Popen[bytes]] = []
-    logs: list[Any] = []
-    started: dict[tuple[str, ...], str] = {}
-
-    def start(kind: str, folder: Path, *flags: str) -> str:
-        key = (kind, str(folder), *flags)
-        if key in started:
-            return started[key]
-        port = free_port()
-        log = tempfile.TemporaryFile()  # noqa: SIM115 (closed at teardown)
-        logs.append(log)
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tests.reward_models.standin_server",
-                "--kind",
-                kind,
-                "--model",
-                str(folder),
-                "--port",
-                str(port),
-                *flags,
-            ],
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])},
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-        )
-        processes.append(process)
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(base + "/v1/models", timeout=2):
-                    started[key] = base
-                    return base
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    pytest.fail(f"stand-in server did not start: {log.read()[-2000:]!r}")
-                time.sleep(0.2)
-
-    yield start
-    for process in processes:
-        process.kill()
-        process.wait()
-    for log in logs:
-        log.close()
 
 
 @pytest.fixture(scope="module")
@@ -226,9 +154,9 @@ ONE = RemoteInput(ids=(2, 5, 9), text="<bos>hi", prompt="Q", label="4")
             {"model": "rm", "input": [[2, 5, 9]], "use_activation": False},
         ),
         (
-            Server("vllm", "http://h:8000/", None, "pooling"),
+            Server("vllm", "http://h:8000/", None, "pooling", activation=True),
             "http://h:8000/pooling",
-            {"input": [[2, 5, 9]], "use_activation": False},
+            {"input": [[2, 5, 9]], "use_activation": True},
         ),
         (
             Server("sglang", "http://h:30000", "rm"),

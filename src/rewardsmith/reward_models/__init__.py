@@ -7,6 +7,7 @@ Install with ``pip install "rewardsmith[models]"``.
 
 from ._ahead import ModelError
 from ._host import stop_hosts
+from ._process import process
 from ._scalar import reward_model
 
-__all__ = ["ModelError", "reward_model", "stop_hosts"]
+__all__ = ["ModelError", "process", "reward_model", "stop_hosts"]

@@ -54,6 +54,7 @@ def served(
     base_url: str | None,
     model: str | None,
     endpoint: Endpoint,
+    activation: bool = False,
     batch_size: int,
     api_key_env: str,
     max_concurrency: int,
@@ -65,7 +66,7 @@ def served(
         raise ValueError(f"backend {kind}: set base_url")
     if max_concurrency < 1 or max_retries < 0 or request_timeout_s <= 0:
         raise ValueError("max_concurrency >= 1, max_retries >= 0 and request_timeout_s > 0")
-    server = Server(kind, base_url, model, endpoint)
+    server = Server(kind, base_url, model, endpoint, activation)
     transport = BackendConfig(
         kind="openai",
         base_url=base_url,

@@ -34,9 +34,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..judges._backends import BackendConfig, BackendError, JsonClient, submit
+from ..models import Sample
 from ._ahead import Ahead, ModelError
 
-__all__ = ["RemoteInput", "Server", "ServerClient"]
+__all__ = ["RemoteInput", "Server", "ServerClient", "remote_input"]
 
 ServerKind = Literal["vllm", "sglang", "openrlhf"]
 Endpoint = Literal["classify", "pooling"]
@@ -56,6 +57,15 @@ class RemoteInput:
     """The reference as text (OpenRLHF's ``labels``)."""
 
 
+def remote_input(ids: tuple[int, ...], text: str, sample: Sample) -> RemoteInput:
+    """A tokenized sample as the servers need it (`text`: the same tokens as text)."""
+    prompt = sample.prompt if isinstance(sample.prompt, str) else ""
+    if isinstance(sample.prompt, list):
+        prompt = "\n\n".join(m.content for m in sample.prompt if isinstance(m.content, str))
+    label = "" if sample.reference is None else str(sample.reference)
+    return RemoteInput(ids=ids, text=text, prompt=prompt, label=label)
+
+
 @dataclass(frozen=True)
 class Server:
     """Where a reward model is served and how to talk to it."""
@@ -66,6 +76,9 @@ class Server:
     """The served model name (vLLM, SGLang); None: the server's only model."""
     endpoint: Endpoint = "classify"
     """vLLM only: ``classify`` or ``pooling``."""
+    activation: bool = False
+    """vLLM only: whether the server applies the pooler's activation (``use_activation``):
+    off for reward models (raw logits), on for STEP-pooled PRMs (probabilities)."""
 
     @property
     def url(self) -> str:
@@ -87,7 +100,11 @@ class Server:
         model = {"model": self.model} if self.model else {}
         if self.kind == "sglang":
             return {**model, "input_ids": [list(i.ids) for i in inputs]}
-        return {**model, "input": [list(i.ids) for i in inputs], "use_activation": False}
+        return {
+            **model,
+            "input": [list(i.ids) for i in inputs],
+            "use_activation": self.activation,
+        }
 
     def outputs(self, reply: Any, count: int) -> list[Any]:
         """Each input's raw output, in input order: a number, a vector or rows of vectors."""

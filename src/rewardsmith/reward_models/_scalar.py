@@ -17,7 +17,7 @@ from ..models import Sample, Score
 from ..registry import RewardFn, reward
 from ._backend import Backend, check_common, hosted, local_folder, served, tokenizer_folder
 from ._inputs import Template, Tokenization, Truncation, dialogue, load_tokenizer
-from ._remote import Endpoint, RemoteInput
+from ._remote import Endpoint, remote_input
 from ._reward import ModelReward, Prepared
 from ._transformers import Dtype, SequenceClassifier
 
@@ -50,13 +50,7 @@ class _RewardModel(ModelReward):
         [encoded] = self.tokenization.encode_dialogues([conversation])
         item: Any = encoded.ids
         if self.remote:
-            prompt = "".join(text for _, text in conversation.prompt)
-            item = RemoteInput(
-                ids=encoded.ids,
-                text=self.tokenization.decode(encoded.ids),
-                prompt=prompt,
-                label="" if sample.reference is None else str(sample.reference),
-            )
+            item = remote_input(encoded.ids, self.tokenization.decode(encoded.ids), sample)
         return Prepared((item,), encoded.facts())
 
     def finish(self, sample: Sample, prepared: Prepared, outputs: list[Any]) -> Score:

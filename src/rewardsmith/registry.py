@@ -177,6 +177,7 @@ _BUILTIN = {
     "judge_principles": "rewardsmith.judges:judge_principles",
     "reward_model": "rewardsmith.reward_models:reward_model",
     "process": "rewardsmith.reward_models:process",
+    "similarity": "rewardsmith.reward_models:similarity",
 }
 for _name, _target in _BUILTIN.items():
     registry.register(_name, _target)

@@ -9,5 +9,6 @@ from ._ahead import ModelError
 from ._host import stop_hosts
 from ._process import process
 from ._scalar import reward_model
+from ._similarity import similarity
 
-__all__ = ["ModelError", "process", "reward_model", "stop_hosts"]
+__all__ = ["ModelError", "process", "reward_model", "similarity", "stop_hosts"]

@@ -136,15 +136,16 @@ class TransformersRuntime:
             self._starts = np.array([t[:1].isalnum() for t in self.texts()], dtype=bool)
         return self._starts
 
-    def _forward(self, ids: list[int]) -> Any:
-        """Logits for the positions of `ids` not already in the KV cache (at least the last)."""
+    def _forward(self, ids: list[int], need: int = 1) -> Any:
+        """Logits for the positions of `ids` not already in the KV cache: at least the last
+        `need` positions."""
         import torch
         from transformers import DynamicCache
 
         if len(ids) > self.n_ctx:
             raise BackendError(f"local model: {len(ids)} tokens exceed the context ({self.n_ctx})")
         shared = 0
-        limit = min(len(self._ids), len(ids) - 1)
+        limit = min(len(self._ids), len(ids) - need)
         while shared < limit and self._ids[shared] == ids[shared]:
             shared += 1
         if self._cache is None or shared == 0:
@@ -161,7 +162,8 @@ class TransformersRuntime:
     def logprob_rows(self, prompt: list[int], continuation: list[int]) -> Any:
         import torch
 
-        logits = self._forward(prompt + continuation)[-(len(continuation) + 1) :]
+        need = len(continuation) + 1
+        logits = self._forward(prompt + continuation, need)[-need:]
         return torch.log_softmax(logits, dim=-1).double().numpy()
 
     # -- generation ------------------------------------------------------------------------------

@@ -57,8 +57,15 @@ def test_openai_backend_against_llama_server(proxy: Proxy, tmp_path: Path) -> No
     assert "axis:accuracy" in result.detail["tag_scores"]
 
 
-def test_local_backend_in_process(model_path: str, tmp_path: Path) -> None:
-    fn = rubric(rubric=RUBRIC, aggregate="explicit", backend="local", cache=False, n_ctx=1024)
+def test_local_backend_in_process(runtime: str) -> None:
+    fn = rubric(
+        rubric=RUBRIC,
+        aggregate="explicit",
+        backend="local",
+        runtime=runtime,
+        cache=False,
+        n_ctx=1024,
+    )
     result = fn(SAMPLES[0])
     _check_verdicts(result)
     assert result.detail["usage"]["calls"] >= len(RUBRIC)

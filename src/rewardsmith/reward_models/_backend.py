@@ -13,14 +13,23 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from ..judges._backends import BackendConfig
 from ._ahead import Ahead
 from ._host import HostedModel, host_client
 from ._remote import Endpoint, Server, ServerClient, ServerKind
+from ._transformers import Dtype, TorchModel
 
-__all__ = ["Backend", "check_common", "hosted", "local_folder", "served", "tokenizer_folder"]
+__all__ = [
+    "Backend",
+    "check_common",
+    "hosted",
+    "local_folder",
+    "model_client",
+    "served",
+    "tokenizer_folder",
+]
 
 Backend = Literal["transformers", "vllm", "sglang", "openrlhf"]
 
@@ -109,3 +118,52 @@ def tokenizer_folder(backend: Backend, model: str | None, tokenizer: str | None)
             )
         return local_folder(tokenizer, "tokenizer")
     return local_folder(model, "model")
+
+
+def model_client(
+    backend: Backend,
+    kind: type[TorchModel],
+    *,
+    model: str | None,
+    pad_id: int,
+    batch_size: int,
+    device: str,
+    dtype: Dtype,
+    threads: int | None,
+    load_timeout_s: float,
+    base_url: str | None = None,
+    endpoint: Endpoint = "classify",
+    activation: bool = False,
+    api_key_env: str = "REWARDSMITH_RM_API_KEY",
+    max_concurrency: int = 8,
+    request_timeout_s: float = 20.0,
+    max_retries: int = 3,
+    **fields: Any,
+) -> Callable[[], Ahead]:
+    """The client of a model reward's model: a `kind` model (with `fields`) from the folder
+    `model` in the node's host, or the server at `base_url`."""
+    if backend == "transformers":
+        return hosted(
+            kind(
+                path=local_folder(model, "model"),
+                batch_size=batch_size,
+                load_timeout_s=load_timeout_s,
+                device=device,
+                dtype=dtype,
+                threads=threads,
+                pad_id=pad_id,
+                **fields,
+            )
+        )
+    return served(
+        backend,
+        base_url=base_url,
+        model=model,
+        endpoint=endpoint,
+        activation=activation,
+        batch_size=batch_size,
+        api_key_env=api_key_env,
+        max_concurrency=max_concurrency,
+        request_timeout_s=request_timeout_s,
+        max_retries=max_retries,
+    )

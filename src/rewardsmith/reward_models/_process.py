@@ -35,7 +35,7 @@ from ..judges._judge import COMMON, Judge, gather_bounded, judge_settings
 from ..judges._prompts import fence, parse_yes_no, verdict_schema
 from ..models import Sample, Score
 from ..registry import RewardFn, reward
-from ._backend import check_common, hosted, local_folder, served, tokenizer_folder
+from ._backend import check_common, model_client, tokenizer_folder
 from ._inputs import Template, Tokenization, dialogue, load_tokenizer
 from ._remote import remote_input
 from ._reward import ModelReward, Prepared
@@ -250,33 +250,26 @@ def process(
     step_ids = tokenization.tokenizer(step_tag, add_special_tokens=False)["input_ids"]
     if len(step_ids) != 1:
         raise ValueError(f"step_tag: {step_tag!r} must be one token of the PRM's vocabulary")
-    if backend == "transformers":
-        client = hosted(
-            StepClassifier(
-                path=local_folder(model, "model"),
-                batch_size=batch_size,
-                load_timeout_s=load_timeout_s,
-                device=device,
-                dtype=dtype,
-                threads=threads,
-                pad_id=tokenization.pad_id,
-                step_id=step_ids[0],
-                positive=positive,
-            )
-        )
-    else:
-        client = served(
-            "vllm",
-            base_url=base_url,
-            model=model,
-            endpoint="pooling",
-            activation=True,
-            batch_size=batch_size,
-            api_key_env=api_key_env,
-            max_concurrency=max_concurrency,
-            request_timeout_s=request_timeout_s,
-            max_retries=max_retries,
-        )
+    client = model_client(
+        backend,
+        StepClassifier,
+        model=model,
+        pad_id=tokenization.pad_id,
+        batch_size=batch_size,
+        device=device,
+        dtype=dtype,
+        threads=threads,
+        load_timeout_s=load_timeout_s,
+        base_url=base_url,
+        endpoint="pooling",
+        activation=True,
+        api_key_env=api_key_env,
+        max_concurrency=max_concurrency,
+        request_timeout_s=request_timeout_s,
+        max_retries=max_retries,
+        step_id=step_ids[0],
+        positive=positive,
+    )
     return _StepModel(
         tokenization,
         separator,

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from ..combine._shaping import sigmoid
 from ..models import Sample, Score
 from ..registry import RewardFn, reward
-from ._backend import Backend, check_common, hosted, local_folder, served, tokenizer_folder
+from ._backend import Backend, check_common, model_client, tokenizer_folder
 from ._inputs import Template, Tokenization, Truncation, dialogue, load_tokenizer
 from ._remote import Endpoint, remote_input
 from ._reward import ModelReward, Prepared
@@ -140,30 +140,23 @@ def reward_model(
         max_length=max_length,
         truncation=truncation,
     )
-    if backend == "transformers":
-        client = hosted(
-            SequenceClassifier(
-                path=local_folder(model, "model"),
-                batch_size=batch_size,
-                load_timeout_s=load_timeout_s,
-                device=device,
-                dtype=dtype,
-                threads=threads,
-                pad_id=tokenization.pad_id,
-            )
-        )
-    else:
-        client = served(
-            backend,
-            base_url=base_url,
-            model=model,
-            endpoint=endpoint,
-            batch_size=batch_size,
-            api_key_env=api_key_env,
-            max_concurrency=max_concurrency,
-            request_timeout_s=request_timeout_s,
-            max_retries=max_retries,
-        )
+    client = model_client(
+        backend,
+        SequenceClassifier,
+        model=model,
+        pad_id=tokenization.pad_id,
+        batch_size=batch_size,
+        device=device,
+        dtype=dtype,
+        threads=threads,
+        load_timeout_s=load_timeout_s,
+        base_url=base_url,
+        endpoint=endpoint,
+        api_key_env=api_key_env,
+        max_concurrency=max_concurrency,
+        request_timeout_s=request_timeout_s,
+        max_retries=max_retries,
+    )
     return _RewardModel(
         tokenization,
         remote=backend != "transformers",

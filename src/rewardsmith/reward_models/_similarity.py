@@ -26,7 +26,7 @@ from typing import Any, Literal
 from ..models import Sample, Score
 from ..registry import RewardFn, reward
 from ..verifiers._common import answer_part
-from ._backend import check_common, hosted, local_folder
+from ._backend import check_common, local_folder, model_client
 from ._inputs import Tokenization, load_tokenizer
 from ._reward import ModelReward, Prepared
 from ._transformers import Dtype, SentenceEncoder
@@ -145,15 +145,15 @@ def similarity(
     tokenization = Tokenization(
         load_tokenizer(folder), template="none", max_length=max_length, truncation="right"
     )
-    client = hosted(
-        SentenceEncoder(
-            path=folder,
-            batch_size=batch_size,
-            load_timeout_s=load_timeout_s,
-            device=device,
-            dtype=dtype,
-            threads=threads,
-            pad_id=tokenization.pad_id,
-        )
+    client = model_client(
+        "transformers",
+        SentenceEncoder,
+        model=folder,
+        pad_id=tokenization.pad_id,
+        batch_size=batch_size,
+        device=device,
+        dtype=dtype,
+        threads=threads,
+        load_timeout_s=load_timeout_s,
     )
     return _Similarity(tokenization, threshold, extract, client=client, deadline_s=deadline_s)

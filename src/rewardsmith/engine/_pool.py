@@ -10,7 +10,9 @@ by a fork of a preloaded server; the task gets a `timeout` score and every other
 held goes back to the queue.
 
 Tasks go out in batches and results come back in batches (flushed at least every
-`_FLUSH_S`), so IPC costs a few messages per batch rather than several per task.
+`_FLUSH_S`), so IPC costs a few messages per batch rather than several per task. Before a
+batch's first task, a reward with a `prefetch` method (the model rewards) is shown every sample
+of the batch it will score, so one model call can serve them all.
 """
 
 from __future__ import annotations

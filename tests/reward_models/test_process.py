@@ -187,13 +187,15 @@ def test_generative_prm_options_are_the_judges() -> None:
 
 def test_generative_prm_with_the_embedded_model() -> None:
     """The real embedded judge (SmolLM2-135M): plumbing, not quality."""
-    from rewardsmith.judges._backends import BackendError, default_local_model
+    from rewardsmith.judges._backends import BackendError
+    from rewardsmith.judges._local import default_local_model
 
     try:
         default_local_model()
     except BackendError as exc:
         pytest.skip(str(exc))
-    fn = process(backend="judge", judge={"backend": "local", "cache": False}, aggregate="mean")
+    local = {"backend": "local", "cache": False, "deadline_s": 600}  # the first call loads
+    fn = process(backend="judge", judge=local, aggregate="mean")
     score = fn(Sample(id="x", prompt="What is 2 + 2?", completion="2 + 2 = 4.\n\nThe answer is 4."))
     assert score.status == "ok", score.detail
     assert len(score.detail["steps"]) == 2

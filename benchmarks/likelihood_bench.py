@@ -72,7 +72,7 @@ def main() -> None:
     rows = []
     for key, label in (("mean_prob", "`prob` (RLPR)"), ("mean_logprob", "`logprob`")):
         scored = [
-            (r.components["prob"].detail[key], y)
+            (r.components["prob"].detail.get(key, 0.0 if key == "mean_prob" else -30.0), y)
             for r, y in zip(results, labels, strict=True)
             if r.components["prob"].status == "ok"
         ]

@@ -91,6 +91,17 @@ def test_statuses(served: str, completion: str, reference: Any, status: str, val
     assert score.status == status and score.score == value
 
 
+def test_no_answer_is_the_lowest_reward_in_either_mode(served: str) -> None:
+    no_answer = Sample(id="1", prompt=QUESTION, completion="four", reference="4")
+    logprob = likelihood(backend="openai", base_url=served, marker="A:", mode="logprob")
+    assert logprob(no_answer).score == -30.0  # not 0: that is the best a log-probability gets
+    floored = likelihood(backend="openai", base_url=served, marker="A:", mode="logprob", floor=-2)
+    score = floored(Sample(id="2", prompt=QUESTION, completion="A: 4", reference="4"))
+    assert -2.0 <= score.score <= 0.0  # the random tiny LM is far below: clipped
+    with pytest.raises(ValueError, match="floor"):
+        likelihood(backend="openai", base_url=served, floor=0.0)
+
+
 def test_no_server_is_an_error() -> None:
     fn = likelihood(backend="openai", base_url=f"http://127.0.0.1:{free_port()}/v1", max_retries=0)
     score = fn(Sample(id="1", prompt=QUESTION, completion="<answer>4", reference="4"))

@@ -7,13 +7,15 @@ The completion is cut at the last `marker` (the answer marker: ``<answer>``, ``A
 replaced by the reference, and the model reads the prompt, a blank line, that reasoning and
 the reference as plain text (no chat template). The reward is the mean over the reference's
 tokens of their probability (``mode: prob``, RLPR's choice: less sensitive to one unlikely
-token than log-probabilities) or of their log-probability (``mode: logprob``).
+token than log-probabilities) or of their log-probability (``mode: logprob``), bounded below
+by `floor` (so the reward is bounded: [floor, 0]).
 
 The model is the judges' (their backends, reused): the embedded model (``backend: local``,
 SmolLM2-135M-Instruct by default) or any OpenAI-compatible server that returns prompt
 log-probabilities for ``/completions`` with ``echo`` (vLLM, llama.cpp's python server).
 
-A completion without the marker committed no answer: it scores 0 with the reason. Reasoning
+A completion without the marker committed no answer: it scores the lowest reward (0, or
+`floor` in ``logprob`` mode) with the reason. Reasoning
 that lists several candidate answers raises the reference's probability: pair this reward
 with a format or hedging check.
 """
@@ -49,10 +51,13 @@ def _prompt_text(sample: Sample) -> str:
 
 
 class _Likelihood:
-    def __init__(self, config: BackendConfig, marker: str, mode: Mode, deadline_s: float) -> None:
+    def __init__(
+        self, config: BackendConfig, marker: str, mode: Mode, floor: float, deadline_s: float
+    ) -> None:
         self.config = config
         self.marker = marker
         self.mode = mode
+        self.floor = floor
         self.deadline_s = deadline_s
 
     def __call__(self, sample: Sample) -> Score:
@@ -64,7 +69,8 @@ class _Likelihood:
         text = sample.text
         cut = text.rfind(self.marker)
         if cut < 0:
-            return Score.ok(0.0, reason=f"no answer marker {self.marker!r}: no committed answer")
+            lowest = 0.0 if self.mode == "prob" else self.floor
+            return Score.ok(lowest, reason=f"no answer marker {self.marker!r}: no committed answer")
         end = cut + len(self.marker)
         after = text[end:]
         gap = after[: len(after) - len(after.lstrip())][:1]  # one space or newline, if any
@@ -78,7 +84,7 @@ class _Likelihood:
             return Score.failed("timeout", str(exc), deadline_s=self.deadline_s)
         except BackendError as exc:
             return Score.failed("error", f"likelihood backend: {exc}")
-        mean_logprob = math.fsum(logprobs) / len(logprobs)
+        mean_logprob = max(self.floor, math.fsum(logprobs) / len(logprobs))
         mean_prob = math.fsum(math.exp(x) for x in logprobs) / len(logprobs)
         value = mean_prob if self.mode == "prob" else mean_logprob
         return Score.ok(value, tokens=len(logprobs), mean_prob=mean_prob, mean_logprob=mean_logprob)
@@ -93,6 +99,7 @@ def likelihood(
     runtime: Literal["transformers", "llama_cpp"] = "transformers",
     marker: str = "<answer>",
     mode: Mode = "prob",
+    floor: float = -30.0,
     api_key_env: str = "OPENAI_API_KEY",
     max_concurrency: int = 8,
     request_timeout_s: float = 20.0,
@@ -109,10 +116,13 @@ def likelihood(
             ``openai`` (a server at `base_url` serving `model`, with prompt logprobs).
         marker: the answer marker; the reasoning is the completion up to its last occurrence.
         mode: ``prob`` (mean token probability, RLPR's reward) or ``logprob``.
+        floor: the lowest mean log-probability (``logprob`` mode's reward for no answer).
         deadline_s: longest wait for one sample (then `timeout`).
     """
     if not marker:
         raise ValueError("marker: must not be empty")
+    if not math.isfinite(floor) or floor >= 0:
+        raise ValueError(f"floor: a negative log-probability, got {floor}")
     if backend == "openai" and not base_url:
         raise ValueError("backend openai: set base_url")
     if deadline_s <= 0 or request_timeout_s <= 0 or max_concurrency < 1 or max_retries < 0:
@@ -135,4 +145,4 @@ def likelihood(
         make_backend(config).prepare()  # the embedded model's one-time conversion, not in a task
     except BackendError as exc:
         raise ValueError(str(exc)) from exc
-    return _Likelihood(config, marker, mode, deadline_s)
+    return _Likelihood(config, marker, mode, floor, deadline_s)

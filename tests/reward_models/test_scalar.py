@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -148,12 +149,26 @@ def test_engine_two_workers_one_model_load(tiny_rm: Path) -> None:
         assert result.reward == pytest.approx(direct(sample).score, abs=1e-5)
 
 
+def gone(pid: int) -> None:
+    """Wait until `pid` has exited (a zombie or reaped)."""
+    for _ in range(600):
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().split(") ", 1)[1].startswith("Z"):
+                    return
+        except FileNotFoundError:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"process {pid} is still running")
+
+
 def test_a_killed_host_is_an_error_then_comes_back(tiny_rm: Path) -> None:
     fn = reward_model(model=str(tiny_rm), template="none")
     assert fn(samples()[0]).status == "ok"
     [host] = weight_mappers(tiny_rm) - {os.getpid()}
     os.kill(host, signal.SIGKILL)
     failed = fn(samples()[1])
+    gone(host)  # a dying process keeps its listening socket until its memory is released
     assert failed.status == "error" and "model host" in failed.detail["reason"]
     again = fn(samples()[2])  # the next sample starts a new host
     assert again.status == "ok", again.detail

@@ -102,6 +102,12 @@ def main() -> None:
             f"Statuses of `likelihood`: {json.dumps(statuses)}. Both modes are read from the same "
             f"call (`detail.mean_prob`, `detail.mean_logprob`). Wall time {seconds:.0f} s "
             f"({len(samples) / seconds:.2f} samples/s, model loads included).",
+            "",
+            "Read: these numbers flatter a 135M model. A GSM8K solution's last line before `A:` "
+            "usually states the number it reached, and the model mostly copies it: the reward "
+            "measures whether the reasoning ends at the gold number, which the math verifier "
+            "checks exactly. On tasks without a checkable answer, where RLPR is meant to help, a "
+            "135M model is weak: use a real model through `backend: openai`.",
         ]
     )
     write_section(args.write, "likelihood-bench", body)

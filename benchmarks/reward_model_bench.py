@@ -125,8 +125,8 @@ def run(samples: list[Sample], rounds: int, workers: int) -> dict[int, dict[str,
             with Engine(spec(folder, batch_size), workers=workers) as engine:
                 engine.score(warm)
                 for round_ in range(rounds):
-                    fresh = [  # new inputs each round: ours must not answer from its cache
-                        s.model_copy(update={"prompt": f"{s.prompt}{' ' * (round_ + 1)}"})
+                    fresh = [  # new tokens each round: ours must not answer from its cache
+                        s.model_copy(update={"prompt": f"{s.prompt} (round {round_})"})
                         for s in timed
                     ]
                     started = time.perf_counter()

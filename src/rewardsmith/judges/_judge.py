@@ -121,12 +121,14 @@ class Judge:
         `retry_schema`: the reply's JSON form; retries send it as structured output (a
         grammar on llama.cpp, `json_schema` on OpenAI-style servers) unless the backend's
         `structured_output` is `none`, so a model that rambles is constrained the second time.
+        The embedded model is constrained from the first attempt.
         """
         replies: list[str] = []
         base = self.temperature if temperature is None else temperature
         structured = self.config.structured_output != "none"
+        upfront = self.config.kind == "local"  # a grammar costs the embedded model nothing
         for attempt in range(self.parse_retries + 1):
-            constrain = attempt > 0 and retry_schema is not None and structured
+            constrain = (attempt > 0 or upfront) and retry_schema is not None and structured
             request = JudgeRequest(
                 messages=messages,
                 max_tokens=max(max_tokens, 32) if constrain else max_tokens,

@@ -18,7 +18,7 @@ import io
 import logging
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,29 @@ _INSTALL = (
 )
 _SCAN = 256
 """Candidates tried, most likely first, before a constrained step scans the whole vocabulary."""
+
+
+@contextlib.contextmanager
+def _one_parse_per_file() -> Iterator[None]:
+    """transformers parses the GGUF file three times (config, tokenizer, weights), and a parse
+    of SmolLM2's 49k-token vocabulary by `gguf.GGUFReader` is most of a conversion's time: the
+    readers are shared while converting (they only read)."""
+    import gguf
+
+    real = gguf.GGUFReader
+    readers: dict[tuple[str, str], Any] = {}
+
+    def shared(path: Any, mode: str = "r") -> Any:
+        key = (os.fspath(path), mode)
+        if key not in readers:
+            readers[key] = real(path, mode)
+        return readers[key]
+
+    gguf.GGUFReader = shared
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = real
 
 
 def converted_model(path: str) -> Path:
@@ -61,8 +84,8 @@ def converted_model(path: str) -> Path:
         tmp = folder.with_name(f"{name}.tmp{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         source, file = str(Path(path).parent), Path(path).name
-        try:
-            with contextlib.redirect_stderr(io.StringIO()):  # transformers' progress bars
+        try:  # (stderr: transformers' progress bars)
+            with _one_parse_per_file(), contextlib.redirect_stderr(io.StringIO()):
                 tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=file)
                 model = AutoModelForCausalLM.from_pretrained(source, gguf_file=file)
         except Exception as exc:  # unsupported architecture or quantization

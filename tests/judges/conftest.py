@@ -30,6 +30,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+SLOW_S = 900.0
+"""The judge deadline of tests on the embedded model: they check what it answers, not how
+fast, on a 2-core machine other work shares (speed lives in benchmarks/judge_bench.py)."""
+
 RUNTIMES = {"transformers": "transformers", "llama_cpp": "llama_cpp"}
 """The embedded model's runtimes -> the module each needs."""
 

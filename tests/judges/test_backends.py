@@ -4,6 +4,7 @@ a counting proxy), the local backend in-process; the cache; retries; deadlines."
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from rewardsmith import Sample, score
 from rewardsmith.judges import judge_group, rubric
 from rewardsmith.judges._backends import BackendConfig, JudgeRequest, OpenAIBackend
 
-from .conftest import Proxy
+from .conftest import SLOW_S, Proxy
 
 RUBRIC = [
     {
@@ -65,6 +66,7 @@ def test_local_backend_in_process(runtime: str) -> None:
         runtime=runtime,
         cache=False,
         n_ctx=1024,
+        deadline_s=SLOW_S,
     )
     result = fn(SAMPLES[0])
     _check_verdicts(result)
@@ -214,3 +216,44 @@ def test_guard_makes_no_call(proxy: Proxy, backend: str, model_path: str) -> Non
     assert result.status == "ok" and result.score == 0.0
     assert result.detail["guard"] == "generic_opener"
     assert proxy.calls == 0
+
+
+def test_local_runtime_holds_the_reply_to_a_schema(runtime: str) -> None:
+    """Sampled (temperature 0.7), the reply still follows the ranking's schema (llama.cpp: as
+    JSON; transformers: its bare form, "R2, R1, R3"), and the same seed gives the same reply."""
+    from rewardsmith.judges._backends import run_sync
+    from rewardsmith.judges._local import LocalBackend
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "ranking": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["R1", "R2", "R3"]},
+                "minItems": 3,
+                "maxItems": 3,
+            }
+        },
+        "required": ["ranking"],
+    }
+    backend = LocalBackend(BackendConfig(runtime=runtime, n_ctx=1024))
+    request = JudgeRequest(
+        messages=(("user", "Rank R1 (Paris), R2 (Lyon), R3 (Nice) as the capital of France."),),
+        max_tokens=40,
+        temperature=0.7,
+        seed=7,
+        schema=schema,
+    )
+    first = run_sync(backend.complete(request), SLOW_S)
+    again = run_sync(backend.complete(request), SLOW_S)
+    json_form = r'\{ ?"ranking" ?: ?\[ ?"R\d", ?"R\d", ?"R\d" ?\] ?\}'
+    form = json_form if runtime == "llama_cpp" else r"R\d, ?R\d, ?R\d"
+    assert re.fullmatch(form, first.text.strip()), first.text
+    assert again.text == first.text
+
+
+def test_local_prompt_longer_than_the_context_is_an_error(runtime: str) -> None:
+    fn = rubric(rubric=RUBRIC[:1], runtime=runtime, cache=False, n_ctx=256)
+    result = fn(SAMPLES[0].model_copy(update={"completion": "Paris is lovely. " * 100}))
+    assert result.status == "error" and result.score is None
+    assert "context" in result.detail["reason"]

@@ -13,7 +13,7 @@ from rewardsmith.judges import judge_pointwise, rubric
 from rewardsmith.judges._backends import JudgeReply, JudgeRequest
 from rewardsmith.judges._prompts import label_distribution, rating_messages
 
-from .conftest import ScriptedBackend
+from .conftest import SLOW_S, ScriptedBackend
 
 SAMPLE = Sample(id="s", prompt="Rate my haiku.", completion="Autumn moonlight / a worm digs")
 P = math.log
@@ -227,7 +227,7 @@ def test_choices_agree_with_generated_logprobs(runtime: str) -> None:
         scored = await backend.complete(JudgeRequest(messages=messages, choices=labels))
         return reply, scored
 
-    reply, scored = run_sync(both(), 120)
+    reply, scored = run_sync(both(), SLOW_S)
     # the reply's first word, whatever follows it ("1. The poem is...")
     distribution = label_distribution(reply.tokens, reply.top_logprobs, labels, reply.text)
     assert distribution is not None and not distribution.unresolved, reply.text
@@ -238,7 +238,7 @@ def test_choices_agree_with_generated_logprobs(runtime: str) -> None:
 
 def test_geval_on_a_ten_point_scale_with_the_local_model(runtime: str) -> None:
     result = judge_pointwise(
-        scale_max=10, runtime=runtime, cache=False, n_ctx=1024, parse_retries=1
+        scale_max=10, runtime=runtime, cache=False, n_ctx=1024, parse_retries=1, deadline_s=SLOW_S
     )(SAMPLE)
     assert result.status in ("ok", "invalid"), result.detail
     if result.status == "ok":

@@ -27,7 +27,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -173,6 +173,10 @@ class Backend:
 
     def prepare(self) -> None:
         """Slow one-time set-up, done when a spec is loaded (before any deadline runs)."""
+
+    def loading_s(self) -> float:
+        """Seconds this process has spent loading models so far (not judging time)."""
+        return 0.0
 
     async def complete(self, request: JudgeRequest) -> JudgeReply:
         reply = await self._complete(request)
@@ -419,8 +423,11 @@ def _loop() -> asyncio.AbstractEventLoop:
         return _LOOP[1]
 
 
-def run_sync(coro: Coroutine[Any, Any, T], timeout_s: float) -> T:
-    """Run `coro` on the process's judge loop and wait for it at most `timeout_s`.
+def run_sync(
+    coro: Coroutine[Any, Any, T], timeout_s: float, excused: Callable[[], float] | None = None
+) -> T:
+    """Run `coro` on the process's judge loop and wait for it at most `timeout_s`, plus the
+    seconds `excused()` grew by meanwhile (a model loading on first use).
 
     The reward functions the engine calls are synchronous; this is the bridge. One persistent
     loop (not `asyncio.run` per sample) keeps the HTTP connection pool warm between samples.
@@ -428,8 +435,15 @@ def run_sync(coro: Coroutine[Any, Any, T], timeout_s: float) -> T:
     """
     future = asyncio.run_coroutine_threadsafe(coro, _loop())
     started = time.monotonic()
-    try:
-        return future.result(timeout=timeout_s)
-    except concurrent.futures.TimeoutError:
-        future.cancel()
-        raise TimeoutError(f"judge calls took over {time.monotonic() - started:.1f} s") from None
+    base = excused() if excused is not None else 0.0
+    while True:
+        extra = excused() - base if excused is not None else 0.0
+        remaining = started + timeout_s + extra - time.monotonic()
+        try:
+            return future.result(timeout=max(remaining, 0.0))
+        except concurrent.futures.TimeoutError:
+            if excused is not None and excused() - base > extra:
+                continue  # a model finished loading meanwhile: that time is not the judge's
+            future.cancel()
+            elapsed = time.monotonic() - started
+            raise TimeoutError(f"judge calls took over {elapsed - extra:.1f} s") from None

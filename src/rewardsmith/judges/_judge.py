@@ -192,12 +192,14 @@ class Judge:
         return value, expected, detail, reply
 
     def run(self, coro: Coroutine[Any, Any, Score]) -> Score:
-        """Run the sample's judge calls under the deadline; failures become statuses."""
+        """Run the sample's judge calls under the deadline (loading the embedded model on first
+        use does not count; the engine's `timeout_s` still bounds it); failures become
+        statuses."""
         started = time.monotonic()
         backend = self.backend
         before = backend.usage()
         try:
-            score = run_sync(coro, self.deadline_s)
+            score = run_sync(coro, self.deadline_s, backend.loading_s)
         except TimeoutError as exc:
             score = Score.failed("timeout", str(exc), deadline_s=self.deadline_s)
         except Unparseable as exc:

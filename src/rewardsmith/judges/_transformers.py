@@ -130,6 +130,7 @@ class TransformersRuntime:
         self._cache: Any = None
         self._texts: list[str] | None = None
         self._starts: Any = None
+        self.texts()  # part of loading (seconds): not of the first judgement
 
     # -- primitives ----------------------------------------------------------------------------
 
@@ -200,7 +201,8 @@ class TransformersRuntime:
                 f"local model: {len(prompt)} prompt tokens + {request.max_tokens} exceed the "
                 f"context ({self.n_ctx})"
             )
-        constraint = Constraint(request.schema) if request.schema is not None else None
+        # held to the schema's bare form: "YES", not {"verdict": "YES"} (see _grammar)
+        constraint = Constraint(request.schema, bare=True) if request.schema is not None else None
         generator = torch.Generator().manual_seed(request.seed or 0)
         texts = self.texts()
         generated: list[int] = []
@@ -219,8 +221,6 @@ class TransformersRuntime:
             generated.append(token)
             tokens.append(texts[token])
             text += texts[token]
-            if constraint is not None and constraint.complete(text):
-                break
         return JudgeReply(
             text=self.tokenizer.decode(generated, skip_special_tokens=True),
             top_logprobs=top,

@@ -34,6 +34,15 @@ SLOW_S = 900.0
 """The judge deadline of tests on the embedded model: they check what it answers, not how
 fast, on a 2-core machine other work shares (speed lives in benchmarks/judge_bench.py)."""
 
+ON_LOCAL_MODEL = {
+    "backend": "local",
+    "cache": False,
+    "n_ctx": 1024,
+    "parse_retries": 1,
+    "deadline_s": SLOW_S,
+}
+"""Judge settings of the tests that run the embedded model (add `runtime`)."""
+
 RUNTIMES = {"transformers": "transformers", "llama_cpp": "llama_cpp"}
 """The embedded model's runtimes -> the module each needs."""
 

@@ -13,7 +13,7 @@ from rewardsmith.judges import judge_pointwise, rubric
 from rewardsmith.judges._backends import JudgeReply, JudgeRequest
 from rewardsmith.judges._prompts import label_distribution, rating_messages
 
-from .conftest import SLOW_S, ScriptedBackend
+from .conftest import ON_LOCAL_MODEL, SLOW_S, ScriptedBackend
 
 SAMPLE = Sample(id="s", prompt="Rate my haiku.", completion="Autumn moonlight / a worm digs")
 P = math.log
@@ -237,9 +237,7 @@ def test_choices_agree_with_generated_logprobs(runtime: str) -> None:
 
 
 def test_geval_on_a_ten_point_scale_with_the_local_model(runtime: str) -> None:
-    result = judge_pointwise(
-        scale_max=10, runtime=runtime, cache=False, n_ctx=1024, parse_retries=1, deadline_s=SLOW_S
-    )(SAMPLE)
+    result = judge_pointwise(scale_max=10, runtime=runtime, **ON_LOCAL_MODEL)(SAMPLE)
     assert result.status in ("ok", "invalid"), result.detail
     if result.status == "ok":
         assert result.detail["expectation_from"] in ("logprobs", "choices")

@@ -242,3 +242,26 @@ def test_geval_on_a_ten_point_scale_with_the_local_model(runtime: str) -> None:
     if result.status == "ok":
         assert result.detail["expectation_from"] in ("logprobs", "choices")
         assert 1.0 <= result.detail["expected_rating"] <= 10.0
+
+
+def test_the_two_runtimes_agree(model_path: str) -> None:
+    """The same prompt through transformers (float32 from the dequantized file) and llama.cpp
+    (the quantized file): the same first token and the same top logprobs, within 0.15 nats."""
+    pytest.importorskip("llama_cpp")
+    from rewardsmith.judges._backends import BackendConfig, run_sync
+    from rewardsmith.judges._local import LocalBackend
+
+    messages = rating_messages("", SAMPLE.text, "Rate the poem.", 1, 5)
+    request = JudgeRequest(messages=messages, max_tokens=1, top_logprobs=5)
+    replies = {
+        runtime: run_sync(
+            LocalBackend(BackendConfig(runtime=runtime, n_ctx=1024)).complete(request), SLOW_S
+        )
+        for runtime in ("transformers", "llama_cpp")
+    }
+    ours, theirs = replies["transformers"], replies["llama_cpp"]
+    assert ours.tokens[:1] == theirs.tokens[:1]
+    shared = set(ours.top_logprobs[0]) & set(theirs.top_logprobs[0])
+    assert len(shared) >= 4
+    for token in shared:
+        assert ours.top_logprobs[0][token] == pytest.approx(theirs.top_logprobs[0][token], abs=0.15)

@@ -176,10 +176,16 @@ class TransformersRuntime:
             self._cache, shared = DynamicCache(), 0
         elif self._cache.get_seq_length() > shared:
             self._cache.crop(shared - self._cache.get_seq_length())  # negative: drop the tail
-        with torch.inference_mode():
-            out = self.model(
-                input_ids=torch.tensor([ids[shared:]]), past_key_values=self._cache, use_cache=True
-            )
+        try:
+            with torch.inference_mode():
+                out = self.model(
+                    input_ids=torch.tensor([ids[shared:]]),
+                    past_key_values=self._cache,
+                    use_cache=True,
+                )
+        except BaseException:
+            self._ids, self._cache = [], None  # a half-updated KV cache is never reused
+            raise
         self._ids = list(ids)
         return out.logits[0].float()
 

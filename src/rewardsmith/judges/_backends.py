@@ -48,6 +48,9 @@ T = TypeVar("T")
 StructuredDialect = Literal["auto", "json_schema", "json_object", "none"]
 LocalRuntime = Literal["transformers", "llama_cpp"]
 
+Content = str | tuple[dict[str, Any], ...]
+"""A message's content: text, or OpenAI content parts (sent as they are)."""
+
 
 class BackendError(RuntimeError):
     """The backend could not produce a reply (transport failure after retries, bad request)."""
@@ -57,8 +60,9 @@ class BackendError(RuntimeError):
 class JudgeRequest:
     """One chat completion request: messages and sampling parameters (all part of the cache key)."""
 
-    messages: tuple[tuple[str, str], ...]
-    """(role, content) pairs."""
+    messages: tuple[tuple[str, Content], ...]
+    """(role, content) pairs; content is text, or parts (text and images) for a
+    multimodal message."""
     max_tokens: int = 8
     temperature: float = 0.0
     top_logprobs: int = 0
@@ -275,7 +279,10 @@ class OpenAIBackend(Backend):
         """The JSON body of the request (also what the benchmark's plain client sends)."""
         body: dict[str, Any] = {
             "model": self.model_id,
-            "messages": [{"role": r, "content": c} for r, c in request.messages],
+            "messages": [
+                {"role": r, "content": c if isinstance(c, str) else list(c)}
+                for r, c in request.messages
+            ],
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
         }

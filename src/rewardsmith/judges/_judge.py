@@ -18,7 +18,7 @@ from ._backends import Backend, BackendConfig, BackendError, JudgeReply, JudgeRe
 from ._backends import make_backend as _make_backend
 from ._cache import default_cache_path
 from ._guard import Guard
-from ._prompts import Messages, parse_rating, rating_schema, render_conversation
+from ._prompts import Messages, parse_rating, rating_schema, render_conversation, with_image_parts
 
 __all__ = ["COMMON", "Judge", "Unparseable", "gather_bounded", "judge_settings"]
 
@@ -124,6 +124,7 @@ class Judge:
         The embedded model is constrained from the first attempt.
         """
         replies: list[str] = []
+        messages = with_image_parts(messages)
         base = self.temperature if temperature is None else temperature
         structured = self.config.structured_output != "none"
         upfront = self.config.kind == "local"  # a grammar costs the embedded model nothing

@@ -313,6 +313,11 @@ class LocalBackend(Backend):
         return loading_s()
 
     def _run(self, request: JudgeRequest) -> JudgeReply:
+        if not all(isinstance(content, str) for _, content in request.messages):
+            raise BackendError(
+                "the local judge model reads text only and this conversation has images: "
+                "judge it with a vision model behind backend: openai"
+            )
         runtime, lock = _load(self.config, self.path)
         with lock:
             if request.choices:

@@ -174,7 +174,7 @@ def _proxy_server(llama_server: str) -> Iterator[Proxy]:
                 if fail is not None:
                     self._send(fail, json.dumps({"error": f"injected {fail}"}).encode())
                     return
-                conn = http.client.HTTPConnection(target, timeout=120)
+                conn = http.client.HTTPConnection(target, timeout=SLOW_S)
                 conn.request("POST", self.path, body, {"Content-Type": "application/json"})
                 response = conn.getresponse()
                 data = response.read()

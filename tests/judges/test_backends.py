@@ -15,6 +15,9 @@ from rewardsmith.judges._backends import BackendConfig, JudgeRequest, OpenAIBack
 
 from .conftest import SLOW_S, Proxy
 
+SLOW = {"request_timeout_s": SLOW_S, "deadline_s": SLOW_S}
+"""Tests against the real llama.cpp server check what it answers, not how fast."""
+
 RUBRIC = [
     {
         "criterion": "The response says that Paris is the capital of France.",
@@ -49,6 +52,7 @@ def test_openai_backend_against_llama_server(proxy: Proxy, tmp_path: Path) -> No
         aggregate="healthbench",
         backend="openai",
         base_url=proxy.url,
+        **SLOW,
         cache=str(tmp_path / "c.sqlite3"),
     )
     result = fn(SAMPLES[0])
@@ -83,12 +87,16 @@ def test_cache_second_run_makes_no_backend_call(proxy: Proxy, tmp_path: Path) ->
         "backend": "openai",
         "base_url": proxy.url,
         "cache": cache,
+        **SLOW,
     }
     first = [rubric(**params)(s) for s in SAMPLES]
     assert all(r.status == "ok" for r in first)
     made = proxy.calls
     assert made >= 2 * len(RUBRIC)
-    spec = {"rewards": {"judged": {"type": "rewardsmith.judges:rubric", **params}}, "timeout_s": 60}
+    spec = {
+        "rewards": {"judged": {"type": "rewardsmith.judges:rubric", **params}},
+        "timeout_s": SLOW_S + 60,
+    }
     results = score(SAMPLES, spec, workers=2)
     assert proxy.calls == made, "the rerun reached the server"
     for before, after in zip(first, results, strict=True):
@@ -102,7 +110,9 @@ def test_cache_second_run_makes_no_backend_call(proxy: Proxy, tmp_path: Path) ->
 
 def test_transport_retries_then_success(proxy: Proxy, tmp_path: Path) -> None:
     proxy.fail_with.extend([503, 429])
-    backend = OpenAIBackend(BackendConfig(kind="openai", base_url=proxy.url, backoff_s=0.01))
+    backend = OpenAIBackend(
+        BackendConfig(kind="openai", base_url=proxy.url, backoff_s=0.01, request_timeout_s=SLOW_S)
+    )
     request = JudgeRequest(messages=(("user", "Say YES."),), max_tokens=2)
 
     async def go():
@@ -141,6 +151,7 @@ def test_unparseable_reply_retried_then_invalid(proxy: Proxy) -> None:
         cache=False,
         parse_retries=2,
         structured_output="json_object",
+        **SLOW,
     )
     result = fn(SAMPLES[0])
     assert result.status == "invalid" and result.score is None
@@ -153,7 +164,12 @@ def test_unparseable_then_structured_retry_recovers(proxy: Proxy) -> None:
     llama.cpp server refuses it, the backend switches to `json_object` + schema)."""
     proxy.garbage = 1
     fn = rubric(
-        rubric=RUBRIC[:1], backend="openai", base_url=proxy.url, cache=False, parse_retries=2
+        rubric=RUBRIC[:1],
+        backend="openai",
+        base_url=proxy.url,
+        cache=False,
+        parse_retries=2,
+        **SLOW,
     )
     result = fn(SAMPLES[0])
     assert result.status == "ok", result.detail
@@ -167,7 +183,12 @@ def test_bounded_concurrency(proxy: Proxy) -> None:
         {"criterion": f"The response mentions the number {n}.", "weight": 1} for n in range(6)
     ]
     fn = rubric(
-        rubric=criteria, backend="openai", base_url=proxy.url, cache=False, max_concurrency=2
+        rubric=criteria,
+        backend="openai",
+        base_url=proxy.url,
+        cache=False,
+        max_concurrency=2,
+        **SLOW,
     )
     result = fn(SAMPLES[0])
     assert result.status in ("ok", "invalid")
@@ -196,6 +217,7 @@ def test_structured_output_group_ranking_on_server(proxy: Proxy) -> None:
         cache=False,
         structured=True,
         model="SmolLM2-135M-Instruct.Q4_1.gguf",
+        **SLOW,
     )
     sample = Sample(
         id="b",

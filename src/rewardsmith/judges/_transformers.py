@@ -94,8 +94,9 @@ def converted_model(path: str) -> Path:
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
-        tokenizer.save_pretrained(tmp)
-        model.save_pretrained(tmp)
+        with contextlib.redirect_stderr(io.StringIO()):
+            tokenizer.save_pretrained(tmp)
+            model.save_pretrained(tmp)
         (tmp / "converted").write_text(path)
         shutil.rmtree(folder, ignore_errors=True)
         os.replace(tmp, folder)

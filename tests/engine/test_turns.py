@@ -59,13 +59,13 @@ PROMPT = "What is the temperature in Paris, in Celsius?"
 
 def test_turn_views_put_what_came_before_in_the_prompt() -> None:
     sample = Sample(id="t", prompt=PROMPT, completion=trajectory("C", "Answer: 22.2"))
-    views = turn_views(sample)
+    views = list(turn_views(sample))
     assert len(views) == 3
     assert [len(v.prompt) for v in views] == [1, 3, 5]  # type: ignore[arg-type]
     assert views[0].prompt[0].role == "user" and views[0].prompt[0].text == PROMPT
     assert views[2].text == "Answer: 22.2" and views[2].prompt[-1].role == "tool"
     assert all(len(v.completion) == 1 for v in views)
-    assert turn_views(Sample(id="s", completion="plain text")) == [
+    assert list(turn_views(Sample(id="s", completion="plain text"))) == [
         Sample(id="s", completion="plain text")
     ]
 

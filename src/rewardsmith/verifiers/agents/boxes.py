@@ -10,8 +10,9 @@ numbers in any brackets (``<box>(x1,y1),(x2,y2)</box>``). When the model saw a r
 ``metadata.model_image_size`` ``[w, h]`` and ``metadata.image_size`` ``[W, H]`` (the gold's
 frame) rescale predicted x by W/w and y by H/h.
 
-A degenerate predicted box (x2 <= x1 or y2 <= y1, or a non-finite number) overlaps nothing and
-scores 0, with the reason; a degenerate gold box is an `invalid` reference. VLM-R1 counts an
+A degenerate predicted box (x2 <= x1 or y2 <= y1, or a non-finite number: an integer too large
+for a float counts as infinite) overlaps nothing and scores 0, with the reason; a degenerate
+gold box is an `invalid` reference. VLM-R1 counts an
 overlap of exactly one pixel as none; here IoU is the plain area ratio.
 """
 
@@ -26,13 +27,14 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..._exceptions import ConfigError
-from ...models import Sample, Score
-from ...registry import RewardFn, reward
-from .._common import tagged_answer
+from ...models import MAX_NESTING, Sample, Score, nested_deeper_than
+from ...registry import RewardFn, bounded, reward
+from .._common import tag_blocks, tagged_answer
 
 __all__ = [
     "Box",
     "Labelled",
+    "as_float",
     "detection",
     "detection_score",
     "find_boxes",
@@ -46,7 +48,6 @@ Box = tuple[float, float, float, float]
 
 _NUM = r"-?\d+(?:\.\d+)?"
 _QUAD = re.compile(rf"\[\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*\]")
-_BOX_TAG = re.compile(r"<box>(.*?)</box>", re.DOTALL)
 _NUMBER = re.compile(_NUM)
 _EMPTY = re.compile(r"^\s*(?:\[\s*\]|none|```json\s*\[\s*\]\s*```)\s*\.?\s*$", re.IGNORECASE)
 _BOX_KEYS = ("bbox_2d", "bbox", "box")
@@ -60,6 +61,15 @@ class Labelled:
 
     box: Box
     label: str | None = None
+
+
+def as_float(value: int | float) -> float:
+    """`value` as a float; an integer beyond the float range (JSON allows any number of
+    digits) is infinite, never an `OverflowError`."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def degenerate(box: Sequence[float]) -> bool:
@@ -87,7 +97,7 @@ def _pair(value: Any) -> tuple[float, float] | None:
         and len(value) == 2
         and all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in value)
     ):
-        return float(value[0]), float(value[1])
+        return as_float(value[0]), as_float(value[1])
     return None
 
 
@@ -98,7 +108,7 @@ def scale_of(metadata: dict[str, Any]) -> tuple[float, float] | str | None:
     if original is None and seen is None:
         return None
     size, model = _pair(original), _pair(seen)
-    if size is None or model is None:
+    if size is None or model is None or not all(map(math.isfinite, (*size, *model))):
         return "metadata.image_size and metadata.model_image_size must both be [width, height]"
     return size[0] / model[0], size[1] / model[1]
 
@@ -139,6 +149,8 @@ def _labelled_json(answer: str) -> list[Labelled] | None:
             value, _ = decoder.raw_decode(answer, start)
         except (ValueError, RecursionError):
             continue
+        if nested_deeper_than(value, MAX_NESTING):
+            continue
         items = value if isinstance(value, list) else [value]
         found = [_item(item) for item in items if isinstance(item, dict)]
         if found and all(f is not None for f in found):
@@ -153,7 +165,7 @@ def _item(item: dict[str, Any]) -> Labelled | None:
     if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in coords):
         return None
     label = item.get("label")
-    box = (float(coords[0]), float(coords[1]), float(coords[2]), float(coords[3]))
+    box = (as_float(coords[0]), as_float(coords[1]), as_float(coords[2]), as_float(coords[3]))
     return Labelled(box, str(label) if label is not None else None)
 
 
@@ -165,12 +177,15 @@ def find_boxes(text: str) -> list[Labelled]:
     if labelled is not None:
         return labelled
     boxes: list[Labelled] = []
-    for block in _BOX_TAG.findall(answer):
-        numbers = _NUMBER.findall(block)
+    pieces, position = [], 0
+    for start, end in tag_blocks(answer, "<box>", "</box>"):
+        numbers = _NUMBER.findall(answer, start + len("<box>"), end - len("</box>"))
         if len(numbers) == 4:
             x1, y1, x2, y2 = map(float, numbers)
             boxes.append(Labelled((x1, y1, x2, y2)))
-    outside = _BOX_TAG.sub(" ", answer)
+        pieces.append(answer[position:start])
+        position = end
+    outside = " ".join([*pieces, answer[position:]])
     for match in _QUAD.finditer(outside):
         boxes.append(Labelled((float(match[1]), float(match[2]), float(match[3]), float(match[4]))))
     return boxes
@@ -182,7 +197,7 @@ def gold_box(value: Any) -> Box | None:
         return None
     if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
         return None
-    box = (float(value[0]), float(value[1]), float(value[2]), float(value[3]))
+    box = (as_float(value[0]), as_float(value[1]), as_float(value[2]), as_float(value[3]))
     return None if degenerate(box) else box
 
 
@@ -226,7 +241,7 @@ def iou_reward(*, threshold: float | None = None) -> RewardFn:
             return Score.ok(value, iou=value, **detail)
         return Score.ok(1.0 if value >= threshold else 0.0, iou=value, **detail)
 
-    return score
+    return bounded(score, 0.0, 1.0)
 
 
 def detection_score(
@@ -330,4 +345,4 @@ def detection(
         )
         return Score.ok(value, boxes=len(predicted), gold_boxes=len(gold), **parts)
 
-    return score
+    return bounded(score, 0.0, 1.0)

@@ -9,7 +9,7 @@ import pytest
 
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.models import Sample, Score
-from rewardsmith.registry import registry
+from rewardsmith.registry import declared_bounds, registry
 from rewardsmith.verifiers.agents.boxes import detection, find_boxes, iou, iou_reward
 
 GOLD = [0, 0, 10, 10]  # area 100
@@ -109,6 +109,10 @@ def test_a_degenerate_prediction_says_so() -> None:
     assert result.score == 0 and "degenerate" in result.detail["reason"]
 
 
+HUGE = 10**400
+"""A JSON integer too large for a float (`float()` raises OverflowError on it)."""
+
+
 @pytest.mark.parametrize(
     ("reference", "metadata"),
     [
@@ -118,6 +122,8 @@ def test_a_degenerate_prediction_says_so() -> None:
         ({"boxes": [[0, 0, 10, 10]]}, {}),
         ({"box": GOLD}, {"image_size": [100, 100]}),  # only one of the two sizes
         ({"box": GOLD}, {"image_size": [100, 0], "model_image_size": [100, 100]}),
+        ({"box": [0, 0, HUGE, 10]}, {}),  # an integer beyond a float: infinite, no area
+        ({"box": GOLD}, {"image_size": [HUGE, 100], "model_image_size": [100, 100]}),
     ],
 )
 def test_bad_iou_references_are_invalid(reference: Any, metadata: dict) -> None:
@@ -207,6 +213,38 @@ def test_detection_rescales() -> None:
 def test_bad_detection_references_are_invalid(reference: dict) -> None:
     sample = Sample(id="d", completion="[0, 0, 10, 10]", reference=reference)
     assert detection()(sample).status == "invalid"
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        f'{{"bbox_2d": [{HUGE}, 0, 1, 1]}}',
+        f'[{{"bbox_2d": [0, 0, {HUGE}, 1], "label": "x"}}]',
+        f"[0, 0, {HUGE}, 1]",
+        f"<box>(0, 0), ({HUGE}, 1)</box>",
+        f'{{"bbox_2d": [-{HUGE}, 0, 1, 1]}}',
+    ],
+)
+def test_numbers_beyond_a_float_are_degenerate_boxes(completion: str) -> None:
+    for fn, reference in ((iou_reward(), {"box": A}), (detection(), {"boxes": [A]})):
+        result = fn(Sample(id="h", completion=completion, reference=reference))
+        assert (result.status, result.score) == ("ok", 0.0), completion
+
+
+def test_many_predicted_boxes_stay_cheap_and_match_greedily() -> None:
+    """12,000 boxes (192 kB) against 50 gold boxes: each distinct box meets the gold once,
+    pairs that cannot reach the threshold are skipped before any IoU; the matching is the
+    greedy one (every gold matched once, the rest false alarms)."""
+    gold = [[i * 10, i * 10, i * 10 + 8, i * 10 + 8] for i in range(50)]
+    text = "".join(f"[{k % 500}, {k % 500}, {k % 500 + 8}, {k % 500 + 8}]" for k in range(12_000))
+    result = detection()(Sample(id="m", completion=text, reference={"boxes": gold}))
+    assert result.detail["miss_rate"] == 0 and len(result.detail["matches"]) == 50
+    assert [m["pred"] for m in result.detail["matches"]] == [k * 10 for k in range(50)]
+    assert result.detail["false_alarm_rate"] == pytest.approx(11_950 / 12_000)
+
+
+def test_detection_and_iou_declare_their_range() -> None:
+    assert declared_bounds(detection()) == (0.0, 1.0) == declared_bounds(iou_reward())
 
 
 def test_find_boxes_is_bounded_on_bracket_heavy_text() -> None:

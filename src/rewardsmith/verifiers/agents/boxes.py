@@ -74,9 +74,21 @@ def as_float(value: int | float) -> float:
 
 def degenerate(box: Sequence[float]) -> bool:
     """No area: x2 <= x1, y2 <= y1, or a coordinate that is not a finite number."""
-    if len(box) != 4 or not all(math.isfinite(v) for v in box):
+    if len(box) != 4:
         return True
-    return box[2] <= box[0] or box[3] <= box[1]
+    x1, y1, x2, y2 = box
+    finite = math.isfinite(x1) and math.isfinite(y1) and math.isfinite(x2) and math.isfinite(y2)
+    return not finite or x2 <= x1 or y2 <= y1
+
+
+def _may_reach(a: Box, b: Box, threshold: float) -> bool:
+    """Whether two non-degenerate boxes can have an IoU of `threshold`: they overlap, and the
+    smaller area is at least `threshold` of the larger (IoU <= min area / max area). A cheap
+    test that spares `iou` most pairs of an answer listing many boxes."""
+    if not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]):
+        return False
+    area_a, area_b = (a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1])
+    return min(area_a, area_b) >= threshold * max(area_a, area_b)
 
 
 def iou(a: Box, b: Box) -> float:
@@ -244,6 +256,17 @@ def iou_reward(*, threshold: float | None = None) -> RewardFn:
     return bounded(score, 0.0, 1.0)
 
 
+def _reaching(box: Box, gold: Sequence[Labelled], threshold: float) -> list[tuple[int, float]]:
+    """``(index, IoU)`` of the gold boxes `box` overlaps with an IoU of at least `threshold`."""
+    if degenerate(box):
+        return []
+    return [
+        (j, value)
+        for j, g in enumerate(gold)
+        if _may_reach(box, g.box, threshold) and (value := iou(box, g.box)) >= threshold
+    ]
+
+
 def detection_score(
     predicted: Sequence[Labelled],
     gold: Sequence[Labelled],
@@ -254,7 +277,8 @@ def detection_score(
     """VLM-R1's detection score and its parts.
 
     Greedy matching: repeatedly pair the unmatched predicted and gold boxes with the highest
-    IoU (the first such pair on ties) while it is >= `iou_threshold`. A pair whose labels
+    IoU (the first such pair on ties) while it is >= `iou_threshold` (one sort of the pairs
+    above the threshold, not a scan of every pair per match). A pair whose labels
     differ (case-insensitive; gold without labels matches any) counts IoU 0 but is still a
     match. ``position = sum(IoU of matches) / len(gold)``, ``label = correct labels /
     len(gold)``, ``completeness = 1 - (miss rate + false-alarm rate) / 2`` with miss rate =
@@ -265,26 +289,30 @@ def detection_score(
         return (0.0 if predicted else 1.0), {"matches": []}
     if not predicted:
         return 0.0, {"matches": [], "miss_rate": 1.0, "false_alarm_rate": 0.0}
-    table = [[iou(p.box, g.box) for g in gold] for p in predicted]
-    free_pred, free_gold = list(range(len(predicted))), list(range(len(gold)))
+    reaching: dict[Box, list[tuple[int, float]]] = {}  # computed once per distinct box
+    pairs = []
+    for i, p in enumerate(predicted):
+        if p.box not in reaching:
+            reaching[p.box] = _reaching(p.box, gold, iou_threshold)
+        pairs.extend((-value, i, j) for j, value in reaching[p.box])
+    pairs.sort()  # highest IoU first, then the first predicted box, then the first gold
+    taken_pred: set[int] = set()
+    taken_gold: set[int] = set()
     matches: list[dict[str, Any]] = []
-    while free_pred and free_gold:
-        best, pair = -1.0, (-1, -1)
-        for i in free_pred:
-            for j in free_gold:
-                if table[i][j] > best:
-                    best, pair = table[i][j], (i, j)
-        if best < iou_threshold:
-            break
-        i, j = pair
+    for negative, i, j in pairs:
+        if i in taken_pred or j in taken_gold:
+            continue
         wanted, said = gold[j].label, predicted[i].label
         right = wanted is None or (said is not None and said.strip().lower() == wanted.lower())
-        matches.append({"pred": i, "gold": j, "iou": best if right else 0.0, "label_ok": right})
-        free_pred.remove(i)
-        free_gold.remove(j)
+        matches.append(
+            {"pred": i, "gold": j, "iou": -negative if right else 0.0, "label_ok": right}
+        )
+        taken_pred.add(i)
+        taken_gold.add(j)
     position = sum(m["iou"] for m in matches) / len(gold)
     labels = sum(1.0 for m in matches if m["label_ok"]) / len(gold)
-    miss, false_alarm = len(free_gold) / len(gold), len(free_pred) / len(predicted)
+    miss = (len(gold) - len(matches)) / len(gold)
+    false_alarm = (len(predicted) - len(matches)) / len(predicted)
     completeness = 1.0 - (miss + false_alarm) / 2
     a, b, c = weights
     total = (a * position + b * labels + c * completeness) / (a + b + c)

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rewardsmith.verifiers._common import answer_part, tag_blocks, tagged_answer
+from rewardsmith.verifiers.agents.boxes import _explicitly_empty
 from rewardsmith.verifiers.agents.gui import layout_ok
 from rewardsmith.verifiers.agents.sql import fenced_blocks, sql_prediction
 
@@ -88,3 +89,10 @@ def old_skyrl(text: str) -> str | None:
 )
 def test_skyrl_format_is_the_regex_check(text: str) -> None:
     assert sql_prediction(text, "skyrl") == old_skyrl(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts("[", "]", ".", "none", "NONE", "```json", "```", "\t", size=10))
+def test_explicitly_empty_is_the_anchored_regex(text: str) -> None:
+    old = r"^\s*(?:\[\s*\]|none|```json\s*\[\s*\]\s*```)\s*\.?\s*$"
+    assert _explicitly_empty(text) == bool(re.match(old, text, re.IGNORECASE))

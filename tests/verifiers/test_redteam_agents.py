@@ -714,6 +714,19 @@ ATTACKS = [
     ),
     guard(
         Attack(
+            "detection-empty-answer-regex-quadratic (found by fix16)",
+            "'[]', 40,000 spaces, then a word: the explicitly-empty check backtracked through "
+            "the spaces once per space",
+            today="timeout (null reward)",
+            honest_wrong="ok 0",
+            should=("ok", 0.0),
+            run=lambda env: quick_engine(
+                "detection", "[]" + " " * 40_000 + "x", {"boxes": [[10, 10, 50, 50]]}
+            ),
+        )
+    ),
+    guard(
+        Attack(
             "iou-two-boxes-hedge",
             "the gold box and another",
             today="ok 0",

@@ -49,7 +49,7 @@ Box = tuple[float, float, float, float]
 _NUM = r"-?\d+(?:\.\d+)?"
 _QUAD = re.compile(rf"\[\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*\]")
 _NUMBER = re.compile(_NUM)
-_EMPTY = re.compile(r"^\s*(?:\[\s*\]|none|```json\s*\[\s*\]\s*```)\s*\.?\s*$", re.IGNORECASE)
+_EMPTY = re.compile(r"\[\s*\]|none|```json\s*\[\s*\]\s*```", re.IGNORECASE)
 _BOX_KEYS = ("bbox_2d", "bbox", "box")
 _MAX_JSON_STARTS = 64
 """Brackets tried as the start of a JSON answer (bounds the work on bracket-heavy text)."""
@@ -201,6 +201,16 @@ def find_boxes(text: str) -> list[Labelled]:
     for match in _QUAD.finditer(outside):
         boxes.append(Labelled((float(match[1]), float(match[2]), float(match[3]), float(match[4]))))
     return boxes
+
+
+def _explicitly_empty(answer: str) -> bool:
+    """``[]``, ``None`` or a fenced empty JSON list, with an optional period. Stripped first:
+    a regex with ``\\s*`` on both sides of an optional period would backtrack through a long
+    run of spaces once per space (quadratic)."""
+    answer = answer.strip()
+    if answer.endswith("."):
+        answer = answer[:-1].rstrip()
+    return _EMPTY.fullmatch(answer) is not None
 
 
 def gold_box(value: Any) -> Box | None:
@@ -366,7 +376,7 @@ def detection(
         gold, scale = inputs
         found = find_boxes(sample.text)
         predicted = [Labelled(rescale(b.box, scale), b.label) for b in found]
-        if not predicted and not _EMPTY.match(tagged_answer(sample.text)):
+        if not predicted and not _explicitly_empty(tagged_answer(sample.text)):
             return Score.ok(0.0, reason="no box and no explicitly empty answer ([] or None)")
         value, parts = detection_score(
             predicted, gold, iou_threshold=iou_threshold, weights=weights

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+import statistics
 from typing import Any
 
 import pytest
@@ -10,7 +12,14 @@ import pytest
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.models import Sample, Score
 from rewardsmith.registry import declared_bounds, registry
-from rewardsmith.verifiers.agents.boxes import detection, find_boxes, iou, iou_reward
+from rewardsmith.verifiers.agents.boxes import (
+    Labelled,
+    detection,
+    detection_score,
+    find_boxes,
+    iou,
+    iou_reward,
+)
 
 GOLD = [0, 0, 10, 10]  # area 100
 
@@ -66,6 +75,11 @@ def test_thresholded_iou(box: list[float], threshold: float, expected: float) ->
         ("<think>maybe [5, 5, 15, 15]</think><answer>[0, 0, 10, 10]</answer>", 1.0),
         ("[0, 0, 10, 10] and again [0, 0, 10, 10]", 1.0),  # the same box twice
         ("[0, 0, 10, 10] or [5, 5, 15, 15]", 0.0),  # a hedge: two different boxes
+        ("<box>(0,0),(10,10)</box> or [5, 5, 15, 15]", 0.0),  # a hedge across formats
+        # a JSON bbox_2d answer is the answer: other boxes in the text are not read
+        ('{"bbox_2d": [0, 0, 10, 5]} or [5, 5, 15, 15]', 0.5),
+        ('{"bbox_2d": [0, 0, 10, 5]} {"bbox_2d": [5, 5, 15, 15]}', 0.5),  # the first value
+        ('[{"bbox_2d": [0, 0, 10, 5]}, {"bbox_2d": [5, 5, 15, 15]}]', 0.0),  # two in it
         ("<answer>no idea</answer>", 0.0),
         ("", 0.0),
         ("[1e999, 0, 10, 10]", 0.0),  # not a number the parser reads
@@ -241,6 +255,37 @@ def test_many_predicted_boxes_stay_cheap_and_match_greedily() -> None:
     assert result.detail["miss_rate"] == 0 and len(result.detail["matches"]) == 50
     assert [m["pred"] for m in result.detail["matches"]] == [k * 10 for k in range(50)]
     assert result.detail["false_alarm_rate"] == pytest.approx(11_950 / 12_000)
+
+
+def test_a_fixed_grid_of_boxes_earns_what_vlm_r1s_formula_gives() -> None:
+    """Documented, not fixed: completeness caps what false alarms cost at 0.15, so one fixed
+    grid of boxes, the same for every image, earns 0.20 over random gold sets; a model that
+    finds two boxes of three, each shifted by a tenth of its size, earns 0.54."""
+    grid = [
+        Labelled((x, y, x + size, y + size))
+        for size in (64, 128, 256, 512)
+        for x in range(0, 1000 - size + 1, size // 2)
+        for y in range(0, 1000 - size + 1, size // 2)
+    ]
+    rng = random.Random(0)
+    attack, weak = [], []
+    for _ in range(200):
+        gold = []
+        for _ in range(rng.randint(1, 6)):
+            w, h = rng.uniform(50, 400), rng.uniform(50, 400)
+            x, y = rng.uniform(0, 1000 - w), rng.uniform(0, 1000 - h)
+            gold.append(Labelled((x, y, x + w, y + h)))
+        attack.append(detection_score(grid, gold)[0])
+        found = []
+        for g in gold:
+            if rng.random() < 0.67:
+                x1, y1, x2, y2 = g.box
+                dx, dy = (x2 - x1) / 10, (y2 - y1) / 10
+                found.append(Labelled((x1 + dx, y1 + dy, x2 + dx, y2 + dy)))
+        weak.append(detection_score(found, gold)[0] if found else 0.0)
+    assert len(grid) == 1136
+    assert statistics.mean(attack) == pytest.approx(0.20, abs=0.005)
+    assert statistics.mean(weak) == pytest.approx(0.54, abs=0.005)
 
 
 def test_detection_and_iou_declare_their_range() -> None:

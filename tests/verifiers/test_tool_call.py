@@ -530,3 +530,27 @@ def test_tool_call_declares_its_range() -> None:
     # linear: [-2, 2] + [-2, 2] at step 0, [-1, 1] + [-3, 3] from step 150
     assert declared_bounds(tool_call(schedule="linear")) == (-4.0, 4.0)
     assert declared_bounds(tool_call(schedule="two_stage")) == (-3.0, 3.5)  # format halves
+
+
+@pytest.mark.parametrize(
+    ("options", "hedge", "honest"),
+    [
+        ({}, 6 * 4.25 / 5 - 3, 6 * 4 / 5 - 3),  # names J = 1/4, the exact call 1 + 3: 2.1
+        ({"strict_lists": True}, 6 * 4 / 5 - 3, 6 * 4 / 5 - 3),  # names 0: no gain
+        ({"granularity": "coarse"}, -3.0, -3.0),
+    ],
+)
+def test_calls_covering_guesses_of_two_values(
+    options: dict[str, Any], hedge: float, honest: float
+) -> None:
+    """Four calls of one tool, both guesses for two uncertain values of three, against one
+    call with one value wrong (README: ToolRL's formula pays the hedge; strict_lists does
+    not)."""
+    gold = reference([call("f", a=1, b=2, c=3)])
+    guesses = [call("f", a=a, b=b, c=3) for a in (1, 9) for b in (2, 8)]
+    fn = tool_call(think=False, **options)
+    scores = [
+        fn(Sample(id="h", completion=toolrl_text(calls, think=False), reference=gold))
+        for calls in (guesses, [call("f", a=9, b=2, c=3)])
+    ]
+    assert [s.detail["correctness"] for s in scores] == pytest.approx([hedge, honest])

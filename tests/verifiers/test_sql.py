@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -269,6 +270,7 @@ ONE_CALL_HANG = (
     "WITH s(a) AS (SELECT replace(hex(zeroblob(20000)), '0', 'a')) "
     "SELECT length(trim(a, replace(hex(zeroblob(20000)), '0', 'b') || 'a')) FROM s"
 )
+ENDLESS = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT max(n) FROM r"
 
 
 def test_one_long_sqlite_call_is_killed_at_the_time_limit(db: Path) -> None:
@@ -286,8 +288,28 @@ def test_one_long_sqlite_call_is_killed_at_the_time_limit(db: Path) -> None:
     assert sql_exec._PROCESS._proc is second  # one process serves query after query
 
 
-def test_the_query_process_dies_with_its_worker(db: Path, tmp_path: Path) -> None:
-    """A worker killed by the engine's hard timeout takes its running query with it."""
+def test_a_query_process_killed_from_outside_is_replaced(db: Path) -> None:
+    """Killed between two queries, or during one (e.g. by the OOM killer): the query runs
+    again in a new process, so only a query that kills its process twice fails for it."""
+    limits = {"time_limit_s": 1.0, "max_rows": 10, "memory_mb": 64}
+    run_query(db, "SELECT 1", **limits)
+    idle = sql_exec._PROCESS._proc
+    assert idle is not None
+    idle.kill()
+    idle.wait()
+    assert run_query(db, "SELECT count(*) FROM singer", **limits) == [(10,)]
+    busy = sql_exec._PROCESS._proc
+    assert busy is not None and busy.pid != idle.pid
+    threading.Timer(0.3, busy.kill).start()
+    with pytest.raises(QueryFailed, match="time limit"):  # ran again in full, not "died"
+        run_query(db, ENDLESS, **limits)
+    assert busy.returncode == -signal.SIGKILL
+
+
+@pytest.mark.parametrize("query", [ENDLESS, ONE_CALL_HANG])
+def test_the_query_process_dies_with_its_worker(db: Path, tmp_path: Path, query: str) -> None:
+    """A worker killed by the engine's hard timeout takes its running query with it, even
+    one inside a single long SQLite call."""
     script = tmp_path / "worker.py"
     script.write_text(
         "import sys\n"
@@ -295,9 +317,8 @@ def test_the_query_process_dies_with_its_worker(db: Path, tmp_path: Path) -> Non
         "print('started', flush=True)\n"
         "run_query(sys.argv[1], sys.argv[2], time_limit_s=600, max_rows=10, memory_mb=64)\n"
     )
-    endless = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT max(n) FROM r"
     worker = subprocess.Popen(
-        [sys.executable, str(script), str(db), endless], stdout=subprocess.PIPE, text=True
+        [sys.executable, str(script), str(db), query], stdout=subprocess.PIPE, text=True
     )
     assert worker.stdout is not None and worker.stdout.readline() == "started\n"
     children: list[int] = []

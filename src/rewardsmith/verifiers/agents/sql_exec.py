@@ -8,7 +8,8 @@ them. Each worker therefore keeps one query process (a fresh interpreter that im
 the standard library) and sends it one query at a time; a query that has not answered
 `_GRACE_S` after its time limit is killed with its process (SIGKILL), and the next query
 starts a new one. A round trip costs a pipe message each way (see `benchmarks/sql_bench.py`);
-the process starts once per worker and after each kill.
+the process starts once per worker and after each kill, and ends when its worker does (a
+thread of it watches the worker's pid, as SQLite releases the GIL while a query runs).
 
 Inside the query process each query runs on its own connection, opened read-only
 (``mode=ro``) with ``query_only`` on, under an authorizer that allows only reading, with a
@@ -24,7 +25,6 @@ from __future__ import annotations
 import marshal
 import os
 import select
-import signal
 import sqlite3
 import struct
 import subprocess
@@ -48,6 +48,8 @@ _GRACE_S = 0.25
 process is killed."""
 _START_TIMEOUT_S = 60.0
 """A query process that is not ready in this time is broken, not slow."""
+_WATCH_S = 0.2
+"""How often the query process checks that its worker is alive."""
 _HEADER = struct.Struct(">Q")
 
 _ALLOWED = frozenset(
@@ -151,16 +153,17 @@ def _read(fd: int, size: int, deadline: float | None) -> bytes | None:
     return b"".join(chunks)
 
 
+def _watch(parent: int) -> None:
+    """End this process once `parent` is gone (a killed worker takes its query along). A
+    thread, as SQLite releases the GIL while it runs a query."""
+    while os.getppid() == parent:
+        time.sleep(_WATCH_S)
+    os._exit(1)
+
+
 def _serve(parent: int) -> None:
     """The query process: answer queries from stdin on stdout until stdin closes."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the worker
-    except (OSError, AttributeError):  # not on Linux: end of stdin ends the process
-        pass
-    if os.getppid() != parent:
-        return
+    threading.Thread(target=_watch, args=(parent,), daemon=True).start()
     fd_in, fd_out = sys.stdin.fileno(), sys.stdout.fileno()
     _send(fd_out, b"ready")
     while (message := _receive(fd_in, None)) is not None:
@@ -182,28 +185,30 @@ class _QueryProcess:
         self._owner = os.getpid()
 
     def run(self, db: Path | str, query: str, limits: dict[str, Any]) -> Rows:
+        """The rows, or `QueryFailed`; `RuntimeError` when no query process can start. A
+        process that dies before the time limit (killed from outside, say) gets one retry
+        with a new process: only a query that kills its process twice fails for it."""
         request = marshal.dumps((str(db), query, limits))
         with self._lock:
             for attempt in (1, 2):
                 proc = self._started()
+                deadline = time.monotonic() + limits["time_limit_s"] + _GRACE_S
                 try:
                     _send(proc.stdin.fileno(), request)  # type: ignore[union-attr]
-                except OSError:  # it died between two queries: a new one, once
-                    self._discard()
-                    if attempt == 2:
-                        raise QueryFailed("the query process could not be started") from None
-                    continue
-                break
-            deadline = time.monotonic() + limits["time_limit_s"] + _GRACE_S
-            reply = _receive(proc.stdout.fileno(), deadline)  # type: ignore[union-attr]
-            if reply is None:
+                except OSError:
+                    reply = None
+                else:
+                    reply = _receive(proc.stdout.fileno(), deadline)  # type: ignore[union-attr]
+                if reply is not None:
+                    break
                 overran = time.monotonic() >= deadline
                 self._discard()
                 self._start()  # the next query finds its process starting or ready
                 if overran:
                     limit = limits["time_limit_s"]
                     raise QueryFailed(f"stopped after the time limit of {limit:g} s")
-                raise QueryFailed(f"the query process died (exit status {proc.returncode})")
+                if attempt == 2:
+                    raise QueryFailed(f"the query process died (exit status {proc.returncode})")
         kind, value = marshal.loads(reply)
         if kind == "failed":
             raise QueryFailed(value)
@@ -232,7 +237,7 @@ class _QueryProcess:
         if not self._ready:
             if _receive(proc.stdout.fileno(), time.monotonic() + _START_TIMEOUT_S) != b"ready":
                 self._discard()
-                raise QueryFailed("the query process could not be started")
+                raise RuntimeError("the SQL query process did not start")
             self._ready = True
         return proc
 

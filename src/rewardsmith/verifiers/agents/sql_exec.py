@@ -22,6 +22,7 @@ This file imports only the standard library: the query process runs it as a scri
 
 from __future__ import annotations
 
+import atexit
 import marshal
 import os
 import select
@@ -241,6 +242,12 @@ class _QueryProcess:
             self._ready = True
         return proc
 
+    def close(self) -> None:
+        """End the query process, if this process started one (at exit)."""
+        with self._lock:
+            if self._owner == os.getpid():
+                self._discard()
+
     def _discard(self) -> None:
         proc, self._proc = self._proc, None
         if proc is None:
@@ -254,6 +261,7 @@ class _QueryProcess:
 
 
 _PROCESS = _QueryProcess()
+atexit.register(_PROCESS.close)
 
 
 def run_query(

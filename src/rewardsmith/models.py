@@ -15,6 +15,7 @@ Output (one per input, same order)::
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -22,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 __all__ = [
     "FAILURE_STATUSES",
     "MAX_DATA_URL_CHARS",
+    "MAX_NESTING",
+    "OMITTED_IMAGE",
     "ContentPart",
     "ImageURL",
     "Message",
@@ -29,6 +32,7 @@ __all__ = [
     "Sample",
     "Score",
     "Status",
+    "nested_deeper_than",
 ]
 
 Status = Literal["ok", "timeout", "error", "invalid", "not_applicable"]
@@ -43,9 +47,36 @@ REFERENCE_ALIASES = ("reference", "ground_truth", "answer", "solution", "label")
 
 _SAMPLE_KEYS = frozenset({"id", "completion", "prompt", "metadata", "group", *REFERENCE_ALIASES})
 
+MAX_NESTING = 100
+"""Deepest nesting of lists and objects in a sample. Deeper data cannot travel: pickling it to
+a worker and writing it back in a result fail a few hundred levels down."""
+
+
+def nested_deeper_than(value: Any, limit: int = MAX_NESTING) -> bool:
+    """Whether `value` nests lists, tuples or dicts more than `limit` levels deep.
+
+    Iterative, so any depth is measured without recursion.
+    """
+    containers = (dict, list, tuple)
+    stack = [(value, 1)] if isinstance(value, containers) else []
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, containers))
+    return False
+
+
 MAX_DATA_URL_CHARS = 20 * 2**20
-"""Longest ``data:`` URL an image part may carry (20 MiB of text, about 15 MB of image). A
-larger one makes the sample `invalid`: it would be copied to every worker and judge request."""
+"""Longest image URL a part may carry (20 MiB of text, about 15 MB of image as a ``data:``
+URL): a larger one would be copied to every worker and judge request. In the prompt it makes
+the sample `invalid`; in the completion the image is replaced by an `OMITTED_IMAGE` part."""
+
+OMITTED_IMAGE = "omitted_image"
+"""The type of the part that stands in a completion for an image over `MAX_DATA_URL_CHARS`:
+rewards read only text parts and judges see ``[omitted_image]``, so the policy's oversized
+image is neither scored nor sent anywhere, and never makes its sample `invalid`."""
 
 
 class ImageURL(BaseModel):
@@ -55,15 +86,6 @@ class ImageURL(BaseModel):
 
     url: str
     """Where the image is, or the image itself as a ``data:`` URL."""
-
-    @field_validator("url")
-    @classmethod
-    def _bounded(cls, url: str) -> str:
-        if url.startswith("data:") and len(url) > MAX_DATA_URL_CHARS:
-            raise ValueError(
-                f"data URL of {len(url):,} characters is over the limit of {MAX_DATA_URL_CHARS:,}"
-            )
-        return url
 
 
 class ContentPart(BaseModel):
@@ -89,6 +111,15 @@ class ContentPart(BaseModel):
         """The part as it was given (what an OpenAI-compatible server receives)."""
         return self.model_dump(exclude_unset=True)
 
+    @property
+    def oversized(self) -> str | None:
+        """Why the part's image is too large to carry (any scheme: ``DATA:`` is ``data:``),
+        else None."""
+        if self.image_url is None or len(self.image_url.url) <= MAX_DATA_URL_CHARS:
+            return None
+        size = len(self.image_url.url)
+        return f"image URL of {size:,} characters is over the limit of {MAX_DATA_URL_CHARS:,}"
+
 
 class Message(BaseModel):
     """One chat message."""
@@ -102,7 +133,16 @@ class Message(BaseModel):
     calls tools."""
     tool_calls: list[Any] | None = None
     """OpenAI-style tool calls of an assistant message, as the server returned them
-    (checked by the rewards that read them, so a malformed call is the policy's error)."""
+    (checked by the rewards that read them, so a malformed call is the policy's error).
+    Arguments nested more than `MAX_NESTING` levels deep are kept as their JSON text (a call
+    deep elsewhere, as a whole), so the sample can travel to a worker and into a result."""
+
+    @field_validator("tool_calls")
+    @classmethod
+    def _shallow_calls(cls, calls: list[Any] | None) -> list[Any] | None:
+        if calls is None or not nested_deeper_than(calls, MAX_NESTING):
+            return calls
+        return [_shallow_call(call) for call in calls]
 
     @property
     def text(self) -> str:
@@ -117,6 +157,32 @@ class Message(BaseModel):
         if not isinstance(self.content, list):
             return []
         return [p for p in self.content if p.type == "image_url"]
+
+
+def _as_text(value: Any) -> str:
+    """`value` as JSON text; a placeholder when even that is too deep to write."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (RecursionError, ValueError):
+        return f"<nested more than {MAX_NESTING} levels deep>"
+
+
+def _shallow_call(call: Any) -> Any:
+    """One tool call within `MAX_NESTING` levels (counted from the message's call list):
+    too-deep arguments become JSON text; a call still too deep becomes JSON text itself."""
+    if not nested_deeper_than(call, MAX_NESTING - 1):
+        return call
+    if isinstance(call, dict):
+        call = dict(call)
+        holder = call
+        if isinstance(call.get("function"), dict):
+            holder = call["function"] = dict(call["function"])
+        for key in ("arguments", "parameters"):
+            if nested_deeper_than(holder.get(key), MAX_NESTING - 3):
+                holder[key] = _as_text(holder[key])
+        if not nested_deeper_than(call, MAX_NESTING - 1):
+            return call
+    return _as_text(call)
 
 
 class Sample(BaseModel):
@@ -172,6 +238,24 @@ class Sample(BaseModel):
     @classmethod
     def _ids_as_text(cls, value: Any) -> Any:
         return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @model_validator(mode="after")
+    def _images_within_the_limit(self) -> Sample:
+        """An oversized image in the prompt (the dataset's) makes the sample invalid; one in
+        the completion (the policy's side) is replaced by an `OMITTED_IMAGE` part, so what
+        the policy produced is scored, never turned into a null."""
+        for side in ("prompt", "completion"):
+            messages = getattr(self, side)
+            for i, message in enumerate(messages if isinstance(messages, list) else []):
+                parts = message.content if isinstance(message.content, list) else []
+                for j, part in enumerate(parts):
+                    problem = part.oversized
+                    if problem is None:
+                        continue
+                    if side == "prompt":
+                        raise ValueError(f"prompt[{i}].content[{j}].image_url.url: {problem}")
+                    parts[j] = ContentPart(type=OMITTED_IMAGE, reason=problem)
+        return self
 
     @property
     def text(self) -> str:

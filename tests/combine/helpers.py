@@ -9,6 +9,8 @@ from rewardsmith.combine import ResultBuilder, Scored
 from rewardsmith.models import Result
 
 ECHO = "tests.combine.rewards_for_tests:echo"
+UNIT = {"low": 0.0, "high": 1.0}
+"""Component keys making an `echo` reward declare scores in [0, 1]."""
 
 
 def spec(components: dict[str, dict[str, Any]], **top: Any) -> RewardSpec:

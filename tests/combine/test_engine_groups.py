@@ -43,23 +43,31 @@ def engine():
         yield engine
 
 
-def test_grpo_advantages_in_the_output_with_failures_left_out(engine) -> None:
+def test_grpo_advantages_in_the_output_with_failures_charged_or_left_out(engine) -> None:
     samples = [
         sample(0, "q1", 1.0),
         sample(1, "q1", 0.0),
-        sample(2, "q1", "error"),
+        sample(2, "q1", "error"),  # the completion's doing: charged at the group's lowest
         sample(3, "q2", 1.0),
         sample(4, "q2", 1.0),
         sample(5, None, 0.0),
         {"id": "bad", "completion": 3},  # not a valid sample: keeps its place, no group
         sample(6, "q3", 0.0, fmt=0.0),
         sample(7, "q3", 1.0, fmt=0.0),
+        sample(8, "q3", "infrastructure"),  # not the completion's doing: left out
     ]
     rows = lines(engine.iter_score(samples))
-    assert [r["id"] for r in rows] == ["s0", "s1", "s2", "s3", "s4", "s5", "bad", "s6", "s7"]
-    assert [r["reward"] for r in rows] == [1.5, 0.5, None, 1.5, 1.5, 0.5, None, 0.0, 1.0]
-    assert [r["advantage"] for r in rows] == [1.0, -1.0, None, 0.0, 0.0, 0.0, None, -1.0, 1.0]
+    ids = ["s0", "s1", "s2", "s3", "s4", "s5", "bad", "s6", "s7", "s8"]
+    assert [r["id"] for r in rows] == ids
+    assert [r["reward"] for r in rows] == [1.5, 0.5, None, 1.5, 1.5, 0.5, None, 0.0, 1.0, None]
+    third = 2**0.5 / 2  # q1 enters the statistics as [1.5, 0.5, 0.5]
+    assert [r["advantage"] for r in rows] == pytest.approx(
+        [2 * third, -third, -third, 0.0, 0.0, 0.0, None, -1.0, 1.0, None]
+    )
+    assert rows[6]["advantage"] is None and rows[9]["advantage"] is None
     assert rows[2]["status"] == "error" and rows[6]["status"] == "invalid"
+    assert rows[2]["components"]["correct"]["detail"]["cause"] == "completion"
+    assert rows[9]["components"]["correct"]["detail"]["cause"] == "infrastructure"
     assert all("steps" not in r for r in rows)
 
 

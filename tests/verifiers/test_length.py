@@ -79,7 +79,7 @@ LENGTH_SOURCES = [
         2,
         "text",
     ),
-    ("words", "<think>a b</think>c", {}, 2, "text"),  # "<think>a", "b</think>c"
+    ("words", "<think>a b</think>c", {}, 5, "text"),  # think a b think c: tags are text too
     ("chars", "<think>a", {}, 8, "text"),  # reasoning counts: it was generated
 ]
 
@@ -240,7 +240,8 @@ def test_repetition_counts_reasoning_too() -> None:
     looped = "<think>" + "I will check again. " * 50 + "</think>42"
     result = repetition()(sample(looped))
     assert result.score is not None and result.score < -0.9
-    assert result.detail["ngrams"] == 201 - 2  # 200 looped words, then "</think>42"
+    # 199 word trigrams over "<think>I will check again. I will ... again.</think>42": 6 distinct
+    assert result.detail["word_repetition"] == pytest.approx(1 - 6 / 199)
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import re
+from typing import Literal
 
-__all__ = ["THINK_CLOSE", "THINK_OPEN", "answer_part"]
+from ..models import Sample
+
+__all__ = ["THINK_CLOSE", "THINK_OPEN", "Turns", "answer_part", "generated_text"]
+
+Turns = Literal["all", "last"]
+"""Which assistant turns of a chat completion a length-like reward measures."""
 
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
@@ -22,3 +28,13 @@ def answer_part(text: str) -> str:
     if THINK_OPEN in text:
         return ""
     return _THINK_BLOCK.sub("", text)
+
+
+def generated_text(sample: Sample, turns: Turns = "all") -> str:
+    """What the policy generated: with ``all``, every assistant turn of a chat completion,
+    joined by newlines (earlier turns cost tokens too, and are not free to pad); with
+    ``last``, the last one (`Sample.text`). A text completion is one turn."""
+    if turns == "last" or isinstance(sample.completion, str):
+        return sample.text
+    said = [m.content or "" for m in sample.completion if m.role == "assistant"]
+    return "\n".join(said) if said else sample.text

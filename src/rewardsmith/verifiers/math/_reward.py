@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...models import Message, Sample, Score
-from ...registry import RewardFn, reward
+from ...registry import RewardFn, bounded, reward
 from ._config import Fallback, MathConfig, MultipleAnswers
 from ._equivalence import MAX_ANSWER_CHARS, compare, too_complex
 from ._extract import extract_answer
@@ -86,4 +86,4 @@ def math(
             source=pred.source,
         )
 
-    return score
+    return bounded(score, 0.0, 1.0)

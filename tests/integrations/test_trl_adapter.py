@@ -208,9 +208,7 @@ def test_a_spec_that_is_not_a_weighted_sum_needs_the_total_function() -> None:
     total = total_reward_func(spec, workers=1, name="math_reward")
     try:
         assert total.__name__ == "math_reward"
-        values = total(
-            **trl_kwargs(["a b c", "raise", "invalid"], log_metric=recorder.log_metric)
-        )
+        values = total(**trl_kwargs(["a b c", "raise", "invalid"], log_metric=recorder.log_metric))
         # min(2 * 3, 0.5 * -0.5); `raise` charged the group's lowest; a bad reference: None
         assert values == [-0.25, -0.25, None]
         metrics = dict(recorder.metrics)

@@ -130,3 +130,39 @@ def test_renorm_steps_in_the_output() -> None:
     with Engine(spec, workers=1) as engine:
         rows = lines(engine.iter_score(samples))
     assert [(r["steps"], r["reward"]) for r in rows] == [([-0.5, 0.0], -0.25), ([0.5, 1.0], 0.75)]
+
+
+def test_a_completion_that_times_out_gets_no_better_advantage_than_the_worst() -> None:
+    """Issue 17 item 1, end to end: the hung sample's worker is killed; it used to come back
+    with a null advantage (better than the honest wrong answer's negative one)."""
+    spec = {
+        "rewards": {"r": {"type": "tests.engine.rewards_for_tests:scripted"}},
+        "group_transform": {"type": "grpo", "epsilon": 0},
+        "timeout_s": 1,
+    }
+    samples = [
+        {"id": "long", "completion": "abcd", "group": "q"},
+        {"id": "short", "completion": "ab", "group": "q"},
+        {"id": "hang", "completion": "hang", "group": "q"},
+    ]
+    with Engine(spec, workers=2) as engine:
+        rows = lines(engine.iter_score(samples))
+    assert [r["status"] for r in rows] == ["ok", "ok", "timeout"]
+    assert rows[2]["reward"] is None  # no on_error: the status says what happened
+    assert rows[2]["components"]["r"]["detail"]["cause"] == "completion"
+    assert rows[2]["advantage"] == rows[1]["advantage"] < 0 < rows[0]["advantage"]
+
+
+def test_a_gate_chain_closes_when_its_first_gate_fails() -> None:
+    """Issue 17 item 5: `bonus` (only_if correct) used to open on correct's raw score while
+    `correct` itself was gated off by `safe`."""
+    spec = {
+        "rewards": {
+            "safe": {"type": "regex", "pattern": "safe"},
+            "correct": {"type": "regex", "pattern": "42", "only_if": "safe"},
+            "bonus": {"type": "regex", "pattern": "bonus", "only_if": "correct", "weight": 0.5},
+        }
+    }
+    with Engine(spec, workers=1) as engine:
+        unsafe, safe = engine.score([{"completion": "42 bonus"}, {"completion": "safe 42 bonus"}])
+    assert (unsafe.reward, safe.reward) == (0.0, 2.5)

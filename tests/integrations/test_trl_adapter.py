@@ -328,3 +328,18 @@ def test_groups_follow_runs_of_the_same_prompt() -> None:
     assert [row["group"] for row in rows] == ["0", "0", "1", "1", "2"]
     rows = samples_from_trl(["p", "p"], ["a", "b"], None, {"group": ["x", "y"]})
     assert [row["group"] for row in rows] == ["x", "y"]  # the dataset's own groups win
+
+
+def test_a_gate_chain_closes_in_the_trl_split_too() -> None:
+    """Issue 17 item 5 in TRL: a gate reads the gated value, as the engine's total does."""
+    spec = {
+        "rewards": {
+            "safe": {"type": "regex", "pattern": "safe"},
+            "correct": {"type": "regex", "pattern": "42", "only_if": "safe"},
+            "bonus": {"type": "regex", "pattern": "bonus", "only_if": "correct", "weight": 0.5},
+        }
+    }
+    with TRLRewards(spec, workers=1) as rewards:
+        kwargs = trl_kwargs(["42 bonus", "safe 42 bonus"])
+        assert [f(**kwargs) for f in rewards.funcs] == [[0.0, 1.0], [None, 1.0], [None, 1.0]]
+        assert trl_total(rewards.funcs, rewards.weights, kwargs) == [0.0, 2.5]

@@ -41,6 +41,12 @@ def test_words(text: str, expected: list[str]) -> None:
     assert has_words(text) == bool(expected)
 
 
+def test_a_run_without_spaces_counts_once_per_16_characters() -> None:
+    assert count_words("internationalization") == 2  # 20 characters
+    assert count_words("word" * 500) == 125  # dropping the spaces does not make it one word
+    assert count_words("Rechtsschutzversicherungsgesellschaften") == 3
+
+
 def test_has_words_minimum() -> None:
     assert has_words("one two", 2) and not has_words("one two", 3) and has_words("", 0)
 

@@ -151,8 +151,9 @@ def f1(*, reject_hedges: bool = True) -> RewardFn:
     F1 pays for hedging: k candidates earn about 2/(k+1), more than a guess's expected 1/k.
     With `reject_hedges` (default), an answer offering alternatives ("Paris or London",
     "Paris/London", "either ... or", ";"-separated) scores 0 with the reason, unless the
-    reference itself offers them. A bare list of candidates without such words ("Paris London
-    Berlin") is not detected: token F1 remains a partial-credit measure.
+    reference itself offers them. A list without such words ("Paris, London" or "Paris
+    London") is not detected ("Paris, France" is an answer, not a hedge): token F1 remains a
+    partial-credit measure, which a policy can pad.
     """
 
     def score(sample: Sample) -> Score:

@@ -13,7 +13,7 @@ from typing import Any
 
 from .helpers import UNIT
 
-__all__ = ["COMBINATION_HACKS", "CombinationHack"]
+__all__ = ["COMBINATION_HACKS", "GATE_CHAIN_SPEC", "CombinationHack"]
 
 PENALTY = {"low": -1.0, "high": 0.0}
 
@@ -145,3 +145,13 @@ COMBINATION_HACKS: list[CombinationHack] = [
         {},
     ),
 ]
+
+GATE_CHAIN_SPEC = {
+    "rewards": {
+        "safe": {"type": "regex", "pattern": "safe"},
+        "correct": {"type": "regex", "pattern": "42", "only_if": "safe"},
+        "bonus": {"type": "regex", "pattern": "bonus", "only_if": "correct", "weight": 0.5},
+    }
+}
+"""17.5 with real rewards: "42 bonus" is unsafe, so its correct answer and its bonus count
+for nothing; "safe 42 bonus" earns all three (2.5)."""

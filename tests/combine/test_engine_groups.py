@@ -10,6 +10,7 @@ import pytest
 from rewardsmith import Engine, InputError, Score
 from rewardsmith.io import write_result
 
+from .hack_table import GATE_CHAIN_SPEC
 from .helpers import ECHO
 
 SPEC = {
@@ -156,13 +157,6 @@ def test_a_completion_that_times_out_gets_no_better_advantage_than_the_worst() -
 def test_a_gate_chain_closes_when_its_first_gate_fails() -> None:
     """Issue 17 item 5: `bonus` (only_if correct) used to open on correct's raw score while
     `correct` itself was gated off by `safe`."""
-    spec = {
-        "rewards": {
-            "safe": {"type": "regex", "pattern": "safe"},
-            "correct": {"type": "regex", "pattern": "42", "only_if": "safe"},
-            "bonus": {"type": "regex", "pattern": "bonus", "only_if": "correct", "weight": 0.5},
-        }
-    }
-    with Engine(spec, workers=1) as engine:
+    with Engine(GATE_CHAIN_SPEC, workers=1) as engine:
         unsafe, safe = engine.score([{"completion": "42 bonus"}, {"completion": "safe 42 bonus"}])
     assert (unsafe.reward, safe.reward) == (0.0, 2.5)

@@ -24,6 +24,7 @@ from rewardsmith.integrations.trl import (
     samples_from_trl,
     total_reward_func,
 )
+from tests.combine.hack_table import GATE_CHAIN_SPEC
 
 from .conftest import MATH_SPEC, CountingEngine, require, scripted_spec
 
@@ -332,14 +333,7 @@ def test_groups_follow_runs_of_the_same_prompt() -> None:
 
 def test_a_gate_chain_closes_in_the_trl_split_too() -> None:
     """Issue 17 item 5 in TRL: a gate reads the gated value, as the engine's total does."""
-    spec = {
-        "rewards": {
-            "safe": {"type": "regex", "pattern": "safe"},
-            "correct": {"type": "regex", "pattern": "42", "only_if": "safe"},
-            "bonus": {"type": "regex", "pattern": "bonus", "only_if": "correct", "weight": 0.5},
-        }
-    }
-    with TRLRewards(spec, workers=1) as rewards:
+    with TRLRewards(GATE_CHAIN_SPEC, workers=1) as rewards:
         kwargs = trl_kwargs(["42 bonus", "safe 42 bonus"])
         assert [f(**kwargs) for f in rewards.funcs] == [[0.0, 1.0], [None, 1.0], [None, 1.0]]
         assert trl_total(rewards.funcs, rewards.weights, kwargs) == [0.0, 2.5]

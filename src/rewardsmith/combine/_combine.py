@@ -119,9 +119,9 @@ class Combined:
     reward: float | None
     status: Status
     components: dict[str, Score]
-    """The scores, as shown in the output (ReNorm may mark its process component invalid)."""
+    """The scores, as shown in the output (ReNorm may withdraw its process component's)."""
     counted: tuple[Counted, ...] = ()
-    """Components that counted (all scored 0.0 when a veto fired)."""
+    """Components that counted (each at its lowest score when a veto fired)."""
     steps: tuple[float, ...] | None = None
     """Per-step rewards (ReNorm)."""
 
@@ -180,16 +180,18 @@ def _vetoed(spec: RewardSpec, items: tuple[Counted, ...]) -> tuple[float, tuple[
 
     The total is the lowest the spec can produce (or `veto_value`), and never more than the
     counted components would have given: a veto only ever takes reward away. Each counted
-    component then scores its own lowest value (0.0 when its range is unknown).
+    component then scores its own lowest value (0.0 when its range is unknown). A spec whose
+    lowest total is unknown and sets no `veto_value` is refused at load; built without that
+    check, it gets at most 0.
     """
     floor = spec.veto_value if spec.veto_value is not None else lowest_total(spec)
-    total = spec.combiner.total(items)
+    total = spec.combiner.total(items)  # type: ignore[union-attr]  # no veto under renorm
     worst = []
     for c in items:
         b = component_bounds(spec, c.name)
         low = b.low if c.weight >= 0 else b.high
         worst.append(c._replace(score=low if math.isfinite(low) else 0.0))
-    return (total if floor is None else min(floor, total)), tuple(worst)
+    return min(0.0 if floor is None else floor, total), tuple(worst)
 
 
 def combine_scores(spec: RewardSpec, scores: Mapping[str, Score]) -> Combined:

@@ -52,14 +52,10 @@ def bounded(score: RewardFn, low: float, high: float) -> RewardFn:
     """
     if not low <= high:
         raise ValueError(f"bounds: low ({low}) is above high ({high})")
-    try:
-        score.bounds = (float(low), float(high))  # type: ignore[attr-defined]
-    except AttributeError:  # a bound method takes no attributes: declare on a wrapper
-
-        def declared(sample: Sample, inner: RewardFn = score) -> Score:
-            return inner(sample)
-
-        return bounded(declared, low, high)
+    # A bound method takes no attributes of its own, and reads its function's: the range of
+    # a method is declared for every instance of its class.
+    target = getattr(score, "__func__", score)
+    target.bounds = (float(low), float(high))  # type: ignore[union-attr]
     return score
 
 

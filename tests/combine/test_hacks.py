@@ -68,19 +68,24 @@ def test_an_all_failed_group_is_exactly_zero() -> None:
     assert got == [0.0, 0.0, 0.0]
 
 
-def test_whiten_gives_an_unanchored_failure_the_lowest_of_its_batch() -> None:
-    """Without a baseline, REINFORCE++ compares across the batch: a failing group's samples
-    get the batch's lowest advantage, never a neutral one."""
+def test_whiten_charges_a_failing_group_at_the_spec_lowest_total() -> None:
+    """Without a baseline, REINFORCE++ compares across the batch: a group whose only sample
+    failed is charged the lowest total the spec can produce, never a neutral value."""
     s = spec({"r": {"low": -5.0, "high": 5.0}}, group_transform={"type": "whiten", "epsilon": 0})
-    s = s.model_copy(update={"rewards": {"r": s.rewards["r"].model_copy()}})
+    items = [row("a", {"r": ok(1.0)}), row("a", {"r": ok(-1.0)})]
+    items += [row("b", {"r": Score.failed("error", "crash")})]
+    values = [1.0, -1.0, -5.0]  # b charged at -5
+    mean = sum(values) / 3
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / 3)
+    assert advantages(s, items) == pytest.approx([(v - mean) / std for v in values])
+
+
+def test_whiten_gives_a_failing_group_of_unknown_range_the_lowest_of_its_batch() -> None:
+    s = spec({"r": {}}, group_transform={"type": "whiten", "epsilon": 0})
     items = [row("a", {"r": ok(1.0)}), row("a", {"r": ok(-1.0)})]
     items += [row("b", {"r": Score.failed("error", "crash")})]
     got = advantages(s, items)
-    # b is charged at the spec's lowest total (-5): whitened over [1, -1, -5]
-    values = [1.0, -1.0, -5.0]
-    mean = sum(values) / 3
-    std = math.sqrt(sum((v - mean) ** 2 for v in values) / 3)
-    assert got == pytest.approx([(v - mean) / std for v in values])
+    assert got == [1.0, -1.0, -1.0]  # whitened over the scored [1, -1]; b takes the lowest
 
 
 # -- 17.2: veto --------------------------------------------------------------------------------

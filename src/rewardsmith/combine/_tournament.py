@@ -114,6 +114,10 @@ class Tournament(GroupTransform):
     the order groups are processed in. `compare` is ``reward`` (higher combined reward wins)
     or an importable ``"module:function"`` taking two `Contestant`s (sample and result), e.g.
     an LLM judge; it runs in the engine's process, once per match.
+
+    A tie is not settled by chance: tied players end level (`run_bracket`), so a group whose
+    comparisons all tie gets exactly 0. A sample charged for a failure its completion caused
+    loses to every scored sample without a comparison, and ties another charged one.
     """
 
     type: Literal["tournament"] = "tournament"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rewardsmith import Score
@@ -131,6 +131,7 @@ def uwo_limit(k: int, width: float) -> float:
     return math.inf if k < 2 else k / (2 * (k - 1) * width)
 
 
+@settings(deadline=None)  # a spec per example (lambda varies)
 @given(members, st.floats(0, 1))
 def test_ensemble_bounds(values, share) -> None:
     names = {f"c{i}": WIDE for i in range(len(values))}

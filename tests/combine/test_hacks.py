@@ -7,7 +7,7 @@ import math
 import random
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rewardsmith import ConfigError, RewardSpec, Score
@@ -169,6 +169,7 @@ def test_uncertainty_members_keep_other_components_out_of_the_variance() -> None
         spec(components, combine={"type": "uncertainty", "members": ["rm1", "rm3"]})
 
 
+@settings(deadline=None)  # a spec per example (lambda varies)
 @given(
     st.lists(st.floats(0, 1), min_size=2, max_size=6),
     st.integers(0, 5),

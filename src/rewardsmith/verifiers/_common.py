@@ -7,7 +7,7 @@ from typing import Literal
 
 from ..models import Sample
 
-__all__ = ["THINK_CLOSE", "THINK_OPEN", "Turns", "answer_part", "generated_text"]
+__all__ = ["THINK_CLOSE", "THINK_OPEN", "Turns", "answer_part", "generated_text", "tagged_answer"]
 
 Turns = Literal["all", "last"]
 """Which assistant turns of a chat completion a length-like reward measures."""
@@ -31,10 +31,21 @@ def answer_part(text: str) -> str:
 
 
 def generated_text(sample: Sample, turns: Turns = "all") -> str:
-    """What the policy generated: with ``all``, every assistant turn of a chat completion,
-    joined by newlines (earlier turns cost tokens too, and are not free to pad); with
-    ``last``, the last one (`Sample.text`). A text completion is one turn."""
+    """What the policy generated: with ``all``, the text of every assistant turn of a chat
+    completion, joined by newlines (earlier turns cost tokens too, and are not free to pad);
+    with ``last``, the last one (`Sample.text`). A text completion is one turn."""
     if turns == "last" or isinstance(sample.completion, str):
         return sample.text
-    said = [m.content or "" for m in sample.completion if m.role == "assistant"]
+    said = [m.text for m in sample.completion if m.role == "assistant"]
     return "\n".join(said) if said else sample.text
+
+
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+
+
+def tagged_answer(text: str) -> str:
+    """What an ``<answer>...</answer>`` format commits to: the content of the last answer
+    block of the answer part, else the whole answer part (R1-style VLM and GUI rewards)."""
+    answer = answer_part(text)
+    blocks = _ANSWER_TAG.findall(answer)
+    return blocks[-1] if blocks else answer

@@ -107,7 +107,7 @@ def prompt_text(prompt: Any) -> str:
         return ""
     if isinstance(prompt, str):
         return prompt
-    return "\n".join(m.content or "" for m in prompt if m.role == "user")
+    return "\n".join(m.text for m in prompt if m.role == "user")
 
 
 NOT_KEYWORDS = frozenset({"prompt_to_repeat", "reference_text", "options"})

@@ -21,10 +21,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
+    "DEFAULT_CAUSES",
     "FAILURE_STATUSES",
     "MAX_DATA_URL_CHARS",
     "MAX_NESTING",
     "OMITTED_IMAGE",
+    "Cause",
     "ContentPart",
     "ImageURL",
     "Message",
@@ -40,6 +42,23 @@ Status = Literal["ok", "timeout", "error", "invalid", "not_applicable"]
 
 FAILURE_STATUSES: tuple[Status, ...] = ("timeout", "error", "invalid")
 """Statuses that say the reward could not be computed (never to be read as a 0)."""
+
+Cause = Literal["completion", "dataset", "infrastructure"]
+"""Who made a reward fail: the policy's completion (it is charged for it), or the dataset or
+the infrastructure (the sample is left out). Set by the reward that knows, as `detail.cause`."""
+
+DEFAULT_CAUSES: dict[Status, Cause] = {
+    "timeout": "completion",
+    "error": "completion",
+    "invalid": "dataset",
+}
+"""Who caused a failure whose reward did not say. A verifier that runs past its timeout or
+crashes does so on what the policy wrote (leaving such a sample out of its group would turn
+the failure into an escape from a low reward); `invalid` is, by definition, what the dataset
+gave. Rewards whose failures come from elsewhere say so (a judge server that is down is
+`infrastructure`)."""
+
+_CAUSES = frozenset(DEFAULT_CAUSES.values()) | {"infrastructure"}
 
 REFERENCE_ALIASES = ("reference", "ground_truth", "answer", "solution", "label")
 """Names trainers use for the gold field, in priority order; each is read as `reference`."""
@@ -293,9 +312,23 @@ class Score(BaseModel):
         return cls(score=float(value), status="ok", detail=detail)
 
     @classmethod
-    def failed(cls, status: Status, reason: str, **detail: Any) -> Score:
-        """No score, with the reason why (`timeout`, `error`, `invalid`, `not_applicable`)."""
+    def failed(
+        cls, status: Status, reason: str, *, cause: Cause | None = None, **detail: Any
+    ) -> Score:
+        """No score, with the reason why (`timeout`, `error`, `invalid`, `not_applicable`),
+        and for a failure, who caused it when the reward knows (else `DEFAULT_CAUSES`)."""
+        if cause is not None:
+            detail["cause"] = cause
         return cls(score=None, status=status, detail={"reason": reason, **detail})
+
+    @property
+    def cause(self) -> Cause | None:
+        """Who caused this failure (`detail.cause`, else the status's default); None unless
+        the status is a failure."""
+        if self.status not in FAILURE_STATUSES:
+            return None
+        given = self.detail.get("cause")
+        return given if given in _CAUSES else DEFAULT_CAUSES[self.status]
 
     @property
     def passed(self) -> bool:
@@ -320,3 +353,17 @@ class Result(BaseModel):
     steps: list[float] | None = None
     """Per-step rewards of a process-supervised trajectory (`combine: renorm`), in step order,
     the answer step last; `reward` is their mean. Written only by ReNorm."""
+
+    @property
+    def cause(self) -> Cause | None:
+        """Who caused this result's failure; None unless its status is a failure.
+
+        `completion` when any failed component's failure is the completion's (a sample that
+        timed out one verifier is charged even if another found its reference bad), or when
+        no component failed (the combination itself failed on the scores); else the cause of
+        the first failed component.
+        """
+        if self.status not in FAILURE_STATUSES:
+            return None
+        causes = [s.cause for s in self.components.values() if s.status in FAILURE_STATUSES]
+        return "completion" if not causes or "completion" in causes else causes[0]

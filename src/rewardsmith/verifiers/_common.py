@@ -8,8 +8,22 @@ Every scan here is linear in the text: a completion is policy-written, and a laz
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Literal
 
-__all__ = ["THINK_CLOSE", "THINK_OPEN", "answer_part", "tag_blocks", "tagged_answer"]
+from ..models import Sample
+
+__all__ = [
+    "THINK_CLOSE",
+    "THINK_OPEN",
+    "Turns",
+    "answer_part",
+    "generated_text",
+    "tag_blocks",
+    "tagged_answer",
+]
+
+Turns = Literal["all", "last"]
+"""Which assistant turns of a chat completion a length-like reward measures."""
 
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
@@ -43,6 +57,16 @@ def tag_blocks(text: str, open_tag: str, close_tag: str) -> Iterator[tuple[int, 
             return
         position = close + len(close_tag)
         yield start, position
+
+
+def generated_text(sample: Sample, turns: Turns = "all") -> str:
+    """What the policy generated: with ``all``, the text of every assistant turn of a chat
+    completion, joined by newlines (earlier turns cost tokens too, and are not free to pad);
+    with ``last``, the last one (`Sample.text`). A text completion is one turn."""
+    if turns == "last" or isinstance(sample.completion, str):
+        return sample.text
+    said = [m.text for m in sample.completion if m.role == "assistant"]
+    return "\n".join(said) if said else sample.text
 
 
 def tagged_answer(text: str) -> str:

@@ -8,7 +8,7 @@
     group_transform: {type: grpo, std: unbiased}
     timeout_s: 5
 
-A component's own keys (`type`, `weight`, `only_if`, `veto`, `transform`) sit beside the
+A component's own keys (`type`, `weight`, `only_if`, `veto`, `transform`, `scope`) sit beside the
 reward type's parameters (the keyword arguments of its factory). `combine`, `transform` and
 `group_transform` take a name, or a mapping with `type` and that choice's parameters. Every
 unknown key is an error that names the key and what is allowed, so a typo never silently
@@ -19,6 +19,7 @@ adapter, the server and every backend compute the same numbers from it.
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -44,8 +45,10 @@ from .combine import (
     ReNorm,
     Simple,
     Transform,
+    check_combination,
 )
-from .registry import RewardFn, registry
+from .registry import RewardFn, declared_bounds, registry
+from .turns import per_turn
 
 __all__ = ["CombineMode", "ComponentSpec", "RewardSpec", "load_spec"]
 
@@ -61,8 +64,8 @@ CombineMode = Literal[
 ]
 """How component scores become one reward (see `rewardsmith.combine`)."""
 
-_COMPONENT_KEYS = ("type", "weight", "only_if", "veto", "transform")
-_SPEC_KEYS = ("rewards", "combine", "group_transform", "timeout_s", "on_error")
+_COMPONENT_KEYS = ("type", "weight", "only_if", "veto", "transform", "scope")
+_SPEC_KEYS = ("rewards", "combine", "group_transform", "timeout_s", "on_error", "veto_value")
 _LAX = ConfigDict(arbitrary_types_allowed=True)
 
 
@@ -81,13 +84,22 @@ class ComponentSpec(BaseModel):
     """A hard rule: when it counts and does not pass (score <= 0), the total reward is 0."""
     transform: tuple[Annotated[Transform, Field(discriminator="type")], ...] = ()
     """Shaping of the component's score before combination, applied in order."""
+    scope: Literal["final", "turns"] = "final"
+    """What of a conversation is scored: its last assistant turn (`final`), or every assistant
+    turn, with per-turn values in `detail.steps` (`turns`, see `rewardsmith.turns`)."""
     params: dict[str, Any] = Field(default_factory=dict)
     """Keyword arguments for the reward type's factory."""
 
     def build(self) -> RewardFn:
         """Instantiate the scoring function, parameters checked against the factory's hints."""
         factory = registry.get(self.type).factory
-        return validate_call(factory, config=_LAX)(**self.params)  # type: ignore[no-any-return]
+        fn: RewardFn = validate_call(factory, config=_LAX)(**self.params)
+        return per_turn(fn) if self.scope == "turns" else fn
+
+    @functools.cached_property
+    def bounds(self) -> tuple[float, float] | None:
+        """The range the reward declares for its scores (`registry.bounded`), or None."""
+        return declared_bounds(self.build())
 
 
 class RewardSpec(BaseModel):
@@ -107,6 +119,8 @@ class RewardSpec(BaseModel):
     """Hard wall-clock limit per sample per component; the worker is killed past it."""
     on_error: float | None = None
     """Total reward when a component fails (`timeout`/`error`/`invalid`); None keeps it null."""
+    veto_value: float | None = None
+    """Total reward when a veto fires; None: the lowest total the spec can produce."""
 
     @model_validator(mode="before")
     @classmethod
@@ -173,6 +187,9 @@ class RewardSpec(BaseModel):
             raise ConfigError(_describe(exc, "spec")) from None
         spec._check_gates()
         spec._check_references()
+        problem = check_combination(spec)
+        if problem is not None:
+            raise ConfigError(problem)
         return spec
 
     def _check_references(self) -> None:
@@ -251,7 +268,7 @@ def _component(name: str, body: Any) -> ComponentSpec:
     except ValidationError as exc:
         raise ConfigError(_describe(exc, where)) from None
     try:  # build once here so bad parameters fail at load time, not in every worker
-        component.build()
+        component.__dict__["bounds"] = declared_bounds(component.build())  # the cached property
     except ValidationError as exc:
         raise ConfigError(_describe(exc, f"{where} (type {info.name})")) from None
     except (TypeError, ValueError) as exc:

@@ -30,6 +30,19 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+SLOW_S = 900.0
+"""The judge deadline of tests on the embedded model: they check what it answers, not how
+fast, on a 2-core machine other work shares (speed lives in benchmarks/judge_bench.py)."""
+
+ON_LOCAL_MODEL = {
+    "backend": "local",
+    "cache": False,
+    "n_ctx": 1024,
+    "parse_retries": 1,
+    "deadline_s": SLOW_S,
+}
+"""Judge settings of the tests that run the embedded model (add `runtime`)."""
+
 RUNTIMES = {"transformers": "transformers", "llama_cpp": "llama_cpp"}
 """The embedded model's runtimes -> the module each needs."""
 
@@ -161,7 +174,7 @@ def _proxy_server(llama_server: str) -> Iterator[Proxy]:
                 if fail is not None:
                     self._send(fail, json.dumps({"error": f"injected {fail}"}).encode())
                     return
-                conn = http.client.HTTPConnection(target, timeout=120)
+                conn = http.client.HTTPConnection(target, timeout=SLOW_S)
                 conn.request("POST", self.path, body, {"Content-Type": "application/json"})
                 response = conn.getresponse()
                 data = response.read()

@@ -13,7 +13,7 @@ from rewardsmith.judges import judge_pointwise, rubric
 from rewardsmith.judges._backends import JudgeReply, JudgeRequest
 from rewardsmith.judges._prompts import label_distribution, rating_messages
 
-from .conftest import ScriptedBackend
+from .conftest import ON_LOCAL_MODEL, SLOW_S, ScriptedBackend
 
 SAMPLE = Sample(id="s", prompt="Rate my haiku.", completion="Autumn moonlight / a worm digs")
 P = math.log
@@ -227,7 +227,7 @@ def test_choices_agree_with_generated_logprobs(runtime: str) -> None:
         scored = await backend.complete(JudgeRequest(messages=messages, choices=labels))
         return reply, scored
 
-    reply, scored = run_sync(both(), 120)
+    reply, scored = run_sync(both(), SLOW_S)
     # the reply's first word, whatever follows it ("1. The poem is...")
     distribution = label_distribution(reply.tokens, reply.top_logprobs, labels, reply.text)
     assert distribution is not None and not distribution.unresolved, reply.text
@@ -237,10 +237,31 @@ def test_choices_agree_with_generated_logprobs(runtime: str) -> None:
 
 
 def test_geval_on_a_ten_point_scale_with_the_local_model(runtime: str) -> None:
-    result = judge_pointwise(
-        scale_max=10, runtime=runtime, cache=False, n_ctx=1024, parse_retries=1
-    )(SAMPLE)
+    result = judge_pointwise(scale_max=10, runtime=runtime, **ON_LOCAL_MODEL)(SAMPLE)
     assert result.status in ("ok", "invalid"), result.detail
     if result.status == "ok":
         assert result.detail["expectation_from"] in ("logprobs", "choices")
         assert 1.0 <= result.detail["expected_rating"] <= 10.0
+
+
+def test_the_two_runtimes_agree(model_path: str) -> None:
+    """The same prompt through transformers (float32 from the dequantized file) and llama.cpp
+    (the quantized file): the same first token and the same top logprobs, within 0.15 nats."""
+    pytest.importorskip("llama_cpp")
+    from rewardsmith.judges._backends import BackendConfig, run_sync
+    from rewardsmith.judges._local import LocalBackend
+
+    messages = rating_messages("", SAMPLE.text, "Rate the poem.", 1, 5)
+    request = JudgeRequest(messages=messages, max_tokens=1, top_logprobs=5)
+    replies = {
+        runtime: run_sync(
+            LocalBackend(BackendConfig(runtime=runtime, n_ctx=1024)).complete(request), SLOW_S
+        )
+        for runtime in ("transformers", "llama_cpp")
+    }
+    ours, theirs = replies["transformers"], replies["llama_cpp"]
+    assert ours.tokens[:1] == theirs.tokens[:1]
+    shared = set(ours.top_logprobs[0]) & set(theirs.top_logprobs[0])
+    assert len(shared) >= 4
+    for token in shared:
+        assert ours.top_logprobs[0][token] == pytest.approx(theirs.top_logprobs[0][token], abs=0.15)

@@ -50,6 +50,9 @@ T = TypeVar("T")
 StructuredDialect = Literal["auto", "json_schema", "json_object", "none"]
 LocalRuntime = Literal["transformers", "llama_cpp"]
 
+Content = str | tuple[dict[str, Any], ...]
+"""A message's content: text, or OpenAI content parts (sent as they are)."""
+
 
 class BackendError(RuntimeError):
     """The backend could not produce a reply (transport failure after retries, bad request)."""
@@ -59,8 +62,9 @@ class BackendError(RuntimeError):
 class JudgeRequest:
     """One chat completion request: messages and sampling parameters (all part of the cache key)."""
 
-    messages: tuple[tuple[str, str], ...]
-    """(role, content) pairs."""
+    messages: tuple[tuple[str, Content], ...]
+    """(role, content) pairs; content is text, or parts (text and images) for a
+    multimodal message."""
     max_tokens: int = 8
     temperature: float = 0.0
     top_logprobs: int = 0
@@ -175,6 +179,10 @@ class Backend:
 
     def prepare(self) -> None:
         """Slow one-time set-up, done when a spec is loaded (before any deadline runs)."""
+
+    def loading_s(self) -> float:
+        """Seconds this process has spent loading models so far (not judging time)."""
+        return 0.0
 
     async def complete(self, request: JudgeRequest) -> JudgeReply:
         reply = await self._complete(request)
@@ -339,7 +347,10 @@ class OpenAIBackend(Backend):
         """The JSON body of the request (also what the benchmark's plain client sends)."""
         body: dict[str, Any] = {
             "model": self.model_id,
-            "messages": [{"role": r, "content": c} for r, c in request.messages],
+            "messages": [
+                {"role": r, "content": c if isinstance(c, str) else list(c)}
+                for r, c in request.messages
+            ],
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
         }
@@ -495,8 +506,11 @@ def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
     return asyncio.run_coroutine_threadsafe(coro, _loop())
 
 
-def run_sync(coro: Coroutine[Any, Any, T], timeout_s: float) -> T:
-    """Run `coro` on the process's judge loop and wait for it at most `timeout_s`.
+def run_sync(
+    coro: Coroutine[Any, Any, T], timeout_s: float, excused: Callable[[], float] | None = None
+) -> T:
+    """Run `coro` on the process's judge loop and wait for it at most `timeout_s`, plus the
+    seconds `excused()` grew by meanwhile (a model loading on first use).
 
     The reward functions the engine calls are synchronous; this is the bridge. One persistent
     loop (not `asyncio.run` per sample) keeps the HTTP connection pool warm between samples.
@@ -504,8 +518,15 @@ def run_sync(coro: Coroutine[Any, Any, T], timeout_s: float) -> T:
     """
     future = submit(coro)
     started = time.monotonic()
-    try:
-        return future.result(timeout=timeout_s)
-    except concurrent.futures.TimeoutError:
-        future.cancel()
-        raise TimeoutError(f"judge calls took over {time.monotonic() - started:.1f} s") from None
+    base = excused() if excused is not None else 0.0
+    while True:
+        extra = excused() - base if excused is not None else 0.0
+        remaining = started + timeout_s + extra - time.monotonic()
+        try:
+            return future.result(timeout=max(remaining, 0.0))
+        except concurrent.futures.TimeoutError:
+            if excused is not None and excused() - base > extra:
+                continue  # a model finished loading meanwhile: that time is not the judge's
+            future.cancel()
+            elapsed = time.monotonic() - started
+            raise TimeoutError(f"judge calls took over {elapsed - extra:.1f} s") from None

@@ -168,6 +168,9 @@ class CachedBackend(Backend):
     def prepare(self) -> None:
         self.inner.prepare()
 
+    def loading_s(self) -> float:
+        return self.inner.loading_s()
+
     def _failed(self, action: str, exc: BaseException) -> None:
         self.errors += 1
         level = logging.WARNING if self.errors == 1 else logging.DEBUG

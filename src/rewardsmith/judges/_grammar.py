@@ -20,29 +20,40 @@ _WS = "[ ]?"
 whitespace."""
 
 
-def _enum(values: list[Any]) -> str:
-    literals = sorted((json.dumps(v, ensure_ascii=False) for v in values), key=len, reverse=True)
+def _enum(values: list[Any], bare: bool) -> str:
+    texts = [v if bare and isinstance(v, str) else json.dumps(v) for v in values]
+    literals = sorted(texts, key=len, reverse=True)
     return "(?:" + "|".join(re.escape(v) for v in literals) + ")"
 
 
-def schema_pattern(schema: dict[str, Any]) -> str:
+def schema_pattern(schema: dict[str, Any], bare: bool = False) -> str:
     """A regular expression matching exactly the JSON texts of `schema` (ValueError when the
-    schema is outside the supported subset)."""
+    schema is outside the supported subset).
+
+    `bare`: the same content without JSON's wrapping, as the judge prompts ask for it: an
+    object of one property is just its value, strings lose their quotes, arrays their
+    brackets (``{"verdict": "YES"}`` is ``YES``, ``{"ranking": ["R2", "R1"]}`` is
+    ``R2, R1``). The parsers read both; the bare form takes the model a fraction of the
+    tokens."""
     if "enum" in schema:
-        return _enum(list(schema["enum"]))
+        return _enum(list(schema["enum"]), bare)
     kind = schema.get("type")
     if kind == "object":
         properties = schema.get("properties") or {}
+        required = list(schema.get("required") or [])
+        if bare and len(required) == 1:
+            return schema_pattern(properties[required[0]], bare)
         fields = [
-            f'"{re.escape(name)}"{_WS}:{_WS}{schema_pattern(properties[name])}'
-            for name in schema.get("required") or []
+            f'"{re.escape(name)}"{_WS}:{_WS}{schema_pattern(properties[name])}' for name in required
         ]
         return r"\{" + _WS + f"{_WS},{_WS}".join(fields) + _WS + r"\}"
     if kind == "array":
-        item = schema_pattern(schema.get("items") or {})
+        item = schema_pattern(schema.get("items") or {}, bare)
         low, high = int(schema.get("minItems", 0)), schema.get("maxItems")
         more = f"{{{max(low - 1, 0)},{'' if high is None else int(high) - 1}}}"
         body = f"{item}(?:{_WS},{_WS}{item}){more}"
+        if bare:
+            return body if low else f"(?:{body})?"
         return r"\[" + _WS + (body if low else f"(?:{body})?") + _WS + r"\]"
     if kind == "string":
         return r'"[^"\\\n]{0,200}"'
@@ -56,10 +67,10 @@ def schema_pattern(schema: dict[str, Any]) -> str:
 class Constraint:
     """Whether a reply (so far) fits a schema."""
 
-    def __init__(self, schema: dict[str, Any]) -> None:
+    def __init__(self, schema: dict[str, Any], bare: bool = False) -> None:
         import regex
 
-        self.pattern = regex.compile(schema_pattern(schema))
+        self.pattern = regex.compile(schema_pattern(schema, bare))
 
     def viable(self, text: str) -> bool:
         """`text` is a prefix of some match."""

@@ -18,7 +18,7 @@ from ._backends import Backend, BackendConfig, BackendError, JudgeReply, JudgeRe
 from ._backends import make_backend as _make_backend
 from ._cache import default_cache_path
 from ._guard import Guard
-from ._prompts import Messages, parse_rating, rating_schema, render_conversation
+from ._prompts import Messages, parse_rating, rating_schema, render_conversation, with_image_parts
 
 __all__ = ["COMMON", "Judge", "Unparseable", "gather_bounded", "judge_settings"]
 
@@ -121,12 +121,15 @@ class Judge:
         `retry_schema`: the reply's JSON form; retries send it as structured output (a
         grammar on llama.cpp, `json_schema` on OpenAI-style servers) unless the backend's
         `structured_output` is `none`, so a model that rambles is constrained the second time.
+        The embedded model is constrained from the first attempt.
         """
         replies: list[str] = []
+        messages = with_image_parts(messages)
         base = self.temperature if temperature is None else temperature
         structured = self.config.structured_output != "none"
+        upfront = self.config.kind == "local"  # a grammar costs the embedded model nothing
         for attempt in range(self.parse_retries + 1):
-            constrain = attempt > 0 and retry_schema is not None and structured
+            constrain = (attempt > 0 or upfront) and retry_schema is not None and structured
             request = JudgeRequest(
                 messages=messages,
                 max_tokens=max(max_tokens, 32) if constrain else max_tokens,
@@ -190,18 +193,22 @@ class Judge:
         return value, expected, detail, reply
 
     def run(self, coro: Coroutine[Any, Any, Score]) -> Score:
-        """Run the sample's judge calls under the deadline; failures become statuses."""
+        """Run the sample's judge calls under the deadline (loading the embedded model on first
+        use does not count; the engine's `timeout_s` still bounds it); failures become
+        statuses."""
         started = time.monotonic()
         backend = self.backend
         before = backend.usage()
         try:
-            score = run_sync(coro, self.deadline_s)
-        except TimeoutError as exc:
-            score = Score.failed("timeout", str(exc), deadline_s=self.deadline_s)
+            score = run_sync(coro, self.deadline_s, backend.loading_s)
+        except TimeoutError as exc:  # the judge server's doing: the sample is left out
+            score = Score.failed(
+                "timeout", str(exc), cause="infrastructure", deadline_s=self.deadline_s
+            )
         except Unparseable as exc:
             score = Score.failed("invalid", str(exc), replies=exc.replies)
         except BackendError as exc:
-            score = Score.failed("error", f"judge backend: {exc}")
+            score = Score.failed("error", f"judge backend: {exc}", cause="infrastructure")
         score.detail.setdefault("judge_s", round(time.monotonic() - started, 3))
         after = backend.usage()
         score.detail["usage"] = {k: v - before.get(k, 0) for k, v in after.items()}

@@ -23,6 +23,7 @@ import importlib.util
 import math
 import os
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -141,6 +142,12 @@ class LlamaCppRuntime:
         self._starts: Any = None
 
     def chat(self, request: JudgeRequest) -> JudgeReply:
+        prompt = len(self.prompt_ids(request.messages))
+        if prompt + request.max_tokens > self.model.n_ctx():
+            raise BackendError(
+                f"local model: {prompt} prompt tokens + {request.max_tokens} exceed the "
+                f"context ({self.model.n_ctx()})"
+            )
         options: dict[str, Any] = {}
         if request.top_logprobs:
             options.update(logprobs=True, top_logprobs=request.top_logprobs)
@@ -217,6 +224,15 @@ class LlamaCppRuntime:
 
 _RUNTIMES: dict[tuple[str, str, int, int | None], tuple[Runtime, threading.Lock]] = {}
 _RUNTIMES_LOCK = threading.Lock()
+_LOADING: dict[str, float] = {"done_s": 0.0, "since": 0.0}
+"""Seconds this process spent loading models, and when the load in progress began (0: none);
+judge deadlines do not count them."""
+
+
+def loading_s() -> float:
+    """Seconds this process has spent loading models so far, the load in progress included."""
+    since = _LOADING["since"]
+    return _LOADING["done_s"] + (time.monotonic() - since if since else 0.0)
 
 
 def _load(config: BackendConfig, path: str) -> tuple[Runtime, threading.Lock]:
@@ -225,13 +241,18 @@ def _load(config: BackendConfig, path: str) -> tuple[Runtime, threading.Lock]:
     with _RUNTIMES_LOCK:
         loaded = _RUNTIMES.get(key)
         if loaded is None:
+            _LOADING["since"] = time.monotonic()
             runtime: Runtime
-            if config.runtime == "llama_cpp":
-                runtime = LlamaCppRuntime(path, config.n_ctx, config.n_threads)
-            else:
-                from ._transformers import TransformersRuntime
+            try:
+                if config.runtime == "llama_cpp":
+                    runtime = LlamaCppRuntime(path, config.n_ctx, config.n_threads)
+                else:
+                    from ._transformers import TransformersRuntime
 
-                runtime = TransformersRuntime(path, config.n_ctx, config.n_threads)
+                    runtime = TransformersRuntime(path, config.n_ctx, config.n_threads)
+            finally:
+                _LOADING["done_s"] += time.monotonic() - _LOADING["since"]
+                _LOADING["since"] = 0.0
             if not _RUNTIMES:  # free models while the interpreter still works, not in __del__
                 atexit.register(_close_runtimes)
             loaded = _RUNTIMES[key] = (runtime, threading.Lock())
@@ -288,7 +309,15 @@ class LocalBackend(Backend):
             "model_sha256": model_digest(self.path),
         }
 
+    def loading_s(self) -> float:
+        return loading_s()
+
     def _run(self, request: JudgeRequest) -> JudgeReply:
+        if not all(isinstance(content, str) for _, content in request.messages):
+            raise BackendError(
+                "the local judge model reads text only and this conversation has images: "
+                "judge it with a vision model behind backend: openai"
+            )
         runtime, lock = _load(self.config, self.path)
         with lock:
             if request.choices:

@@ -18,7 +18,7 @@ import io
 import logging
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,29 @@ _INSTALL = (
 )
 _SCAN = 256
 """Candidates tried, most likely first, before a constrained step scans the whole vocabulary."""
+
+
+@contextlib.contextmanager
+def _one_parse_per_file() -> Iterator[None]:
+    """transformers parses the GGUF file three times (config, tokenizer, weights), and a parse
+    of SmolLM2's 49k-token vocabulary by `gguf.GGUFReader` is most of a conversion's time: the
+    readers are shared while converting (they only read)."""
+    import gguf
+
+    real = gguf.GGUFReader
+    readers: dict[tuple[str, str], Any] = {}
+
+    def shared(path: Any, mode: str = "r") -> Any:
+        key = (os.fspath(path), mode)
+        if key not in readers:
+            readers[key] = real(path, mode)
+        return readers[key]
+
+    gguf.GGUFReader = shared
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = real
 
 
 def converted_model(path: str) -> Path:
@@ -61,8 +84,8 @@ def converted_model(path: str) -> Path:
         tmp = folder.with_name(f"{name}.tmp{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         source, file = str(Path(path).parent), Path(path).name
-        try:
-            with contextlib.redirect_stderr(io.StringIO()):  # transformers' progress bars
+        try:  # (stderr: transformers' progress bars)
+            with _one_parse_per_file(), contextlib.redirect_stderr(io.StringIO()):
                 tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=file)
                 model = AutoModelForCausalLM.from_pretrained(source, gguf_file=file)
         except Exception as exc:  # unsupported architecture or quantization
@@ -71,8 +94,9 @@ def converted_model(path: str) -> Path:
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
-        tokenizer.save_pretrained(tmp)
-        model.save_pretrained(tmp)
+        with contextlib.redirect_stderr(io.StringIO()):
+            tokenizer.save_pretrained(tmp)
+            model.save_pretrained(tmp)
         (tmp / "converted").write_text(path)
         shutil.rmtree(folder, ignore_errors=True)
         os.replace(tmp, folder)
@@ -107,6 +131,7 @@ class TransformersRuntime:
         self._cache: Any = None
         self._texts: list[str] | None = None
         self._starts: Any = None
+        self.texts()  # part of loading (seconds): not of the first judgement
 
     # -- primitives ----------------------------------------------------------------------------
 
@@ -152,10 +177,16 @@ class TransformersRuntime:
             self._cache, shared = DynamicCache(), 0
         elif self._cache.get_seq_length() > shared:
             self._cache.crop(shared - self._cache.get_seq_length())  # negative: drop the tail
-        with torch.inference_mode():
-            out = self.model(
-                input_ids=torch.tensor([ids[shared:]]), past_key_values=self._cache, use_cache=True
-            )
+        try:
+            with torch.inference_mode():
+                out = self.model(
+                    input_ids=torch.tensor([ids[shared:]]),
+                    past_key_values=self._cache,
+                    use_cache=True,
+                )
+        except BaseException:
+            self._ids, self._cache = [], None  # a half-updated KV cache is never reused
+            raise
         self._ids = list(ids)
         return out.logits[0].float()
 
@@ -177,7 +208,8 @@ class TransformersRuntime:
                 f"local model: {len(prompt)} prompt tokens + {request.max_tokens} exceed the "
                 f"context ({self.n_ctx})"
             )
-        constraint = Constraint(request.schema) if request.schema is not None else None
+        # held to the schema's bare form: "YES", not {"verdict": "YES"} (see _grammar)
+        constraint = Constraint(request.schema, bare=True) if request.schema is not None else None
         generator = torch.Generator().manual_seed(request.seed or 0)
         texts = self.texts()
         generated: list[int] = []
@@ -196,8 +228,6 @@ class TransformersRuntime:
             generated.append(token)
             tokens.append(texts[token])
             text += texts[token]
-            if constraint is not None and constraint.complete(text):
-                break
         return JudgeReply(
             text=self.tokenizer.decode(generated, skip_special_tokens=True),
             top_logprobs=top,

@@ -1,0 +1,218 @@
+"""The `sql` reward: execution accuracy of a predicted query against the gold query.
+
+Both queries run against the sample's SQLite database and their results are compared: as
+multisets of rows (or sets, as SkyRL and BIRD do), in order only when the gold query sorts
+its result (a top-level ``ORDER BY``). 1 when they match, 0 when they do not or when the
+predicted query fails (the error is in `detail`), `bad_format_score` (-1, as in SkyRL-SQL)
+when the answer holds no query in the expected format.
+
+The predicted query is untrusted. Each query runs in the worker's query process
+(`sql_exec`), killed when a query outruns `time_limit_s`, on its own connection, opened
+read-only (``mode=ro``) with ``query_only`` on, under an authorizer that allows only reading
+(SELECT, reads of tables and columns, functions, recursive CTEs) and denies everything else:
+writes, DDL, ``ATTACH`` (which would otherwise create files: ``mode=ro`` covers only the main
+database), PRAGMAs, transactions, ``VACUUM INTO`` and ``load_extension``. At most `max_rows` +
+1 rows are fetched, a value is at most 1 MB, the rows at most `memory_mb` of Python objects,
+and SQLite's heap is capped at `memory_mb`. The engine's hard timeout bounds the whole sample
+as well.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter, OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from ..._exceptions import ConfigError
+from ...models import Sample, Score
+from ...registry import RewardFn, bounded, reward
+from .._common import answer_part
+from .sql_exec import QueryFailed, Rows, run_query
+
+__all__ = ["QueryFailed", "fenced_blocks", "order_matters", "run_query", "sql", "sql_prediction"]
+
+_GOLD_CACHE_SIZE = 64
+"""Gold results kept per worker (a group's completions share one gold query)."""
+
+
+_HIDDEN = re.compile(
+    r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|\[[^\]]*\]|--[^\n]*|/\*.*?(?:\*/|\Z)", re.DOTALL
+)
+_ORDER_BY = re.compile(r"\border\s+by\b", re.IGNORECASE)
+
+
+def order_matters(query: str) -> bool:
+    """Whether `query` sorts its result: an ``ORDER BY`` outside strings, comments and
+    parentheses (one inside a subquery or a window does not order the result)."""
+    text = _HIDDEN.sub(" ", query)
+    depth, top = 0, []
+    for char in text:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth = max(0, depth - 1)
+        top.append(char if depth == 0 and char not in "()" else " ")
+    return _ORDER_BY.search("".join(top)) is not None
+
+
+_FENCE_OPEN = re.compile(r"[ \t]*```[ \t]*([\w+#.-]*)")
+_FENCE_CLOSE = re.compile(r"[ \t]*```[ \t]*")
+_SQL_TAGS = frozenset({"sql", "sqlite"})
+_SKYRL_TAGS = re.compile(r"</?(think|sql|observation)\b", re.IGNORECASE)
+_AFTER_OBSERVATION = re.compile(r"</observation>\s*", re.IGNORECASE)
+
+
+def fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """The Markdown code blocks of `text` as ``(language, body)``, in one pass over its lines.
+
+    A block opens on a line that starts with ```` ``` ```` (its language after it) and is not
+    the last line, and closes at the next line that is only ```` ``` ````; an opening line with
+    no closing line after it opens nothing, and then neither does any later line.
+    """
+    lines = text.split("\n")
+    next_close, after = [len(lines)] * len(lines), len(lines)
+    for k in range(len(lines) - 1, -1, -1):
+        next_close[k] = after
+        if _FENCE_CLOSE.fullmatch(lines[k]):
+            after = k
+    blocks, k = [], 0
+    while k < len(lines) - 1:
+        opening = _FENCE_OPEN.match(lines[k])
+        if opening is None:
+            k += 1
+            continue
+        end = next_close[k]
+        if end == len(lines):
+            break
+        blocks.append((opening[1].lower(), "\n".join(lines[k + 1 : end])))
+        k = end + 1
+    return blocks
+
+
+def _markdown(text: str) -> str | None:
+    """The last ```sql block, else the last untagged block, else the answer text."""
+    answer = answer_part(text)
+    blocks = fenced_blocks(answer)
+    tagged = [body for lang, body in blocks if lang in _SQL_TAGS]
+    untagged = [body for lang, body in blocks if not lang]
+    query = (tagged or untagged or [answer])[-1].strip()
+    return query or None
+
+
+def _skyrl(text: str) -> str | None:
+    """SkyRL-SQL's format: one ``<solution>`` block (no think/sql/observation tag inside), at
+    least one ``<think>`` block, and a ``<think>`` after every ``</observation>``."""
+    if text.count("<solution>") != 1:
+        return None
+    before, tail = text.split("<solution>", 1)
+    if tail.count("</solution>") != 1:
+        return None
+    solution = tail.split("</solution>", 1)[0]
+    think = text.find("<think>")
+    if _SKYRL_TAGS.search(solution) or think < 0 or text.find("</think>", think + 7) < 0:
+        return None
+    for closing in _AFTER_OBSERVATION.finditer(before):
+        if before[closing.end() : closing.end() + len("<think>")].lower() != "<think>":
+            return None
+    return solution.strip() or None
+
+
+Extract = Literal["markdown", "skyrl"]
+_EXTRACTORS: dict[str, Callable[[str], str | None]] = {"markdown": _markdown, "skyrl": _skyrl}
+
+
+def sql_prediction(text: str, extract: Extract) -> str | None:
+    """The predicted query of a completion, or None when it is not in the expected format."""
+    return _EXTRACTORS[extract](text)
+
+
+_GOLD: OrderedDict[tuple[Any, ...], Rows] = OrderedDict()
+
+
+def _gold_rows(db: Path, query: str, limits: dict[str, Any]) -> Rows:
+    """The gold result, cached per worker by database file version and query."""
+    stat = db.stat()
+    key = (str(db), stat.st_ino, stat.st_mtime_ns, stat.st_size, query, *limits.values())
+    if key in _GOLD:
+        _GOLD.move_to_end(key)
+        return _GOLD[key]
+    rows = run_query(db, query, **limits)
+    _GOLD[key] = rows
+    if len(_GOLD) > _GOLD_CACHE_SIZE:
+        _GOLD.popitem(last=False)
+    return rows
+
+
+def _same(gold: Rows, predicted: Rows, ordered: bool, compare: str) -> bool:
+    if ordered:
+        return gold == predicted
+    if compare == "set":
+        return set(gold) == set(predicted)
+    return Counter(gold) == Counter(predicted)
+
+
+@reward("sql")
+def sql(
+    *,
+    extract: Extract = "markdown",
+    compare: Literal["multiset", "set"] = "multiset",
+    bad_format_score: float = -1.0,
+    time_limit_s: float = 2.0,
+    max_rows: int = 10_000,
+    memory_mb: int = 256,
+    db_root: str | None = None,
+) -> RewardFn:
+    """Execution accuracy: 1 when the predicted query returns the gold query's result.
+
+    Reference: ``{"db": "path/to/file.sqlite", "query": "SELECT ..."}`` (a relative `db` is
+    found under `db_root`, default the working directory). `extract`: ``markdown`` (the last
+    ```` ```sql ```` block, else the last untagged block, else the answer text; bad format is
+    an empty answer) or ``skyrl`` (SkyRL-SQL's ``<think>``/``<solution>`` format). The gold
+    and the prediction each get `time_limit_s`: keep the spec's `timeout_s` above twice it.
+    """
+    if time_limit_s <= 0 or max_rows < 1 or memory_mb < 8:
+        raise ConfigError("time_limit_s must be > 0, max_rows >= 1 and memory_mb >= 8")
+    limits = {"time_limit_s": time_limit_s, "max_rows": max_rows, "memory_mb": memory_mb}
+    root = Path(db_root) if db_root is not None else None
+
+    def database(reference: dict[str, Any]) -> Path | str:
+        db = reference.get("db")
+        if not isinstance(db, str) or not db:
+            return "reference 'db' must be the path of a SQLite file"
+        path = Path(db)
+        if not path.is_absolute():
+            path = (root or Path(os.getcwd())) / path
+        return path if path.is_file() else f"database not found: {path}"
+
+    def score(sample: Sample) -> Score:
+        reference = sample.reference
+        if reference is None:
+            return Score.failed("not_applicable", "no reference query")
+        if not isinstance(reference, dict) or not isinstance(reference.get("query"), str):
+            return Score.failed("invalid", "reference must be {'db': path, 'query': 'SELECT ...'}")
+        db = database(reference)
+        if isinstance(db, str):
+            return Score.failed("invalid", db)
+        query = sql_prediction(sample.text, extract)
+        if query is None:
+            return Score.ok(bad_format_score, reason=f"no query in the {extract} format")
+        try:
+            gold = _gold_rows(db, reference["query"], limits)
+        except QueryFailed as exc:
+            return Score.failed("invalid", f"the gold query fails: {exc}", query=query)
+        ordered = order_matters(reference["query"])
+        detail: dict[str, Any] = {"query": query, "ordered": ordered, "gold_rows": len(gold)}
+        try:
+            predicted = run_query(db, query, **limits)
+        except QueryFailed as exc:
+            return Score.ok(0.0, reason="the predicted query fails", error=str(exc), **detail)
+        same = _same(gold, predicted, ordered, compare)
+        detail["rows"] = len(predicted)
+        if not same:
+            detail["reason"] = "different result"
+        return Score.ok(1.0 if same else 0.0, **detail)
+
+    return bounded(score, min(0.0, bad_format_score), max(1.0, bad_format_score))

@@ -21,11 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 __all__ = [
     "FAILURE_STATUSES",
+    "MAX_NESTING",
     "Message",
     "Result",
     "Sample",
     "Score",
     "Status",
+    "nested_deeper_than",
 ]
 
 Status = Literal["ok", "timeout", "error", "invalid", "not_applicable"]
@@ -39,6 +41,26 @@ REFERENCE_ALIASES = ("reference", "ground_truth", "answer", "solution", "label")
 
 
 _SAMPLE_KEYS = frozenset({"id", "completion", "prompt", "metadata", "group", *REFERENCE_ALIASES})
+
+MAX_NESTING = 100
+"""Deepest nesting of lists and objects in a sample. Deeper data cannot travel: pickling it to
+a worker and writing it back in a result fail a few hundred levels down."""
+
+
+def nested_deeper_than(value: Any, limit: int = MAX_NESTING) -> bool:
+    """Whether `value` nests lists, tuples or dicts more than `limit` levels deep.
+
+    Iterative, so any depth is measured without recursion.
+    """
+    containers = (dict, list, tuple)
+    stack = [(value, 1)] if isinstance(value, containers) else []
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, containers))
+    return False
 
 
 class Message(BaseModel):
@@ -70,6 +92,13 @@ class Sample(BaseModel):
     """Free-form extras, passed through to rewards."""
     group: str | None = None
     """Samples sharing a group answer the same prompt (for group transforms)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_too_deep(cls, data: Any) -> Any:
+        if isinstance(data, dict) and nested_deeper_than(data):
+            raise ValueError(f"nested more than {MAX_NESTING} levels deep")
+        return data
 
     @model_validator(mode="before")
     @classmethod

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from rewardsmith import RewardFn, Sample, Score
+from rewardsmith import RewardFn, Sample, Score, reward
 
 
+@reward("tests.combine.echo")
 def echo(*, key: str = "score") -> RewardFn:
     """``metadata[key]`` as the score, ``metadata[key + "_detail"]`` as the detail.
 

@@ -135,6 +135,8 @@ def _add_backend_options(parser: argparse.ArgumentParser) -> None:
 
 def _add_serve_command(commands: Any) -> None:
     from .server._config import (
+        DEFAULT_BODY_TIMEOUT_S,
+        DEFAULT_HEADER_TIMEOUT_S,
         DEFAULT_MAX_BATCH_SAMPLES,
         DEFAULT_MAX_BODY_BYTES,
         DEFAULT_MAX_QUEUE_SAMPLES,
@@ -181,6 +183,24 @@ def _add_serve_command(commands: Any) -> None:
         default=60,
         help="seconds to finish in-flight requests on shutdown",
     )
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=DEFAULT_HEADER_TIMEOUT_S,
+        help="seconds a connection has to send a request's headers (then 408 and closed)",
+    )
+    serve.add_argument(
+        "--body-timeout",
+        type=float,
+        default=DEFAULT_BODY_TIMEOUT_S,
+        help="seconds a request has to send its body (then 408)",
+    )
+    serve.add_argument(
+        "--keep-alive",
+        type=float,
+        default=5.0,
+        help="seconds an idle connection stays open between requests",
+    )
     serve.add_argument("--access-log", action="store_true", help="log every request")
     serve.add_argument("--log-level", default="info", help="uvicorn log level")
     serve.set_defaults(run=_serve)
@@ -206,6 +226,9 @@ def _serve(args: argparse.Namespace) -> int:
         max_queue_samples=args.max_queue,
         max_batch_samples=args.max_batch,
         graceful_timeout_s=args.graceful_timeout,
+        header_timeout_s=args.header_timeout,
+        body_timeout_s=args.body_timeout,
+        keep_alive_s=args.keep_alive,
         log_level=args.log_level,
         access_log=args.access_log,
     )

@@ -21,7 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 __all__ = [
     "FAILURE_STATUSES",
+    "MAX_DATA_URL_CHARS",
     "MAX_NESTING",
+    "ContentPart",
+    "ImageURL",
     "Message",
     "Result",
     "Sample",
@@ -63,6 +66,53 @@ def nested_deeper_than(value: Any, limit: int = MAX_NESTING) -> bool:
     return False
 
 
+MAX_DATA_URL_CHARS = 20 * 2**20
+"""Longest ``data:`` URL an image part may carry (20 MiB of text, about 15 MB of image). A
+larger one makes the sample `invalid`: it would be copied to every worker and judge request."""
+
+
+class ImageURL(BaseModel):
+    """The ``image_url`` of an image part: a URL (``https:``, or ``data:`` with the image)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    url: str
+    """Where the image is, or the image itself as a ``data:`` URL."""
+
+    @field_validator("url")
+    @classmethod
+    def _bounded(cls, url: str) -> str:
+        if url.startswith("data:") and len(url) > MAX_DATA_URL_CHARS:
+            raise ValueError(
+                f"data URL of {len(url):,} characters is over the limit of {MAX_DATA_URL_CHARS:,}"
+            )
+        return url
+
+
+class ContentPart(BaseModel):
+    """One part of a multimodal message, as the OpenAI chat API takes them:
+    ``{"type": "text", "text": ...}`` or ``{"type": "image_url", "image_url": {"url": ...}}``.
+    Other types are kept as they are; rewards read only the text parts."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    text: str | None = None
+    image_url: ImageURL | None = None
+
+    @model_validator(mode="after")
+    def _has_its_payload(self) -> ContentPart:
+        if self.type == "text" and self.text is None:
+            raise ValueError("a text part needs 'text'")
+        if self.type == "image_url" and self.image_url is None:
+            raise ValueError("an image_url part needs 'image_url': {'url': ...}")
+        return self
+
+    def as_sent(self) -> dict[str, Any]:
+        """The part as it was given (what an OpenAI-compatible server receives)."""
+        return self.model_dump(exclude_unset=True)
+
+
 class Message(BaseModel):
     """One chat message."""
 
@@ -70,8 +120,26 @@ class Message(BaseModel):
 
     role: str
     """Speaker: `system`, `user`, `assistant`, `tool`..."""
-    content: str | None = None
-    """Text of the message (None for tool-call-only messages)."""
+    content: str | list[ContentPart] | None = None
+    """Text of the message, or its parts (text and images); None for a message that only
+    calls tools."""
+    tool_calls: list[Any] | None = None
+    """OpenAI-style tool calls of an assistant message, as the server returned them
+    (checked by the rewards that read them, so a malformed call is the policy's error)."""
+
+    @property
+    def text(self) -> str:
+        """The text of the message: its content, or its text parts joined by newlines."""
+        if isinstance(self.content, list):
+            return "\n".join(p.text for p in self.content if p.type == "text" and p.text)
+        return self.content or ""
+
+    @property
+    def images(self) -> list[ContentPart]:
+        """The message's image parts, in order."""
+        if not isinstance(self.content, list):
+            return []
+        return [p for p in self.content if p.type == "image_url"]
 
 
 class Sample(BaseModel):
@@ -137,13 +205,22 @@ class Sample(BaseModel):
 
     @property
     def text(self) -> str:
-        """The completion as text: the string itself, or the last assistant message."""
+        """The completion as text: the string itself, or the last assistant message's text."""
         if isinstance(self.completion, str):
             return self.completion
+        final = self.final_turn
+        return final.text if final is not None else ""
+
+    @property
+    def final_turn(self) -> Message | None:
+        """The message a conversation is scored on: its last assistant message (else its last
+        message); None for a text completion or an empty conversation."""
+        if isinstance(self.completion, str) or not self.completion:
+            return None
         for message in reversed(self.completion):
             if message.role == "assistant":
-                return message.content or ""
-        return self.completion[-1].content or "" if self.completion else ""
+                return message
+        return self.completion[-1]
 
 
 class Score(BaseModel):

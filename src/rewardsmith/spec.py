@@ -8,7 +8,7 @@
     group_transform: {type: grpo, std: unbiased}
     timeout_s: 5
 
-A component's own keys (`type`, `weight`, `only_if`, `veto`, `transform`) sit beside the
+A component's own keys (`type`, `weight`, `only_if`, `veto`, `transform`, `scope`) sit beside the
 reward type's parameters (the keyword arguments of its factory). `combine`, `transform` and
 `group_transform` take a name, or a mapping with `type` and that choice's parameters. Every
 unknown key is an error that names the key and what is allowed, so a typo never silently
@@ -48,6 +48,7 @@ from .combine import (
     Transform,
 )
 from .registry import RewardFn, registry
+from .turns import per_turn
 
 __all__ = ["CombineMode", "ComponentSpec", "RewardSpec", "load_spec"]
 
@@ -63,7 +64,7 @@ CombineMode = Literal[
 ]
 """How component scores become one reward (see `rewardsmith.combine`)."""
 
-_COMPONENT_KEYS = ("type", "weight", "only_if", "veto", "transform")
+_COMPONENT_KEYS = ("type", "weight", "only_if", "veto", "transform", "scope")
 _SPEC_KEYS = ("rewards", "combine", "group_transform", "timeout_s", "on_error")
 _LAX = ConfigDict(arbitrary_types_allowed=True)
 
@@ -83,13 +84,17 @@ class ComponentSpec(BaseModel):
     """A hard rule: when it counts and does not pass (score <= 0), the total reward is 0."""
     transform: tuple[Annotated[Transform, Field(discriminator="type")], ...] = ()
     """Shaping of the component's score before combination, applied in order."""
+    scope: Literal["final", "turns"] = "final"
+    """What of a conversation is scored: its last assistant turn (`final`), or every assistant
+    turn, with per-turn values in `detail.steps` (`turns`, see `rewardsmith.turns`)."""
     params: dict[str, Any] = Field(default_factory=dict)
     """Keyword arguments for the reward type's factory."""
 
     def build(self) -> RewardFn:
         """Instantiate the scoring function, parameters checked against the factory's hints."""
         factory = registry.get(self.type).factory
-        return validate_call(factory, config=_LAX)(**self.params)  # type: ignore[no-any-return]
+        fn: RewardFn = validate_call(factory, config=_LAX)(**self.params)
+        return per_turn(fn) if self.scope == "turns" else fn
 
 
 class RewardSpec(BaseModel):

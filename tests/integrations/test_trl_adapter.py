@@ -130,6 +130,27 @@ def test_conversational_prompts_and_completions(math_engine: CountingEngine) -> 
     assert funcs[1](**kwargs) == [1.0, None]
 
 
+def test_image_parts_are_kept_and_placeholders_dropped() -> None:
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    prompt = [
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Q?"}, image]}
+    ]
+    (row,) = samples_from_trl([prompt], ["A."], None, {})
+    sample = Sample.model_validate({"id": "0", **row})
+    assert sample.prompt[0].text == "Q?"  # type: ignore[index]
+    assert [p.as_sent() for p in sample.prompt[0].images] == [image]  # type: ignore[index]
+
+
+def test_the_trainer_step_reaches_metadata() -> None:
+    class State:
+        global_step = 42
+
+    rows = samples_from_trl(
+        None, ["a", "b"], None, {"trainer_state": State(), "metadata": [{"step": 7}, {}]}
+    )
+    assert [r["metadata"]["step"] for r in rows] == [7, 42]  # a dataset's own step wins
+
+
 def test_dataset_columns_become_reference_and_metadata() -> None:
     rows = samples_from_trl(
         ["p1", "p2"],

@@ -235,9 +235,18 @@ class Engine:
         self.close()
 
 
+_UNION_TAGS = frozenset({"str", "int", "float", "bool", "none", "dict"})
+
+
 def _first_error(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    field = ".".join(str(p) for p in error["loc"]) or "sample"
+    """The most specific error: a field of a union (text or messages) fails once per member,
+    and the deepest failure is the one that says what is wrong."""
+    errors = exc.errors()
+    error = max(errors, key=lambda e: len(e["loc"])) if len(errors) > 1 else errors[0]
+    parts = [
+        str(p) for p in error["loc"] if not (isinstance(p, str) and ("[" in p or p in _UNION_TAGS))
+    ]
+    field = ".".join(parts) or "sample"
     return f"invalid sample: {field}: {error['msg']}"
 
 

@@ -66,24 +66,29 @@ def plain(value: Any) -> Any:
     return value
 
 
+_READABLE_PARTS = ("text", "image_url")
+"""Content block types a reward can read (verifiers the text, judges the images too)."""
+
+
 def normalise_chat(value: Any) -> Any:
     """A prompt or completion as the data contract wants it.
 
-    Text stays text. A conversation keeps its messages, with multimodal content blocks
-    (`[{"type": "text", "text": ...}, {"type": "image"}]`, as vision trainers send them)
-    reduced to their text.
+    Text stays text. A conversation keeps its messages; multimodal content blocks keep their
+    text and ``image_url`` parts (judges receive the images) and drop the others, such as the
+    ``{"type": "image"}`` placeholders of vision trainers, whose pixels travel in another
+    column and which no reward can read.
     """
     if not isinstance(value, list):
         return value
     messages = []
     for message in value:
         if isinstance(message, Mapping) and isinstance(message.get("content"), list):
-            text = "".join(
-                str(block.get("text", ""))
+            kept = [
+                block
                 for block in message["content"]
-                if isinstance(block, Mapping) and block.get("type", "text") == "text"
-            )
-            message = {**message, "content": text}
+                if isinstance(block, Mapping) and block.get("type", "text") in _READABLE_PARTS
+            ]
+            message = {**message, "content": [{"type": "text", **b} for b in kept]}
         messages.append(message)
     return messages
 

@@ -240,7 +240,8 @@ def samples_from_trl(
 
     The gold column (`reference`, `ground_truth`, `answer`, `solution` or `label`) becomes the
     reference and other columns go to `metadata`; the token ids of each completion go to
-    `metadata.completion_ids` (so `length` with `unit: tokens` counts tokens). Consecutive
+    `metadata.completion_ids` (so `length` with `unit: tokens` counts tokens), and the
+    trainer's global step to `metadata.step` (for rewards with a schedule). Consecutive
     completions of the same prompt share a `group` (unless the dataset has a `group` column),
     for group-scoped shaping.
     """
@@ -258,6 +259,7 @@ def samples_from_trl(
     if completion_ids is not None and len(completion_ids) != n:
         raise ValueError(f"got {len(completion_ids)} completion_ids for {n} completions")
     samples = []
+    step = getattr(kwargs.get("trainer_state"), "global_step", None)  # for scheduled rewards
     group, previous = -1, object()
     for i in range(n):
         row: dict[str, Any] = {key: column[i] for key, column in columns.items()}
@@ -269,13 +271,23 @@ def samples_from_trl(
                     group, previous = group + 1, prompts[i]
                 row["group"] = str(group)
         if completion_ids is not None and completion_ids[i] is not None:
-            metadata = row.get("metadata")
-            metadata = dict(metadata) if isinstance(metadata, dict) else {}
-            metadata["completion_ids"] = [int(t) for t in completion_ids[i]]
-            if "metadata" not in row or isinstance(row["metadata"], dict):
-                row["metadata"] = metadata
+            _set_metadata(row, "completion_ids", [int(t) for t in completion_ids[i]])
+        if isinstance(step, int):
+            _set_metadata(row, "step", step, overwrite=False)
         samples.append(row)
     return samples
+
+
+def _set_metadata(row: dict[str, Any], key: str, value: Any, overwrite: bool = True) -> None:
+    """Put `key` in the row's metadata (left alone when the row's metadata is malformed,
+    so that validation reports it)."""
+    metadata = row.get("metadata")
+    if "metadata" in row and not isinstance(metadata, dict):
+        return
+    metadata = dict(metadata or {})
+    if overwrite or key not in metadata:
+        metadata[key] = value
+    row["metadata"] = metadata
 
 
 def _log(

@@ -51,6 +51,9 @@ T = TypeVar("T")
 
 StructuredDialect = Literal["auto", "json_schema", "json_object", "none"]
 
+Content = str | tuple[dict[str, Any], ...]
+"""A message's content: text, or OpenAI content parts (sent as they are)."""
+
 
 class BackendError(RuntimeError):
     """The backend could not produce a reply (transport failure after retries, bad request)."""
@@ -60,8 +63,9 @@ class BackendError(RuntimeError):
 class JudgeRequest:
     """One chat completion request: messages and sampling parameters (all part of the cache key)."""
 
-    messages: tuple[tuple[str, str], ...]
-    """(role, content) pairs."""
+    messages: tuple[tuple[str, Content], ...]
+    """(role, content) pairs; content is text, or parts (text and images) for a
+    multimodal message."""
     max_tokens: int = 8
     temperature: float = 0.0
     top_logprobs: int = 0
@@ -245,7 +249,10 @@ class OpenAIBackend(Backend):
         """The JSON body of the request (also what the benchmark's plain client sends)."""
         body: dict[str, Any] = {
             "model": self.model_id,
-            "messages": [{"role": r, "content": c} for r, c in request.messages],
+            "messages": [
+                {"role": r, "content": c if isinstance(c, str) else list(c)}
+                for r, c in request.messages
+            ],
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
         }
@@ -414,6 +421,11 @@ class LocalBackend(Backend):
         return Path(self.path).name
 
     def _run(self, request: JudgeRequest) -> JudgeReply:
+        if not all(isinstance(content, str) for _, content in request.messages):
+            raise BackendError(
+                "the local judge model reads text only and this conversation has images: "
+                "judge it with a vision model behind backend: openai"
+            )
         model = load_local_model(self.path, self.config.n_ctx, self.config.n_threads)
         options: dict[str, Any] = {}
         if request.top_logprobs:

@@ -17,7 +17,7 @@ from ._backends import Backend, BackendConfig, BackendError, JudgeReply, JudgeRe
 from ._backends import make_backend as _make_backend
 from ._cache import default_cache_path
 from ._guard import Guard
-from ._prompts import Messages, render_conversation
+from ._prompts import Messages, render_conversation, with_image_parts
 
 __all__ = ["COMMON", "Judge", "Unparseable", "gather_bounded", "judge_settings"]
 
@@ -121,6 +121,7 @@ class Judge:
         `structured_output` is `none`, so a model that rambles is constrained the second time.
         """
         replies: list[str] = []
+        messages = with_image_parts(messages)
         base = self.temperature if temperature is None else temperature
         structured = self.config.structured_output != "none"
         for attempt in range(self.parse_retries + 1):

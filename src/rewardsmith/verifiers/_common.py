@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["THINK_CLOSE", "THINK_OPEN", "answer_part"]
+__all__ = ["THINK_CLOSE", "THINK_OPEN", "answer_part", "tagged_answer"]
 
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
@@ -22,3 +22,14 @@ def answer_part(text: str) -> str:
     if THINK_OPEN in text:
         return ""
     return _THINK_BLOCK.sub("", text)
+
+
+_ANSWER_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+
+
+def tagged_answer(text: str) -> str:
+    """What an ``<answer>...</answer>`` format commits to: the content of the last answer
+    block of the answer part, else the whole answer part (R1-style VLM and GUI rewards)."""
+    answer = answer_part(text)
+    blocks = _ANSWER_TAG.findall(answer)
+    return blocks[-1] if blocks else answer

@@ -37,7 +37,7 @@ def _reference_text(reference: Any) -> str | None:
 def _prompt_text(prompt: str | list[Message] | None) -> str | None:
     if prompt is None or isinstance(prompt, str):
         return prompt
-    return "\n".join(m.content or "" for m in prompt)
+    return "\n".join(m.text for m in prompt)
 
 
 @reward("math", preload=("sympy", "latex2sympy2_extended"))

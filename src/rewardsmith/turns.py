@@ -1,0 +1,112 @@
+"""Scoring every assistant turn of a trajectory (a component's `scope: turns`).
+
+A multi-turn completion is a conversation: assistant turns, tool calls, tool results. With
+`scope: final` (the default) a component scores the last assistant turn, as for any chat
+completion. With `scope: turns` it scores each assistant turn on its own view of the sample:
+
+- the turn is the view's completion, and everything before it (the prompt, the earlier
+  turns, the tool results) is the view's prompt, so a judge sees the context of the step;
+- the view's reference is ``metadata.turn_references[k]`` for the k-th assistant turn when
+  the sample has that list (one gold per turn, e.g. the expected tool calls of each step),
+  else the sample's own reference.
+
+The component's result carries one value per turn in ``detail.steps`` (what
+``combine: renorm`` reads as per-step process rewards) and, as its score, their mean. The
+policy decides how many turns it takes, so neither count is an escape: a turn past the end of
+``turn_references`` scores 0 (with the reason), and a gold turn the trajectory never reached
+counts 0 in the mean.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .models import FAILURE_STATUSES, Message, Sample, Score
+from .registry import RewardFn
+
+__all__ = ["TURN_REFERENCES", "per_turn", "turn_views"]
+
+TURN_REFERENCES = "turn_references"
+"""The metadata key holding one reference per assistant turn."""
+
+
+def _as_messages(prompt: str | list[Message] | None) -> list[Message]:
+    if prompt is None:
+        return []
+    if isinstance(prompt, str):
+        return [Message(role="user", content=prompt)]
+    return list(prompt)
+
+
+def turn_views(sample: Sample) -> list[Sample]:
+    """One sample per assistant turn: the turn as completion, what came before as prompt.
+
+    A text completion, or a conversation without an assistant message, is one turn: itself.
+    """
+    if isinstance(sample.completion, str):
+        return [sample]
+    turns = [i for i, message in enumerate(sample.completion) if message.role == "assistant"]
+    if not turns:
+        return [sample]
+    context = _as_messages(sample.prompt)
+    return [
+        sample.model_copy(
+            update={"prompt": context + sample.completion[:i], "completion": [sample.completion[i]]}
+        )
+        for i in turns
+    ]
+
+
+def per_turn(fn: RewardFn) -> RewardFn:
+    """`fn` applied to every assistant turn; per-turn values in ``detail.steps``."""
+
+    def score(sample: Sample) -> Score:
+        views = turn_views(sample)
+        references = sample.metadata.get(TURN_REFERENCES)
+        if references is not None and not isinstance(references, list):
+            return Score.failed(
+                "invalid", f"metadata.{TURN_REFERENCES} must be a list, one reference per turn"
+            )
+        scores: list[Score] = []
+        for k, view in enumerate(views):
+            if references is None:
+                scores.append(fn(view))
+            elif k < len(references):
+                scores.append(fn(view.model_copy(update={"reference": references[k]})))
+            else:
+                reason = (
+                    f"no reference for assistant turn {k}: metadata.{TURN_REFERENCES} has "
+                    f"{len(references)}, the trajectory {len(views)} turns"
+                )
+                scores.append(Score.ok(0.0, reason=reason))
+        missing = max(0, len(references) - len(views)) if references is not None else 0
+        return _combine_turns(scores, missing)
+
+    return score
+
+
+def _combine_turns(scores: list[Score], missing: int) -> Score:
+    """The component's score from its turns' scores: the first failure decides, else the mean
+    over the turns that apply (plus `missing` unreached gold turns, which count 0)."""
+    turns: list[dict[str, Any]] = []
+    steps: list[float | None] = []
+    for k, turn in enumerate(scores):
+        if not isinstance(turn, Score):
+            return Score.failed("error", f"turn {k}: reward returned {type(turn).__name__}")
+        if turn.status == "ok" and (turn.score is None or not math.isfinite(turn.score)):
+            return Score.failed("error", f"turn {k}: non-finite score {turn.score!r}")
+        turns.append({"turn": k, "score": turn.score, "status": turn.status, **turn.detail})
+        steps.append(turn.score if turn.status == "ok" else None)
+    for k, turn in enumerate(scores):
+        if turn.status in FAILURE_STATUSES:
+            reason = turn.detail.get("reason", turn.status)
+            return Score.failed(turn.status, f"turn {k}: {reason}", steps=steps, turns=turns)
+    counted = [s for s in steps if s is not None]
+    if not counted:
+        return Score.failed("not_applicable", "no turn applies", steps=steps, turns=turns)
+    mean = math.fsum(counted) / (len(counted) + missing)
+    detail: dict[str, Any] = {"steps": steps, "turns": turns}
+    if missing:
+        detail["missing_turns"] = missing
+    return Score.ok(mean, **detail)

@@ -1,0 +1,230 @@
+"""`scope: turns`: every assistant turn of a trajectory scored on its own, per-turn values in
+`detail.steps`, and a multi-turn tool-use trajectory scored per step by ReNorm through the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rewardsmith import Engine
+from rewardsmith._exceptions import ConfigError
+from rewardsmith.models import Sample, Score
+from rewardsmith.spec import load_spec
+from rewardsmith.turns import per_turn, turn_views
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def call(name: str, **parameters: Any) -> dict[str, Any]:
+    return {"name": name, "parameters": parameters}
+
+
+def openai_call(name: str, **arguments: Any) -> dict[str, Any]:
+    function = {"name": name, "arguments": json.dumps(arguments)}
+    return {"id": f"call_{name}", "type": "function", "function": function}
+
+
+def tagged(name: str, **parameters: Any) -> str:
+    return f"<tool_call>\n{json.dumps(call(name, **parameters))}\n</tool_call>"
+
+
+def trajectory(convert_to: str, final: str) -> list[dict[str, Any]]:
+    """Weather in Paris, then a unit conversion, then the answer: three assistant turns."""
+    return [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [openai_call("get_weather", city="Paris", unit="F")],
+        },
+        {"role": "tool", "tool_call_id": "call_get_weather", "content": "72"},
+        {"role": "assistant", "content": tagged("convert", value=72, src="F", dst=convert_to)},
+        {"role": "tool", "content": "22.2"},
+        {"role": "assistant", "content": final},
+    ]
+
+
+TURN_GOLD = [
+    {"tool_calls": [call("get_weather", city="Paris", unit="F")]},
+    {"tool_calls": [call("convert", value=72, src="F", dst="C")]},
+    {"tool_calls": []},
+]
+PROMPT = "What is the temperature in Paris, in Celsius?"
+
+
+def test_turn_views_put_what_came_before_in_the_prompt() -> None:
+    sample = Sample(id="t", prompt=PROMPT, completion=trajectory("C", "Answer: 22.2"))
+    views = turn_views(sample)
+    assert len(views) == 3
+    assert [len(v.prompt) for v in views] == [1, 3, 5]  # type: ignore[arg-type]
+    assert views[0].prompt[0].role == "user" and views[0].prompt[0].text == PROMPT
+    assert views[2].text == "Answer: 22.2" and views[2].prompt[-1].role == "tool"
+    assert all(len(v.completion) == 1 for v in views)
+    assert turn_views(Sample(id="s", completion="plain text")) == [
+        Sample(id="s", completion="plain text")
+    ]
+
+
+def length_of_turn(sample: Sample) -> Score:
+    if sample.reference == "skip":
+        return Score.failed("not_applicable", "skipped")
+    if sample.reference == "boom":
+        return Score.failed("error", "exploded")
+    return Score.ok(len(sample.text) / 10, reference=sample.reference)
+
+
+def chat(*texts: str) -> list[dict[str, str]]:
+    return [{"role": "assistant", "content": t} for t in texts]
+
+
+@pytest.mark.parametrize(
+    ("texts", "references", "steps", "score", "extra"),
+    [
+        (["a", "bb", "ccc"], None, [0.1, 0.2, 0.3], 0.2, {}),
+        # a turn past the references scores 0, with the reason
+        (["a", "bb", "ccc"], ["x", "y"], [0.1, 0.2, 0.0], 0.1, {}),
+        # a gold turn never reached counts 0 in the mean, not in the steps
+        (["a", "bb"], ["x", "y", "z", "w"], [0.1, 0.2], 0.3 / 4, {"missing_turns": 2}),
+        # a turn that does not apply has no step and is left out of the mean
+        (["a", "bb", "ccc"], ["x", "skip", "z"], [0.1, None, 0.3], 0.2, {}),
+    ],
+)
+def test_per_turn_scores(
+    texts: list[str], references: list[str] | None, steps: list, score: float, extra: dict
+) -> None:
+    metadata = {} if references is None else {"turn_references": references}
+    result = per_turn(length_of_turn)(Sample(id="p", completion=chat(*texts), metadata=metadata))
+    assert result.status == "ok"
+    assert result.detail["steps"] == pytest.approx(steps)
+    assert result.score == pytest.approx(score)
+    for key, value in extra.items():
+        assert result.detail[key] == value
+    if references is not None and len(texts) > len(references):
+        assert "no reference for assistant turn 2" in result.detail["turns"][2]["reason"]
+
+
+def test_a_failing_turn_fails_the_component_naming_the_turn() -> None:
+    sample = Sample(id="p", completion=chat("a", "b"), metadata={"turn_references": ["x", "boom"]})
+    result = per_turn(length_of_turn)(sample)
+    assert result.status == "error" and result.detail["reason"] == "turn 1: exploded"
+
+
+def test_no_turn_applying_is_not_applicable() -> None:
+    sample = Sample(id="p", completion=chat("a"), metadata={"turn_references": ["skip"]})
+    assert per_turn(length_of_turn)(sample).status == "not_applicable"
+
+
+def test_malformed_turn_references_are_invalid() -> None:
+    sample = Sample(id="p", completion=chat("a"), metadata={"turn_references": "x"})
+    assert per_turn(length_of_turn)(sample).status == "invalid"
+
+
+def test_scope_is_a_checked_component_key() -> None:
+    spec = load_spec({"rewards": {"n": {"type": "think_format", "scope": "turns"}}})
+    assert spec.rewards["n"].scope == "turns"
+    with pytest.raises(ConfigError, match="scope"):
+        load_spec({"rewards": {"n": {"type": "think_format", "scope": "turn"}}})
+
+
+def test_scope_turns_in_the_engine() -> None:
+    spec = {
+        "rewards": {
+            "calls": {"type": "tool_call", "scope": "turns", "format_rule": "parsed"},
+            "last": {"type": "tool_call", "format_rule": "parsed"},
+        }
+    }
+    sample = {
+        "id": "e",
+        "prompt": PROMPT,
+        "completion": trajectory("C", "Answer: 22.2"),
+        "reference": TURN_GOLD[2],
+        "metadata": {"turn_references": TURN_GOLD},
+    }
+    with Engine(spec, workers=1) as engine:
+        (result,) = engine.score([sample])
+    calls, last = result.components["calls"], result.components["last"]
+    # each turn: format 1 + correctness 3 (exact), 1 + 3, then 1 + 0 (no call expected)
+    assert calls.detail["steps"] == [4.0, 4.0, 1.0] and calls.score == pytest.approx(3.0)
+    assert last.score == 1.0 and "steps" not in last.detail  # scope: final is the last turn
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
+    command = [sys.executable, "-m", "rewardsmith.cli", *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT, timeout=180)
+
+
+RENORM_SPEC = """
+rewards:
+  calls:                 # process: each tool-calling turn against its gold calls, in [0, 1]
+    type: tool_call
+    scope: turns
+    correct_min: 0
+    correct_max: 1
+    format_weight: 0
+  answer:                # outcome: the final answer
+    type: exact_match
+    extract: after_marker
+combine: {type: renorm, process: calls, outcome: answer}
+"""
+
+
+def test_multi_turn_tool_use_scored_per_step_through_renorm_and_the_cli(tmp_path: Path) -> None:
+    """ReNorm: a step before the last gets process + outcome - 1, the last step the outcome.
+
+    Per-turn process scores (correctness in [0, 1] = S / S_max): turn 0 exact (1), turn 1 one
+    wrong value of three (S = 1 + 1 + 2 = 4 of 5: 0.8), turn 2 calls nothing as the gold asks
+    (the middle of the range, 0.5; replaced by the outcome).
+    """
+    rows = [
+        ("right", trajectory("C", "Answer: 22.2"), TURN_GOLD),
+        ("wrong-unit", trajectory("K", "Answer: 22.2"), TURN_GOLD),
+        ("wrong-answer", trajectory("C", "Answer: 30"), TURN_GOLD),
+        ("both-wrong", trajectory("K", "Answer: 30"), TURN_GOLD),
+        (
+            "extra-turn",
+            [
+                *trajectory("C", "Let me check again."),
+                {"role": "assistant", "content": "Answer: 22.2"},
+            ],
+            TURN_GOLD,
+        ),
+    ]
+    inp, out, spec = tmp_path / "in.jsonl", tmp_path / "out.jsonl", tmp_path / "spec.yaml"
+    spec.write_text(RENORM_SPEC)
+    lines = [
+        json.dumps(
+            {
+                "id": name,
+                "prompt": PROMPT,
+                "completion": completion,
+                "reference": "22.2",
+                "metadata": {"turn_references": gold},
+            }
+        )
+        for name, completion, gold in rows
+    ]
+    inp.write_text("\n".join(lines) + "\n")
+    proc = run_cli("score", "--spec", str(spec), "--input", str(inp), "--output", str(out))
+    assert proc.returncode == 0, proc.stderr
+    results = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    expected = {
+        "right": [1.0, 1.0, 1.0],  # r_o = 1: [1 + 1 - 1, 1 + 1 - 1, 1]
+        "wrong-unit": [1.0, 0.8, 1.0],  # [1, 0.8 + 1 - 1, 1]
+        "wrong-answer": [0.0, 0.0, 0.0],  # r_o = 0: [1 - 1, 1 - 1, 0]
+        "both-wrong": [0.0, -0.2, 0.0],  # [1 - 1, 0.8 - 1, 0]
+        # the extra turn has no gold: 0, so 0 + 1 - 1; the last step is the outcome
+        "extra-turn": [1.0, 1.0, 0.5, 1.0],
+    }
+    for name, steps in expected.items():
+        result = results[name]
+        assert result["status"] == "ok", result
+        assert result["steps"] == pytest.approx(steps), name
+        assert result["reward"] == pytest.approx(sum(steps) / len(steps)), name
+    raw = results["wrong-unit"]["components"]["calls"]["detail"]["steps"]
+    assert raw == pytest.approx([1.0, 0.8, 0.5])

@@ -1,0 +1,341 @@
+"""sql: execution accuracy on a real SQLite database built here, and hostile queries that must
+be refused or stopped within their limits, the database file byte-identical afterwards."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rewardsmith import Engine
+from rewardsmith._exceptions import ConfigError
+from rewardsmith.models import Sample, Score
+from rewardsmith.verifiers.agents.sql import order_matters, sql, sql_prediction
+
+SINGERS = [
+    # id, name, country, age (duplicates names and NULLs on purpose)
+    (1, "Joe Sharp", "Netherlands", 52),
+    (2, "Timbaland", "United States", 32),
+    (3, "Justin Brown", "France", 29),
+    (4, "Rose White", "France", 41),
+    (5, "John Nizinik", "France", 43),
+    (6, "Tribal King", "France", 25),
+    (7, "Rose White", "France", None),
+    (8, "Ana Lima", None, 30),
+    (9, "Ana Lima", "Brazil", 30),
+    (10, "Kim Lee", "South Korea", 19),
+]
+CONCERTS = [(1, "Auditions", 2014), (2, "Super bootcamp", 2014), (3, "Home Visits", 2015)]
+PERFORMED = [(1, 2), (1, 3), (2, 3), (2, 5), (3, 6), (3, 9)]
+
+
+def build(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """
+        CREATE TABLE singer (id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);
+        CREATE TABLE concert (id INTEGER PRIMARY KEY, name TEXT, year INTEGER);
+        CREATE TABLE singer_in_concert (concert_id INTEGER, singer_id INTEGER);
+        CREATE TABLE digits (d INTEGER);
+        CREATE INDEX singer_name ON singer (name);
+        """
+    )
+    conn.executemany("INSERT INTO singer VALUES (?, ?, ?, ?)", SINGERS)
+    conn.executemany("INSERT INTO concert VALUES (?, ?, ?)", CONCERTS)
+    conn.executemany("INSERT INTO singer_in_concert VALUES (?, ?)", PERFORMED)
+    conn.executemany("INSERT INTO digits VALUES (?)", [(d,) for d in range(10)])
+    conn.commit()
+    conn.close()
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    folder = tmp_path_factory.mktemp("sql")
+    path = folder / "concerts.sqlite"
+    build(path)
+    before, files = digest(path), sorted(p.name for p in folder.iterdir())
+    yield path
+    assert digest(path) == before, "the database file changed"
+    assert sorted(p.name for p in folder.iterdir()) == files, "files appeared beside it"
+
+
+def run(db: Path, gold: str, predicted: str, **options: Any) -> Score:
+    reference = {"db": str(db), "query": gold}
+    completion = f"<think>Let me write it.</think>\n```sql\n{predicted}\n```"
+    return sql(**options)(Sample(id="q", completion=completion, reference=reference))
+
+
+PAIRS = [
+    # (gold, predicted, expected)  -- equivalent queries written differently: 1
+    ("SELECT name FROM singer WHERE age > 30", "select NAME from SINGER where not age <= 30", 1),
+    ("SELECT count(*) FROM singer", "SELECT COUNT(id) FROM singer", 1),
+    (
+        "SELECT name FROM singer ORDER BY id DESC",
+        "SELECT name FROM (SELECT id, name FROM singer) AS s ORDER BY s.id DESC",
+        1,
+    ),
+    (
+        "SELECT DISTINCT s.name FROM singer s JOIN singer_in_concert c ON s.id = c.singer_id",
+        "SELECT DISTINCT name FROM singer WHERE id IN (SELECT singer_id FROM singer_in_concert)",
+        1,
+    ),
+    (
+        "SELECT country, count(*) FROM singer GROUP BY country",
+        "SELECT country AS c, COUNT(1) AS n FROM singer GROUP BY c ORDER BY n",
+        1,
+    ),
+    (  # duplicate names kept on both sides
+        "SELECT name FROM singer WHERE country = 'France'",
+        "SELECT name FROM singer WHERE country IN ('France') ORDER BY age",
+        1,
+    ),
+    (
+        "SELECT name FROM singer WHERE age IS NULL",
+        "SELECT name FROM singer WHERE coalesce(age, -1) = -1",
+        1,
+    ),
+    (
+        "SELECT name FROM singer WHERE country = 'France' "
+        "UNION SELECT name FROM singer WHERE age < 20",
+        "SELECT DISTINCT name FROM singer WHERE country = 'France' OR age < 20",
+        1,
+    ),
+    (
+        "SELECT max(age) FROM singer",
+        "SELECT age FROM singer WHERE age IS NOT NULL ORDER BY age DESC LIMIT 1",
+        1,
+    ),
+    (  # ORDER BY inside a window does not order the result
+        "SELECT name, rank() OVER (ORDER BY age) FROM singer WHERE age IS NOT NULL",
+        "SELECT name, RANK() OVER (ORDER BY age) AS r FROM singer WHERE age NOT NULL ORDER BY name",
+        1,
+    ),
+    (
+        "WITH old AS (SELECT * FROM singer WHERE age > 40) SELECT count(*) FROM old",
+        "SELECT count(*) FROM singer WHERE age > 40;",
+        1,
+    ),
+    (
+        "SELECT c.name, count(*) FROM concert c JOIN singer_in_concert s ON c.id = s.concert_id "
+        "GROUP BY c.id",
+        "SELECT name, (SELECT count(*) FROM singer_in_concert WHERE concert_id = concert.id) "
+        "FROM concert",
+        1,
+    ),
+    (
+        "SELECT avg(age) FROM singer WHERE country = 'France'",
+        "SELECT sum(age) * 1.0 / count(age) FROM singer WHERE country = 'France'",
+        1,
+    ),
+    # -- wrong results: 0
+    (
+        "SELECT name FROM singer WHERE country = 'France'",
+        "SELECT DISTINCT name FROM singer WHERE country = 'France'",
+        0,
+    ),
+    ("SELECT name FROM singer ORDER BY id DESC", "SELECT name FROM singer ORDER BY id", 0),
+    ("SELECT name FROM singer WHERE age > 30", "SELECT name FROM singer WHERE age >= 30", 0),
+    ("SELECT name FROM singer WHERE age IS NOT 30", "SELECT name FROM singer WHERE age != 30", 0),
+    ("SELECT name, age FROM singer", "SELECT age, name FROM singer", 0),
+    ("SELECT name FROM singer WHERE age > 30", "SELECT name FROM singer WHERE age > 300", 0),
+    ("SELECT count(*) FROM singer", "SELECT count(age) FROM singer", 0),  # NULL ages not counted
+    ("SELECT name FROM singer", "SELEC name FROM singer", 0),  # syntax error
+    ("SELECT name FROM singer", "SELECT name FROM singers", 0),  # no such table
+]
+
+
+@pytest.mark.parametrize(("gold", "predicted", "expected"), PAIRS)
+def test_execution_accuracy(db: Path, gold: str, predicted: str, expected: int) -> None:
+    result = run(db, gold, predicted)
+    assert result.status == "ok"
+    assert result.score == expected, result.detail
+
+
+def test_failing_queries_carry_the_error(db: Path) -> None:
+    result = run(db, "SELECT name FROM singer", "SELECT name FROM singers")
+    assert result.score == 0 and "no such table: singers" in result.detail["error"]
+
+
+def test_set_comparison_ignores_duplicates(db: Path) -> None:
+    gold = "SELECT name FROM singer WHERE country = 'France'"
+    assert run(db, gold, "SELECT DISTINCT name FROM singer WHERE country = 'France'").score == 0
+    assert (
+        run(
+            db, gold, "SELECT DISTINCT name FROM singer WHERE country = 'France'", compare="set"
+        ).score
+        == 1
+    )
+
+
+HOSTILE = [
+    # (query, what stops it)
+    ("DROP TABLE singer", "not authorized"),
+    ("DELETE FROM singer", "not authorized"),
+    ("INSERT INTO singer VALUES (11, 'x', 'y', 1)", "not authorized"),
+    ("UPDATE singer SET age = 0", "not authorized"),
+    ("CREATE TABLE t (x)", "not authorized"),
+    ("CREATE TEMP TABLE t (x)", "not authorized"),
+    ("ATTACH DATABASE '{dir}/stolen.sqlite' AS s", "not authorized"),
+    ("VACUUM INTO '{dir}/copy.sqlite'", "authorization denied"),
+    ("SELECT load_extension('{dir}/evil.so')", "not authorized"),
+    ("PRAGMA writable_schema = ON", "not authorized"),
+    ("PRAGMA journal_mode = WAL", "not authorized"),
+    ("SELECT * FROM pragma_table_info('singer')", "not authorized"),
+    ("BEGIN IMMEDIATE", "not authorized"),
+    ("ANALYZE", "not authorized"),
+    ("REINDEX", "not authorized"),
+    ("SELECT 1; DROP TABLE singer", "one statement at a time"),
+    ("SELECT randomblob(1000000000)", "too big"),
+    # a recursive CTE that never ends: the time limit
+    (
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT max(n) FROM r",
+        "time limit",
+    ),
+    # a 10-million-row cross join: the row limit, then the time limit when it is aggregated
+    (
+        "SELECT * FROM digits a, digits b, digits c, digits d, digits e, digits f, digits g",
+        "max_rows",
+    ),
+    (
+        "SELECT sum(a.d + g.d) FROM digits a, digits b, digits c, digits d, digits e, digits f, "
+        "digits g",
+        "time limit",
+    ),
+    # a sort that grows without end: the heap limit
+    (
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "
+        "SELECT n, randomblob(1000) FROM r ORDER BY n DESC",
+        "out of memory",
+    ),
+]
+
+
+@pytest.mark.parametrize(("query", "stopped_by"), HOSTILE)
+def test_hostile_queries_are_refused_or_stopped(db: Path, query: str, stopped_by: str) -> None:
+    query = query.format(dir=db.parent)
+    result = run(db, "SELECT name FROM singer", query, time_limit_s=1.0, memory_mb=32)
+    assert result.status == "ok" and result.score == 0
+    assert stopped_by in result.detail["error"], result.detail
+    assert not (db.parent / "stolen.sqlite").exists() and not (db.parent / "copy.sqlite").exists()
+
+
+def test_hostile_queries_under_the_engine(db: Path) -> None:
+    """Through the engine's worker pool: the query stops itself well before the hard timeout
+    (`ok`, 0); with a time limit above the timeout the worker is killed (`timeout`)."""
+    endless = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT max(n) FROM r"
+    samples = [
+        {
+            "id": str(i),
+            "completion": f"```sql\n{q}\n```",
+            "reference": {"db": str(db), "query": "SELECT name FROM singer"},
+        }
+        for i, q in enumerate([endless, "DROP TABLE singer", "SELECT name FROM singer"])
+    ]
+    bounded = {"rewards": {"sql": {"type": "sql", "time_limit_s": 1.0}}, "timeout_s": 20}
+    with Engine(bounded, workers=1) as engine:
+        results = engine.score(samples)
+    assert [r.reward for r in results] == [0.0, 0.0, 1.0]
+    assert [r.status for r in results] == ["ok", "ok", "ok"]
+    unbounded = {"rewards": {"sql": {"type": "sql", "time_limit_s": 60.0}}, "timeout_s": 2}
+    started = time.monotonic()
+    with Engine(unbounded, workers=1) as engine:
+        (result,) = engine.score(samples[:1])
+    assert result.status == "timeout" and time.monotonic() - started < 60
+
+
+def test_the_gold_query_failing_is_invalid(db: Path) -> None:
+    assert run(db, "SELECT nope FROM singer", "SELECT 1").status == "invalid"
+    assert run(db, "DROP TABLE singer", "SELECT 1").status == "invalid"
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [{"query": "SELECT 1"}, {"db": "/nonexistent.sqlite", "query": "SELECT 1"}, {"db": "x"}, "x"],
+)
+def test_bad_references_are_invalid(reference: Any) -> None:
+    result = sql()(Sample(id="r", completion="SELECT 1", reference=reference))
+    assert result.status == "invalid"
+
+
+def test_relative_paths_resolve_under_db_root(db: Path) -> None:
+    reference = {"db": db.name, "query": "SELECT count(*) FROM singer"}
+    sample = Sample(id="r", completion="SELECT 10", reference=reference)
+    assert sql(db_root=str(db.parent))(sample).score == 1.0
+    assert sql()(sample).status == "invalid"
+
+
+@pytest.mark.parametrize(
+    ("text", "extract", "expected"),
+    [
+        ("```sql\nSELECT 1\n```", "markdown", "SELECT 1"),
+        ("first\n```sql\nSELECT 1\n```\nthen\n```SQL\nSELECT 2\n```", "markdown", "SELECT 2"),
+        ("```\nSELECT 3\n```", "markdown", "SELECT 3"),
+        ("```python\nprint(1)\n```\nthen\n```sql\nSELECT 7\n```", "markdown", "SELECT 7"),
+        ("```python\nprint(1)\n```", "markdown", "```python\nprint(1)\n```"),
+        ("  SELECT 4  ", "markdown", "SELECT 4"),
+        ("<think>```sql\nSELECT 5\n```</think>", "markdown", None),  # only reasoning
+        ("", "markdown", None),
+        ("<think>plan</think><solution>SELECT 6</solution>", "skyrl", "SELECT 6"),
+        ("<solution>SELECT 6</solution>", "skyrl", None),  # no think
+        (
+            "<think>a</think><solution>SELECT 1</solution><solution>SELECT 2</solution>",
+            "skyrl",
+            None,
+        ),
+        ("<think>a</think><solution><sql>SELECT 1</sql></solution>", "skyrl", None),
+        (
+            "<think>a</think><sql>SELECT 1</sql><observation>1</observation>"
+            "<solution>SELECT 1</solution>",
+            "skyrl",
+            None,
+        ),
+        (
+            "<think>a</think><sql>SELECT 1</sql><observation>1</observation>\n<think>b</think>"
+            "<solution>SELECT 1</solution>",
+            "skyrl",
+            "SELECT 1",
+        ),
+    ],
+)
+def test_prediction_extraction(text: str, extract: Any, expected: str | None) -> None:
+    assert sql_prediction(text, extract) == expected
+
+
+def test_bad_format_scores_minus_one(db: Path) -> None:
+    reference = {"db": str(db), "query": "SELECT 1"}
+    skyrl = sql(extract="skyrl")
+    assert skyrl(Sample(id="f", completion="SELECT 1", reference=reference)).score == -1.0
+    assert sql(bad_format_score=0.0)(Sample(id="f", completion="", reference=reference)).score == 0
+    good = "<think>easy</think><solution>SELECT 1</solution>"
+    assert skyrl(Sample(id="f", completion=good, reference=reference)).score == 1.0
+
+
+@pytest.mark.parametrize(
+    ("query", "ordered"),
+    [
+        ("SELECT a FROM t ORDER BY a", True),
+        ("select a from t order\n  by a limit 3", True),
+        ("SELECT * FROM (SELECT a FROM t ORDER BY a)", False),
+        ("SELECT a, row_number() OVER (ORDER BY a) FROM t", False),
+        ("SELECT 'order by' FROM t", False),
+        ("SELECT a FROM t -- order by a", False),
+        ("SELECT a FROM t UNION SELECT b FROM u ORDER BY 1", True),
+        ('SELECT "order by" FROM t', False),
+    ],
+)
+def test_order_matters_only_for_a_top_level_order_by(query: str, ordered: bool) -> None:
+    assert order_matters(query) is ordered
+
+
+def test_config_errors() -> None:
+    with pytest.raises(ConfigError):
+        sql(time_limit_s=0)

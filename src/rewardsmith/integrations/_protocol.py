@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from rewardsmith._exceptions import ConfigError, InputError
-from rewardsmith.integrations._common import component_values
+from rewardsmith.integrations._common import component_values, plain
 from rewardsmith.models import FAILURE_STATUSES, Result, Sample
 from rewardsmith.spec import RewardSpec
 
@@ -106,7 +106,7 @@ def completion_from_query(query: str, prompt: str | None) -> tuple[str | None, b
     templated prompt, the response, end-of-turn and end-of-text tokens; a prompt too long
     for `max_len` is cut from the left first. The response starts after, in order:
 
-    1. the prompt, where it occurs in the query (`strip_prompt`);
+    1. the prompt, where it occurs in the query, up to whitespace (`strip_prompt`);
     2. the end of the prompt that starts the query, when the prompt was cut from the left;
     3. the last assistant turn header of a chat template (`<|im_start|>assistant`, ...).
 
@@ -131,8 +131,9 @@ def _prompt_end(query: str, prompt: str) -> int | None:
     """Where the response starts when the query begins with the end of the prompt.
 
     A left-truncated prompt leaves its last tokens at the start of the query, possibly
-    behind special tokens and a character or two garbled by a cut inside a character. The
-    longest end of the prompt that starts the query there marks the boundary.
+    behind padding and a character or two garbled by a cut inside a character. The longest
+    end of the prompt that starts the query there marks the boundary; an end shorter than
+    `_MIN_PROMPT_END` characters is not trusted.
     """
     lead = _LEADING.match(query)
     last_start = min(len(query), (lead.end() if lead else 0) + _MAX_GARBLED)
@@ -197,7 +198,7 @@ def openrlhf_samples(
                 id=str(i + 1),
                 completion=completion,
                 prompt=prompt,
-                reference=labels[i] if labels is not None else None,
+                reference=plain(labels[i]) if labels is not None else None,
                 metadata=dict(meta) if meta else {},
             )
         except ValidationError as exc:

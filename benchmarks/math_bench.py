@@ -4,7 +4,10 @@
 
 Pairs: GSM8K example model solutions (5,276, labelled `is_correct`) and MATH-500 reference
 solutions against their answers (500, all correct). For each tool: agreement with the labels,
-false positives/negatives, throughput, per-pair latency (p50/p99/max) and peak memory.
+false positives/negatives, throughput, per-pair latency (p50/p99/max) and peak memory. Then
+Qwen2.5-Math's 800 sampled completions (100 MATH problems x 8, `score` = Qwen's grader's
+verdict): agreement and pairs/s for both tools, and every pair where we disagree with the
+label, with its cause (`qwen25math_label_errors.json` names the labels that are wrong).
 
 - ours, end to end: the `rewardsmith score` CLI as a subprocess (start-up, JSONL in and out,
   the worker pool on every core), timed by wall clock.
@@ -39,6 +42,7 @@ from _tree_memory import TreeMemory
 from rewardsmith import ComponentSpec, Sample, registry
 
 HERE = Path(__file__).resolve().parent
+LABEL_ERRORS = HERE / "qwen25math_label_errors.json"
 GSM8K_MODELS = ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verification")
 SPEC = "rewards:\n  correct: {type: math}\ntimeout_s: 5\n"
 
@@ -74,8 +78,43 @@ def load_pairs(data: Path) -> list[dict]:
     return pairs
 
 
+def load_qwen(data: Path) -> list[dict]:
+    """Qwen2.5-Math's 800 completions with Qwen's verdicts; the question is the prompt."""
+    pairs = []
+    with open(data / "qwen25math" / "math_cot_100.jsonl", encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            for k, (completion, label) in enumerate(zip(row["code"], row["score"], strict=True)):
+                pairs.append(
+                    {
+                        "id": f"qwen-{row['idx']}-{k}",
+                        "prompt": row["question"],
+                        "completion": completion,
+                        "reference": row["answer"],
+                        "is_correct": bool(label),
+                        "peer_gold": f"${row['answer']}$",
+                    }
+                )
+    return pairs
+
+
+def write_pairs(pairs: list[dict], workdir: Path, name: str) -> tuple[Path, Path]:
+    """Our input (the data contract) and math-verify's (gold as its README shows it)."""
+    ours, peer = workdir / f"{name}.jsonl", workdir / f"{name}_peer.jsonl"
+    keys = ("id", "prompt", "completion", "reference")
+    ours.write_text("".join(json.dumps({k: p[k] for k in keys if k in p}) + "\n" for p in pairs))
+    peer.write_text(
+        "".join(
+            json.dumps({"id": p["id"], "completion": p["completion"], "reference": p["peer_gold"]})
+            + "\n"
+            for p in pairs
+        )
+    )
+    return ours, peer
+
+
 def run_ours_cli(pairs_path: Path, workdir: Path) -> tuple[dict[str, dict], float, int]:
-    spec, out = workdir / "spec.yaml", workdir / "ours.jsonl"
+    spec, out = workdir / "spec.yaml", workdir / f"ours_{pairs_path.stem}.jsonl"
     spec.write_text(SPEC)
     cmd = [
         sys.executable,
@@ -102,7 +141,7 @@ def run_ours_cli(pairs_path: Path, workdir: Path) -> tuple[dict[str, dict], floa
 
 
 def run_math_verify(pairs_path: Path, workdir: Path) -> tuple[dict[str, dict], float, int]:
-    out = workdir / "math_verify.jsonl"
+    out = workdir / f"math_verify_{pairs_path.stem}.jsonl"
     proc = subprocess.Popen(
         [sys.executable, str(HERE / "_math_verify_runner.py"), str(pairs_path), str(out)]
     )
@@ -120,7 +159,12 @@ def our_latencies(pairs: list[dict]) -> list[float]:
     reward = ComponentSpec(type="math").build()
     seconds = []
     for pair in pairs:
-        sample = Sample(id=pair["id"], completion=pair["completion"], reference=pair["reference"])
+        sample = Sample(
+            id=pair["id"],
+            completion=pair["completion"],
+            reference=pair["reference"],
+            prompt=pair.get("prompt"),
+        )
         t0 = time.perf_counter()
         reward(sample)
         seconds.append(time.perf_counter() - t0)
@@ -139,6 +183,70 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+def qwen_lines(
+    qwen: list[dict],
+    ours: dict[str, dict],
+    ours_seconds: float,
+    theirs: dict[str, dict],
+    theirs_seconds: float,
+) -> list[str]:
+    """The Qwen2.5-Math section: agreement with Qwen's labels, pairs/s, every disagreement."""
+    ours_latency = our_latencies(qwen)
+    theirs_latency = [theirs[p["id"]]["seconds"] for p in qwen]
+    errors = {e["id"]: e["cause"] for e in json.loads(LABEL_ERRORS.read_text())["label_errors"]}
+    n = len(qwen)
+    verdicts = {i: r["status"] == "ok" and r["reward"] == 1.0 for i, r in ours.items()}
+    their_verdicts = {i: r["verdict"] for i, r in theirs.items()}
+    agree = sum(verdicts[p["id"]] == p["is_correct"] for p in qwen)
+    their_agree = sum(their_verdicts[p["id"]] == p["is_correct"] for p in qwen)
+    wrong_labels = sum(p["id"] in errors for p in qwen)
+    truth = {p["id"]: p["is_correct"] != (p["id"] in errors) for p in qwen}
+    agree_truth = sum(verdicts[i] == t for i, t in truth.items())
+    their_agree_truth = sum(their_verdicts[i] == t for i, t in truth.items())
+    statuses = {
+        s: sum(r["status"] == s for r in ours.values())
+        for s in {r["status"] for r in ours.values()}
+    }
+    lines = [
+        "",
+        "### Qwen2.5-Math completions",
+        "",
+        f"The {n} completions of `qwen25math/math_cot_100.jsonl` (100 MATH problems x 8 samples, "
+        "the question as prompt), against Qwen's grader's `score` labels, in the same run. "
+        f"{wrong_labels} labels are wrong (`benchmarks/qwen25math_label_errors.json`, each with "
+        "its cause); the last column counts against the corrected labels. Pairs/s: ours "
+        "through the CLI (start-up included, which dominates 800 pairs) and serially in one "
+        "warm process; math-verify serially. Max ms: the slowest pair, serially.",
+        "",
+        "| tool | agree with labels | pairs/s (CLI) | pairs/s (serial) | max ms "
+        "| agree with corrected labels |",
+        "|---|---|---|---|---|---|",
+        f"| rewardsmith `math` | {agree}/{n} | {n / ours_seconds:,.0f} "
+        f"| {n / sum(ours_latency):,.0f} | {max(ours_latency) * 1e3:.1f} "
+        f"| **{agree_truth}/{n}** |",
+        f"| math-verify 0.9.0 `parse`+`verify` | {their_agree}/{n} | - "
+        f"| {n / theirs_seconds:,.0f} | {max(theirs_latency) * 1e3:.1f} "
+        f"| {their_agree_truth}/{n} |",
+        "",
+        f"Our result statuses: {json.dumps(statuses, sort_keys=True)}. Every pair where our "
+        "verdict differs from the label:",
+        "",
+    ]
+    differ = [p for p in qwen if verdicts[p["id"]] != p["is_correct"]]
+    if not differ:
+        lines.append("- none")
+    for pair in differ:
+        found = ours[pair["id"]]["components"]["correct"].get("detail", {})
+        answer = re.sub(r"\s+", " ", str(found.get("answer", "")))[:60]
+        cause = errors.get(pair["id"], f"unexplained; our reason: {found.get('reason')}")
+        label = "correct" if pair["is_correct"] else "wrong"
+        lines.append(
+            f"- `{pair['id']}` (labelled {label}, ours {int(verdicts[pair['id']])}): answer "
+            f"`{answer}`, gold `{pair['reference']}`. {cause}"
+        )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=HERE.parent.parent / "shared" / "data")
@@ -146,19 +254,15 @@ def main() -> None:
     args = parser.parse_args()
 
     pairs = load_pairs(args.data)
+    qwen = load_qwen(args.data)
     with tempfile.TemporaryDirectory() as folder:
         workdir = Path(folder)
-        pairs_path = workdir / "pairs.jsonl"
-        ours_input = [{k: p[k] for k in ("id", "completion", "reference")} for p in pairs]
-        pairs_path.write_text("".join(json.dumps(p) + "\n" for p in ours_input))
-        peer_path = workdir / "peer_pairs.jsonl"
-        peer_input = [
-            {"id": p["id"], "completion": p["completion"], "reference": p["peer_gold"]}
-            for p in pairs
-        ]
-        peer_path.write_text("".join(json.dumps(p) + "\n" for p in peer_input))
+        pairs_path, peer_path = write_pairs(pairs, workdir, "pairs")
         ours, ours_seconds, ours_memory = run_ours_cli(pairs_path, workdir)
         theirs, theirs_seconds, theirs_memory = run_math_verify(peer_path, workdir)
+        qwen_path, qwen_peer_path = write_pairs(qwen, workdir, "qwen")
+        qwen_ours, qwen_ours_seconds, _ = run_ours_cli(qwen_path, workdir)
+        qwen_theirs, qwen_theirs_seconds, _ = run_math_verify(qwen_peer_path, workdir)
     ours_latency = our_latencies(pairs)
     theirs_latency = [theirs[p["id"]]["seconds"] for p in pairs]
 
@@ -233,6 +337,7 @@ def main() -> None:
             f"- `{pair['id']}` ({kind}): extracted `{answer}` vs gold `{gold}`; "
             f"reason: {found.get('reason', detail.get('status'))}"
         )
+    lines += qwen_lines(qwen, qwen_ours, qwen_ours_seconds, qwen_theirs, qwen_theirs_seconds)
     section = "\n".join(lines)
     write_section(args.write, "math-bench", section)
 

@@ -2,6 +2,7 @@
 
 rewardsmith score --spec SPEC --input IN.jsonl --output OUT.jsonl [--workers N] [--resume]
 rewardsmith serve --spec SPEC [--host 127.0.0.1] [--port 8000] [--token T] [--backend ray]
+rewardsmith evaluate --spec SPEC --data DATA.jsonl [--attacks all] [--report R.html] [--json S.json]
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from . import __version__
 from ._exceptions import ConfigError, InputError
+from ._progress import progress_bar
 from .engine import Engine
 from .engine._capacity import WORKERS_ENV, worker_count
+from .evaluate._command import add_evaluate_command
 from .io import count_lines, read_samples, resume_point, write_result
 from .models import Result
 from .spec import RewardSpec, load_spec
@@ -96,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     convert.add_argument("output", help="samples for `rewardsmith score`, JSON Lines")
     convert.add_argument("--responses", help="official response file (prompt, response)")
     convert.set_defaults(run=_convert)
+    add_evaluate_command(commands)
     return parser
 
 
@@ -262,17 +265,9 @@ def _score(args: argparse.Namespace) -> int:
         )
         records = _report_bad_lines(read_samples(source, skip=len(done)), console, args.strict)
         total = None if args.input == "-" else count_lines(Path(args.input)) - len(done)
-        progress = Progress(
-            TextColumn("scoring"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=console,
-            transient=True,
-            disable=args.quiet,
-        )
+        progress = progress_bar(console, disable=args.quiet)
         with progress:
-            bar = progress.add_task("score", total=total)
+            bar = progress.add_task("scoring", total=total)
             try:
                 for result in engine.iter_score(records):
                     write_result(sink, result)

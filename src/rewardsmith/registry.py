@@ -31,10 +31,44 @@ from typing import Any, TypeVar
 from ._exceptions import ConfigError, UnknownRewardError
 from .models import Sample, Score
 
-__all__ = ["Registry", "RewardFn", "RewardInfo", "registry", "reward"]
+__all__ = [
+    "Registry",
+    "RewardFn",
+    "RewardInfo",
+    "bounded",
+    "declared_bounds",
+    "registry",
+    "reward",
+]
 
 RewardFn = Callable[[Sample], Score]
 """Scores one sample. Runs in a worker process under a hard timeout; may raise (-> `error`)."""
+
+
+def bounded(score: RewardFn, low: float, high: float) -> RewardFn:
+    """`score`, declaring that every value it returns lies in [low, high].
+
+    Combinations that must know a reward's range read it: a veto's lowest total, `product`'s
+    non-negative members, `uncertainty`'s monotonicity check and the default
+    `correct_threshold` of the length transforms. A range nobody declared is unknown (those
+    combinations then ask the spec for it), never guessed.
+    """
+    if not low <= high:
+        raise ValueError(f"bounds: low ({low}) is above high ({high})")
+    # A bound method takes no attributes of its own, and reads its function's: the range of
+    # a method is declared for every instance of its class.
+    target = getattr(score, "__func__", score)
+    target.bounds = (float(low), float(high))  # type: ignore[union-attr]
+    return score
+
+
+def declared_bounds(score: RewardFn) -> tuple[float, float] | None:
+    """The range `score` declared with `bounded`, or None."""
+    found = getattr(score, "bounds", None)
+    if isinstance(found, tuple) and len(found) == 2 and all(isinstance(v, float) for v in found):
+        return found
+    return None
+
 
 RewardFactory = Callable[..., RewardFn]
 F = TypeVar("F", bound=RewardFactory)

@@ -21,6 +21,7 @@ same numbers from it.
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 from collections.abc import Hashable, Mapping
 from pathlib import Path
@@ -46,8 +47,9 @@ from .combine import (
     ReNorm,
     Simple,
     Transform,
+    check_combination,
 )
-from .registry import RewardFn, registry
+from .registry import RewardFn, declared_bounds, registry
 from .turns import per_turn
 
 __all__ = ["CombineMode", "ComponentSpec", "RewardSpec", "load_spec"]
@@ -65,7 +67,7 @@ CombineMode = Literal[
 """How component scores become one reward (see `rewardsmith.combine`)."""
 
 _COMPONENT_KEYS = ("type", "weight", "only_if", "veto", "transform", "scope")
-_SPEC_KEYS = ("rewards", "combine", "group_transform", "timeout_s", "on_error")
+_SPEC_KEYS = ("rewards", "combine", "group_transform", "timeout_s", "on_error", "veto_value")
 _LAX = ConfigDict(arbitrary_types_allowed=True)
 
 
@@ -96,6 +98,11 @@ class ComponentSpec(BaseModel):
         fn: RewardFn = validate_call(factory, config=_LAX)(**self.params)
         return per_turn(fn) if self.scope == "turns" else fn
 
+    @functools.cached_property
+    def bounds(self) -> tuple[float, float] | None:
+        """The range the reward declares for its scores (`registry.bounded`), or None."""
+        return declared_bounds(self.build())
+
 
 class RewardSpec(BaseModel):
     """A validated reward spec. Build it with `load_spec` or `RewardSpec.from_dict`."""
@@ -114,6 +121,8 @@ class RewardSpec(BaseModel):
     """Hard wall-clock limit per sample per component; the worker is killed past it."""
     on_error: float | None = Field(default=None, allow_inf_nan=False)
     """Total reward when a component fails (`timeout`/`error`/`invalid`); None keeps it null."""
+    veto_value: float | None = None
+    """Total reward when a veto fires; None: the lowest total the spec can produce."""
 
     @model_validator(mode="before")
     @classmethod
@@ -177,6 +186,9 @@ class RewardSpec(BaseModel):
             raise ConfigError(_describe(exc, "spec")) from None
         spec._check_gates()
         spec._check_references()
+        problem = check_combination(spec)
+        if problem is not None:
+            raise ConfigError(problem)
         return spec
 
     def _check_references(self) -> None:
@@ -255,7 +267,7 @@ def _component(name: str, body: Any) -> ComponentSpec:
     except ValidationError as exc:
         raise ConfigError(_describe(exc, where)) from None
     try:  # build once here so bad parameters fail at load time, not in every worker
-        component.build()
+        component.__dict__["bounds"] = declared_bounds(component.build())  # the cached property
     except ValidationError as exc:
         raise ConfigError(_describe(exc, f"{where} (type {info.name})")) from None
     except (TypeError, ValueError) as exc:

@@ -45,7 +45,7 @@ MATH_SPEC_YAML = """\
 rewards:
   correct:  {type: math, weight: 1.0}
   format:   {type: think_format, weight: 0.2, only_if: correct}
-  overlong: {type: length, max_length: 12, cache_length: 4, unit: words}
+  overlong: {type: length, max_length: 16, cache_length: 4, unit: words}
 """
 
 SCRIPTED_SPEC = {"rewards": {"a": {"type": SCRIPTED, "weight": 2.0}}, "on_error": -1.0}

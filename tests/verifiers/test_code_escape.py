@@ -1,16 +1,15 @@
-"""Must show 2: the escape suite. Every attack scores 0 (the harness never reports a pass it
-did not see) and leaves the host untouched: no file written, no secret read, no connection
-made, no process left behind. Each attack runs in the warm sandbox and in a cold one.
-
-The cross-sample cases (warm sandbox): one run leaves files, processes, sockets or kills
-what it can see; the next run of the same zygote must find nothing of it, and the zygote
-must keep serving."""
+"""Must show 2: the escape suite (`_code_attacks.ATTACKS`, 70+ attacks, each with a wrong
+solution), warm and cold. For every attack: reward 0 with status `ok` (a forged verdict would
+be > 0; a policy-controlled `error` or `invalid` would be an escape hatch), no host file
+written, no process of the sandbox left behind; in the warm sandbox, the next honest-but-wrong
+sample still scores 0 and a probe that looks for anything the attack left scores 1. Then:
+the seccomp filter and the trust boundary probed from inside by correct programs, per-sample
+memory measured from the host during a fork-and-allocate attack, 20 honest samples queued
+behind attackers, and a sample of the attacks through the HTTP server."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import socket
 import textwrap
 import threading
 import time
@@ -18,433 +17,364 @@ from pathlib import Path
 
 import pytest
 
+import rewardsmith
 from rewardsmith.verifiers.code import code
-from rewardsmith.verifiers.code._sandbox import _host_uid
+from rewardsmith.verifiers.code._sandbox import host_uid
 
+from ._code_attacks import ASSERTS, ATTACKS, CHECK, IO, MARKER, WRONG
 from ._code_helpers import needs_bwrap, processes_of, sample
 
 pytestmark = needs_bwrap
 
 TIMEOUT_S = 2.0
-CHECK = {
-    "test": "def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(3) == 9\n",
-    "entry_point": "square",
-}
+MEMORY_MB = 512
+RIGHT = "def square(x):\n    return x * x\n"
+PROBE = textwrap.dedent(
+    """
+    import os, socket, sys
+    # (an interpreter under /tmp, e.g. a venv there, is bound read-only into every run's /tmp)
+    own = [p for p in os.listdir("/tmp") if not any(e.startswith("/tmp/" + p) for e in sys.path)]
+    left = [p for p in ("/dev/shm",) if os.listdir(p)] + own
+    others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect("\\0rewardsmith-leak")
+        left.append("socket")
+    except OSError:
+        pass
+    def square(x):
+        return x * x if not left and not others else None
+    """
+)
+"""Correct only in a fresh world: nothing in /tmp or /dev/shm, no other process, no socket."""
+
+
+def _reward(warm: bool):
+    return code(timeout_s=TIMEOUT_S, memory_mb=MEMORY_MB, max_processes=16, warm=warm)
 
 
 @pytest.fixture(scope="module", params=["warm", "cold"])
 def fn(request):
-    """Every attack runs against both the warm sandbox (default: a zygote forks each run)
-    and a cold one (a fresh bwrap + interpreter per run)."""
-    return code(timeout_s=TIMEOUT_S, memory_mb=512, max_processes=16, warm=request.param == "warm")
+    return _reward(request.param == "warm")
 
 
 @pytest.fixture(scope="module")
-def warm():
-    return code(timeout_s=TIMEOUT_S, memory_mb=512, max_processes=16)
+def canary(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A host directory anyone could write to, if they could see it."""
+    path = tmp_path_factory.mktemp("canary")
+    path.chmod(0o777)
+    return path
 
 
 def _leftovers(fn) -> list[int]:
     """Processes of the sandbox uids other than the idle warm sandboxes (bwrap, its init, the
     zygote: nothing of any run)."""
     idle = fn.__self__.sandbox_pids()
-    return [pid for slot in range(4) for pid in processes_of(_host_uid(slot)) if pid not in idle]
+    return [pid for slot in range(4) for pid in processes_of(host_uid(slot)) if pid not in idle]
 
 
 def _no_leftovers(fn) -> None:
-    if os.geteuid() == 0:  # the sandbox runs as a uid of its own: nothing may remain of it
-        deadline = time.monotonic() + 2
-        while _leftovers(fn) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _leftovers(fn) == []
+    if os.geteuid() != 0:  # only a root caller runs sandboxes under uids of their own
+        return
+    deadline = time.monotonic() + 3
+    while _leftovers(fn) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _leftovers(fn) == []
 
 
-def _zero(fn, program: str, reference=CHECK):
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_attack_earns_nothing_and_leaves_nothing(fn, canary: Path, name: str) -> None:
+    program, reference = ATTACKS[name]
     started = time.monotonic()
-    score = fn(sample(textwrap.dedent(program), reference))
-    assert score.status == "ok", score.detail
-    assert score.score == 0.0, score.detail
-    assert time.monotonic() - started < TIMEOUT_S + 5
+    score = fn(sample(program.replace("CANARY", str(canary)), reference))
+    assert (score.status, score.score) == ("ok", 0.0), score.detail
+    assert time.monotonic() - started < TIMEOUT_S + 8
+    assert list(canary.iterdir()) == []
+    assert not Path("/usr/escaped").exists() and not Path("/escaped").exists()
+    assert MARKER not in str(score.detail.get("stdout_tail", ""))  # the tests never leaked
     _no_leftovers(fn)
-    return score
+    if fn.__self__.config.warm:  # the same warm sandbox serves the next samples, untouched
+        follow = IO if reference is IO else CHECK
+        wrong = WRONG if follow is CHECK else "print(int(input()) + 1)\n"
+        right = PROBE if follow is CHECK else "print(int(input()) ** 2)\n"
+        after_wrong = fn(sample(wrong, follow))
+        assert (after_wrong.status, after_wrong.score) == ("ok", 0.0), after_wrong.detail
+        after_right = fn(sample(right, follow))
+        assert after_right.score == 1.0, after_right.detail
 
 
-def test_the_honest_program_passes(fn) -> None:
-    score = fn(sample("def square(x):\n    return x * x\n", CHECK))
+def test_the_suite_is_large_and_covers_every_style() -> None:
+    assert len(ATTACKS) >= 60
+    styles = {id(reference) for _, reference in ATTACKS.values()}
+    assert {id(CHECK), id(ASSERTS), id(IO)} <= styles
+
+
+def test_honest_programs_pass(fn) -> None:
+    assert fn(sample(RIGHT, CHECK)).score == 1.0
+    assert fn(sample(RIGHT, ASSERTS)).score == 1.0
+    assert fn(sample("print(int(input()) ** 2)\n", IO)).score == 1.0
+
+
+# -- probes from inside: correct programs that turn wrong if the boundary is not there --------
+
+
+def _probe(fn, checks: str) -> None:
+    program = textwrap.dedent(checks) + "\ndef square(x):\n    return x * x if OK else None\n"
+    score = fn(sample(program, CHECK))
     assert score.score == 1.0, score.detail
 
 
-def test_fork_bomb(fn) -> None:
-    score = _zero(
-        fn,
-        """
-        import os
-        while True:
-            try:
-                os.fork()
-            except OSError:
-                pass
-        def square(x):
-            return x * x
-        """,
-    )
-    assert score.detail["timed_out"]
+def test_the_seccomp_filter_refuses_what_it_lists(fn) -> None:
+    from rewardsmith.verifiers.code._seccomp import DENIED
 
-
-def test_fork_bomb_is_capped_by_nproc(fn) -> None:
-    score = _zero(
-        fn,
-        """
-        import os, time
-        n = 0
-        try:
-            for _ in range(1000):
-                if os.fork() == 0:
-                    time.sleep(30)
-                    os._exit(0)
-                n += 1
-        except OSError:
-            pass
-        def square(x):
-            return n  # 1000 forks would pass 'square(3) == 9'? no: but n must stay small
-        print("forked", n)
-        assert n < 32, n
-        """,
-    )
-    assert "forked" in score.detail["stdout_tail"]
-
-
-def test_memory_bomb(fn) -> None:
-    score = _zero(
-        fn,
-        """
-        blocks = []
-        while True:
-            blocks.append(bytearray(50 * 1024 * 1024))
-        def square(x):
-            return x * x
-        """,
-    )
-    # RLIMIT_AS stops it (MemoryError); on a very loaded host the clock may strike first.
-    assert "MemoryError" in str(score.detail["tests"]) or score.detail["timed_out"]
-
-
-def test_infinite_loop(fn) -> None:
-    score = _zero(fn, "def square(x):\n    while True:\n        pass\n")
-    assert score.detail["timed_out"]
-
-
-def test_busy_child_left_behind_after_exit(fn) -> None:
-    _zero(
-        fn,
-        """
-        import os
-        if os.fork() == 0:
-            os.setsid()
-            while True:
-                pass
-        def square(x):
-            return None
-        """,
-    )
-
-
-def test_network_connect_to_a_host_loopback_port(fn) -> None:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    server.settimeout(5)
-    port = server.getsockname()[1]
-    accepted: list[object] = []
-
-    def accept() -> None:
-        with contextlib.suppress(OSError):
-            accepted.append(server.accept())
-
-    thread = threading.Thread(target=accept)
-    thread.start()
-    try:
-        score = _zero(
-            fn,
-            f"""
-            import socket
-            def square(x):
-                s = socket.create_connection(("127.0.0.1", {port}), timeout=1)
-                s.sendall(b"pwned")
-                return x * x
-            """,
-        )
-    finally:
-        server.close()
-        thread.join()
-    assert accepted == []
-    assert "square" in str(score.detail["tests"]) or score.detail["tests"][0]["error"]
-
-
-def test_write_outside_the_sandbox(fn, tmp_path: Path) -> None:
-    target = tmp_path / "escaped.txt"
-    _zero(
+    numbers = sorted(set(DENIED.values()))
+    _probe(
         fn,
         f"""
-        import os
-        for path in [{str(target)!r}, "/usr/escaped.txt", "/escaped.txt"]:
-            try:
-                with open(path, "w") as f:
-                    f.write("x")
-            except OSError:
-                pass
-        with open("/tmp/inside.txt", "w") as f:
-            f.write("fine")
-        def square(x):
-            for path in [{str(target)!r}, "/usr/escaped.txt", "/escaped.txt"]:
-                assert os.path.exists(path)
-            return x * x
-        """,
-    )
-    assert not target.exists()
-    assert not Path("/usr/escaped.txt").exists()
-    assert not Path("/escaped.txt").exists()
-    assert not Path("/tmp/inside.txt").exists()
-
-
-def test_read_a_file_planted_outside(fn, tmp_path: Path) -> None:
-    secret = tmp_path / "secret.txt"
-    secret.write_text("4")
-    score = _zero(
-        fn,
-        f"""
-        def square(x):
-            return int(open({str(secret)!r}).read()) * x // 2
-        """,
-    )
-    assert "No such file" in str(score.detail["tests"])
-    for path in ("/etc/passwd", "/work", "/home", __file__, str(Path.home() / ".pyenv/shims")):
-        result = fn(
-            sample(f"import os\nos.stat({path!r})\ndef square(x):\n    return x*x\n", CHECK)
-        )
-        assert result.score == 0.0, path
-
-
-@pytest.mark.parametrize("exit_call", ["sys.exit(0)", "os._exit(0)", "raise SystemExit(0)"])
-def test_exit_before_the_tests(fn, exit_call: str) -> None:
-    _zero(fn, f"import os, sys\ndef square(x):\n    return None\n{exit_call}\n")
-
-
-def test_exit_inside_the_candidate(fn) -> None:
-    _zero(fn, "import os\ndef square(x):\n    os._exit(0)\n")
-
-
-def test_redefining_check(fn) -> None:
-    _zero(fn, "def check(candidate):\n    pass\ndef square(x):\n    return None\n")
-
-
-def test_redefining_builtins(fn) -> None:
-    _zero(
-        fn,
-        """
-        import builtins
-        builtins.exec = lambda *a, **k: None
-        builtins.compile = lambda *a, **k: None
-        builtins.AssertionError = type("Nope", (Exception,), {})
-        builtins.len = lambda x: 0
-        builtins.enumerate = lambda x: iter(())
-        __builtins__["exec"] = lambda *a, **k: None
-        def square(x):
-            return None
-        """,
-    )
-
-
-def test_redefining_builtins_in_asserts_style(fn) -> None:
-    reference = {"tests": ["assert square(2) == 4", "assert abs(square(-3)) == 9"]}
-    _zero(
-        fn,
-        """
-        import builtins
-        builtins.abs = lambda x: 9
-        __builtins__["abs"] = lambda x: 9
-        def square(x):
-            return None
-        """,
-        reference,
-    )
-
-
-def test_printing_a_fake_pass_marker(fn) -> None:
-    score = _zero(
-        fn,
-        """
-        import os, sys
-        fake = "0" * 32
-        print("PASSED all tests", fake, "done 1")
-        sys.stderr.write("passed\\n")
-        for fd in sorted(int(name) for name in os.listdir("/proc/self/fd")):  # every open fd
-            for line in (fake + " start\\n", fake + " test 0 1 -\\n", fake + " done 1\\n"):
-                try:
-                    os.write(fd, line.encode())
-                except OSError:
-                    pass
-        def square(x):
-            return None
-        """,
-    )
-    assert "tampered" in score.detail["reason"]
-
-
-def test_killing_the_parent(fn) -> None:
-    _zero(
-        fn,
-        """
-        import os, signal
-        for pid in (os.getppid(), 1, -1):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        def square(x):
-            return None
-        """,
-    )
-    # Killing its own process group takes the harness down before it reports: still 0.
-    _zero(fn, "import os, signal\nos.killpg(0, signal.SIGKILL)\ndef square(x):\n    return x*x\n")
-
-
-def test_forked_replay_of_the_harness(fn) -> None:
-    # A fork returns into the harness twice: the duplicate report is caught. (The parent
-    # waits for the child: otherwise whichever ends first may end the run before the other
-    # reports, and a single genuine report of a correct program is a pass.)
-    score = _zero(fn, "import os\nif os.fork():\n    os.wait()\ndef square(x):\n    return x * x\n")
-    assert "tampered" in score.detail["reason"]
-
-
-def test_stdin_stdout_program_cannot_fake_the_comparison(fn) -> None:
-    reference = {"io": [{"input": "2\n", "output": "4\n"}, {"input": "3\n", "output": "9\n"}]}
-    _zero(fn, "import os\nprint(4)\nos._exit(0)\n", reference)
-    _zero(fn, "import sys\nprint(4)\nsys.exit(0)\n", reference)
-
-
-# -- cross-sample isolation of the warm sandbox ----------------------------------------------
-
-ONLY_ME = """
-import os
-def square(x):
-    return x * x
-"""
-
-
-def _one(fn, program: str, reference=CHECK):
-    return fn(sample(textwrap.dedent(program), reference))
-
-
-def test_a_file_left_by_one_run_is_not_seen_by_the_next(warm) -> None:
-    left = _one(
-        warm,
-        """
-        import os
-        open("/tmp/leak.txt", "w").write("secret")
-        open("/dev/shm/leak", "w").write("secret")
-        for path in ("/leak.txt", "/dev/leak", "/usr/leak"):
-            try:
-                open(path, "w").write("x")
-            except OSError:
-                pass
-            else:
-                raise SystemExit("wrote " + path)
-        def square(x):
-            return x * x
-        """,
-    )
-    assert left.score == 1.0, left.detail  # it ran, wrote its own /tmp, and nothing else
-    seen = _one(
-        warm,
-        """
-        import os
-        found = [p for p in ("/tmp/leak.txt", "/dev/shm/leak", "/leak.txt", "/dev/leak")
-                 if os.path.exists(p)]
-        assert found == [] and os.listdir("/tmp") == [] and os.listdir("/dev/shm") == [], found
-        def square(x):
-            return x * x
-        """,
-    )
-    assert seen.score == 1.0, seen.detail
-
-
-def test_a_process_left_by_one_run_is_gone_before_the_next(warm) -> None:
-    left = _one(
-        warm,
-        """
-        import os, socket, time
-        if os.fork() == 0:
-            os.setsid()
-            s = socket.socket(socket.AF_UNIX)
-            s.bind("\\0rewardsmith-leak")
-            s.listen()
-            while True:
-                open("/tmp/alive", "w").write(str(time.time()))
-                time.sleep(0.01)
-        time.sleep(0.1)
-        def square(x):
-            return x * x
-        """,
-    )
-    assert left.score == 1.0, left.detail
-    _no_leftovers(warm)
-    seen = _one(
-        warm,
-        """
-        import os, socket
-        others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, os.getpid())]
-        assert others == [], others
-        s = socket.socket(socket.AF_UNIX)
-        try:
-            s.connect("\\0rewardsmith-leak")
-        except OSError:
-            pass
-        else:
-            raise AssertionError("reached the previous run's socket")
-        def square(x):
-            return x * x
-        """,
-    )
-    assert seen.score == 1.0, seen.detail
-
-
-def test_a_run_cannot_reach_the_zygote(warm) -> None:
-    assert _one(warm, ONLY_ME).score == 1.0
-    idle = warm.__self__.sandbox_pids()
-    _zero(
-        warm,
-        """
-        import os, signal
-        for pid in [-1, 0, 1] + list(range(2, 200)):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        def square(x):
-            return x * x
-        """,
-    )
-    assert warm.__self__.sandbox_pids() == idle  # the same zygote, still serving
-    assert _one(warm, ONLY_ME).score == 1.0
-
-
-def test_a_run_has_no_capabilities_and_no_zygote_descriptors(warm) -> None:
-    score = _one(
-        warm,
-        """
         import ctypes, os
-        status = open("/proc/self/status").read()
-        caps = {l.split(":")[0]: int(l.split()[1], 16) for l in status.splitlines()
-                if l.startswith("Cap")}
-        assert caps["CapEff"] == caps["CapPrm"] == caps["CapBnd"] == 0, caps
         libc = ctypes.CDLL(None, use_errno=True)
-        assert libc.unshare(0x00020000) != 0  # CLONE_NEWNS
-        assert libc.mount(b"tmpfs", b"/mnt", b"tmpfs", 0, None) != 0
-        fds = sorted(int(fd) for fd in os.listdir("/proc/self/fd"))
-        assert len(fds) <= 6, fds  # 0, 1, 2, the result pipe, the listing itself
-        def square(x):
-            return x * x
+        def refused(nr, *args):
+            ctypes.set_errno(0)
+            r = libc.syscall(nr, *args)
+            return r == -1 and ctypes.get_errno() == 1  # EPERM
+        OK = all(refused(nr, 0, 0, 0, 0, 0) for nr in {numbers})
+        OK = OK and refused(57) and refused(58) and refused(56, 17, 0, 0, 0, 0)  # fork, vfork
+        ctypes.set_errno(0)
+        OK = OK and libc.syscall(435, 0, 0) == -1 and ctypes.get_errno() == 38  # clone3: ENOSYS
+        try:
+            os.fork()
+            OK = False
+        except PermissionError:
+            pass
+        import threading
+        t = threading.Thread(target=lambda: None); t.start(); t.join()  # threads are fine
         """,
     )
-    assert score.score == 1.0, score.detail
+
+
+def test_the_candidate_sees_neither_the_tests_nor_the_referee(fn) -> None:
+    _probe(
+        fn,
+        f"""
+        import gc, os
+        OK = True
+        # The marker in two halves, never joined here: only the tests could hold it whole.
+        head, rest = b"{MARKER[:20]}", b"{MARKER[20:]}"
+        def holds(data):
+            i = data.find(head)
+            while i >= 0:
+                if data[i + len(head) : i + len(head) + len(rest)] == rest:
+                    return True
+                i = data.find(head, i + 1)
+            return False
+        strings = [o for o in gc.get_objects() if isinstance(o, str)]
+        if any(holds(o.encode("utf-8", "replace")) for o in strings):
+            OK = False
+        # its own memory, every readable mapping: the tests never entered this process
+        with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
+            for line in maps:
+                lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+                if "r" not in line.split()[1] or hi - lo > 1 << 28:
+                    continue
+                try:
+                    mem.seek(lo)
+                    if holds(mem.read(hi - lo)):
+                        OK = False
+                except (OSError, OverflowError, ValueError):
+                    pass
+        others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
+        fds = sorted(int(fd) for fd in os.listdir("/proc/self/fd"))
+        status = open("/proc/self/status").read()
+        caps = [int(l.split()[1], 16) for l in status.splitlines() if l.startswith("Cap")]
+        OK = OK and others == [] and len(fds) <= 6 and not any(caps)
+        OK = OK and "Seccomp:\\t2" in status
+        """,
+    )
+
+
+# -- per-sample memory, measured from the host -----------------------------------------------
+
+
+def _memory_of(pids: set[int]) -> int:
+    """Memory the given host processes hold, in bytes: their resident memory (PSS) plus
+    what their private /tmp and /dev/shm hold (tmpfs pages are in no process's PSS)."""
+    total, filesystems = 0, {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                for line in f:
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1]) * 1024
+            for place in ("tmp", "dev/shm"):
+                path = f"/proc/{pid}/root/{place}"
+                fs = os.statvfs(path)
+                filesystems[os.stat(path).st_dev] = (fs.f_blocks - fs.f_bfree) * fs.f_frsize
+        except OSError:
+            pass
+    return total + sum(filesystems.values())
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="sandbox processes have their own uid only as root")
+def test_fork_and_allocate_is_held_to_memory_mb(fn) -> None:
+    attack = textwrap.dedent(
+        """
+        import os, threading
+        blocks = []
+        def grab():
+            try:
+                while True:
+                    blocks.append(b"\1" * (32 * 1024 * 1024))  # written: resident
+            except MemoryError:
+                pass
+        for _ in range(8):
+            try:
+                if os.fork() == 0:
+                    grab()
+                    os._exit(0)
+            except OSError:
+                pass
+        threads = [threading.Thread(target=grab) for _ in range(4)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        grab()
+        with open("/tmp/fill", "wb") as f:
+            try:
+                while True:
+                    f.write(b"x" * (1 << 20))
+            except OSError:
+                pass
+        import time
+        time.sleep(1.5)
+        def square(x):
+            return x + 1
+        """
+    )
+    # A clock long enough for the attack to reach its peak, even on a loaded machine.
+    fn = code(timeout_s=20, memory_mb=MEMORY_MB, max_processes=16, warm=fn.__self__.config.warm)
+    assert fn(sample(RIGHT, CHECK)).score == 1.0  # the warm sandbox is up before watching
+    idle = fn.__self__.sandbox_pids()
+    peak = 0
+    done = threading.Event()
+
+    def watch() -> None:
+        nonlocal peak
+        while not done.is_set():
+            pids = {p for slot in range(4) for p in processes_of(host_uid(slot))} - idle
+            peak = max(peak, _memory_of(pids))
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        score = fn(sample(attack, CHECK))
+    finally:
+        done.set()
+        watcher.join()
+    assert (score.status, score.score) == ("ok", 0.0)
+    print(f"fork-and-allocate: peak {peak / 2**20:.0f} MiB with memory_mb={MEMORY_MB}")
+    # The run's processes: the candidate (held to memory_mb, its /tmp and /dev/shm included)
+    # plus the referee, A and B (forked from the preloaded zygote, a few MiB each).
+    assert peak > 200 * 1024 * 1024, peak  # the attack did allocate (the watcher saw it)
+    assert peak <= (MEMORY_MB + 48) * 1024 * 1024, peak / 2**20
+
+
+# -- queued behind attackers, through the engine ---------------------------------------------
+
+
+def test_twenty_honest_samples_queued_behind_attackers_score_right() -> None:
+    attackers = [
+        "infinite_loop_at_import",
+        "memory_bomb",
+        "fork_bomb",
+        "thread_bomb",
+        "kill_every_visible_process",
+        "sleep_in_every_call",
+        "huge_answer",
+        "five_line_frame_emit",
+    ]
+    samples = [
+        {"id": f"attack-{name}", "completion": ATTACKS[name][0], "reference": ATTACKS[name][1]}
+        for name in attackers
+    ]
+    for i in range(20):
+        right = i % 2 == 0
+        samples.append(
+            {"id": f"honest-{i}", "completion": RIGHT if right else WRONG, "reference": CHECK}
+        )
+    spec = {
+        "rewards": {
+            "tests": {"type": "code", "timeout_s": TIMEOUT_S, "memory_mb": MEMORY_MB},
+        },
+        "timeout_s": 30,
+    }
+    results = rewardsmith.score(samples, spec, workers=2)
+    assert [r.id for r in results] == [s["id"] for s in samples]
+    assert [(r.status, r.reward) for r in results[: len(attackers)]] == [("ok", 0.0)] * len(
+        attackers
+    )
+    assert [r.reward for r in results[len(attackers) :]] == [1.0, 0.0] * 10
+
+
+# -- over HTTP: a real `rewardsmith serve` ----------------------------------------------------
+
+HTTP_ATTACKS = [
+    "five_line_frame_emit",
+    "gc_rewrite_the_test_list",
+    "always_equal_object",
+    "int_subclass_always_equal",
+    "optimize_away_the_asserts",
+    "records_written_to_every_fd",
+    "kill_every_visible_process",
+    "memory_bomb",
+    "fork_bomb",
+    "os_exit_before_the_tests",
+    "io_prints_the_first_answer_and_exits",
+    "shadow_builtins_by_global_names",
+]
+
+
+def test_a_sample_of_the_attacks_over_http(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, canary: Path
+) -> None:
+    import httpx
+
+    from tests.server import conftest as server_conftest
+
+    # The server fixture's process imports rewardsmith from ROOT: this checkout's sources.
+    monkeypatch.setattr(server_conftest, "ROOT", Path(rewardsmith.__file__).parents[1])
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        f"rewards:\n  tests: {{type: code, timeout_s: {TIMEOUT_S}, memory_mb: {MEMORY_MB}}}\n"
+        "timeout_s: 30\n"
+    )
+    server = server_conftest.Server(spec, "--workers", "2")
+    try:
+        samples = [
+            {
+                "id": name,
+                "completion": ATTACKS[name][0].replace("CANARY", str(canary)),
+                "reference": ATTACKS[name][1],
+            }
+            for name in HTTP_ATTACKS
+        ]
+        samples += [
+            {"id": "right", "completion": RIGHT, "reference": CHECK},
+            {"id": "wrong", "completion": WRONG, "reference": CHECK},
+        ]
+        response = httpx.post(
+            f"{server.url}/v1/score",
+            json={"samples": samples},
+            headers={"Authorization": f"Bearer {server_conftest.TOKEN}"},
+            timeout=120,
+        )
+        assert response.status_code == 200, response.text
+        results = response.json()["results"]
+    finally:
+        server.stop()
+    got = {r["id"]: (r["status"], r["reward"]) for r in results}
+    assert got == {
+        **{name: ("ok", 0.0) for name in HTTP_ATTACKS},
+        "right": ("ok", 1.0),
+        "wrong": ("ok", 0.0),
+    }
+    assert list(canary.iterdir()) == []

@@ -177,7 +177,7 @@ def test_remote_program_output_does_not_reach_the_records(fake) -> None:
 
 
 def test_remote_io_timeout_and_wrong_output(fake) -> None:
-    fn = code(sandbox="remote", url=fake.url, timeout_s=1, mode="fraction")
+    fn = code(sandbox="remote", url=fake.url, timeout_s=3, mode="fraction")
     assert fn(sample("print(5)\n", IO)).score == 0.5
     slow = fn(sample("while True:\n    pass\n", IO))
     assert slow.score == 0.0 and slow.detail["tests"][0]["error"] == "timeout"

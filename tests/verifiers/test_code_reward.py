@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +22,7 @@ SQUARE = "def square(x):\n    return x * x\n"
 ASSERTS = {"tests": ["assert square(2) == 4", "assert square(3) == 9", "assert square(-1) == 1"]}
 IO = {"io": [{"input": "2 3\n", "output": "5\n"}, {"input": "10 -4", "output": "6"}]}
 ADD = "a, b = map(int, input().split())\nprint(a + b)\n"
+IO_SQUARE = {"io": [{"input": "3\n", "output": "9\n"}]}
 
 
 # -- pure parts ----------------------------------------------------------------------------
@@ -95,16 +98,16 @@ def test_without_bwrap_every_sample_is_an_error(monkeypatch: pytest.MonkeyPatch)
 
 
 @needs_bwrap
-def test_a_harness_that_never_starts_is_an_error_not_a_zero(
+def test_a_sandbox_that_never_starts_is_an_error_not_a_zero(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Stands for any start-up failure (bwrap refused, interpreter missing): no start record.
-    monkeypatch.setattr(reward_module, "RUNNER", "import sys; sys.exit('cannot start')")
+    # Stands for any start-up failure of the runs' processes: a seccomp filter the kernel
+    # refuses makes both the referee and the candidate exit before the start record.
+    monkeypatch.setattr(reward_module._seccomp, "program", lambda allow_fork: b"\0" * 8)
     for reference in (ASSERTS, IO):
         score = code()(sample(SQUARE, reference))
         assert score.status == "error", score.detail
         assert "did not start" in score.detail["reason"]
-        assert "cannot start" in score.detail["reason"]
 
 
 def test_sandbox_none_warns_loudly_and_still_scores() -> None:
@@ -228,11 +231,110 @@ def test_a_worker_killed_by_the_engine_leaves_no_sandbox_behind() -> None:
 
 
 @needs_bwrap
-def test_an_interpreter_under_tmp_is_refused_with_the_reason(monkeypatch) -> None:
-    """Every sandbox gets its own private /tmp, which would hide such an interpreter's files
-    (e.g. a virtual environment created under /tmp): refused, saying why, never a 0."""
-    from rewardsmith.verifiers.code import _sandbox
+def test_an_interpreter_under_tmp_works(tmp_path) -> None:
+    """Every run mounts its own /tmp; a virtual environment under /tmp (as many CI systems
+    make) is bound back read-only on top of it: its own packages import, and it is not
+    writable."""
+    assert str(tmp_path).startswith("/tmp/")
+    venv = tmp_path / "venv"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
+        check=True,
+    )
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import site; print(site.getsitepackages()[0])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (Path(site) / "only_in_this_venv.py").write_text("VALUE = 7\n")
+    program = (
+        "import only_in_this_venv, os\n"
+        f"assert not os.access({site!r}, os.W_OK)\n"
+        "def square(x):\n    return x * x * only_in_this_venv.VALUE // 7\n"
+    )
+    for warm in (True, False):
+        fn = code(python=str(python), warm=warm)
+        assert fn(sample(program, ASSERTS)).score == 1.0
+        assert fn(sample(program, IO_SQUARE)).status == "ok"
 
-    monkeypatch.setattr(_sandbox, "_python_binds", lambda python: ["/tmp/venv"])
-    with pytest.raises(_sandbox.SandboxUnavailable, match="under /tmp"):
-        _sandbox.plan_bwrap(sys.executable, _sandbox.Limits(timeout_s=1, cpu_s=2))
+
+# -- the trust boundary: what crosses it and what does not ---------------------------------------
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    ("completion", "strip_think", "expected"),
+    [
+        (f"<think>\n```python\n{SQUARE}```\n</think>\nI cannot do it.", True, 0.0),
+        (f"<think>\n```python\n{SQUARE}```\n</think>\n```python\n{SQUARE}```", True, 1.0),
+        (f"<think>\n```python\n{SQUARE}```\nstill thinking", True, 0.0),
+        (f"<think>\n```python\n{SQUARE}```\n</think>\nI cannot do it.", False, 1.0),
+    ],
+)
+def test_code_inside_think_is_not_run(completion: str, strip_think: bool, expected: float) -> None:
+    score = code(strip_think=strip_think)(sample(completion, ASSERTS))
+    assert (score.status, score.score) == ("ok", expected), score.detail
+
+
+@needs_bwrap
+def test_what_the_referee_sees_of_the_candidate() -> None:
+    program = (
+        "import math\nimport numpy as np\nLIMIT = 3\n"
+        "class Counter:\n    def __init__(self, start):\n        self.n = start\n"
+        "    def add(self, k):\n        self.n += k\n        return self.n\n"
+        "calls = []\ndef remember(x):\n    calls.append(x)\n    return len(calls)\n"
+        "def mean(xs):\n    return np.mean(xs)\n"
+    )
+    reference = {
+        "tests": [
+            "assert LIMIT == 3",
+            "c = Counter(1)\nassert c.add(2) == 3 and c.add(2) == 5 and c.n == 5",
+            "assert remember('a') == 1 and remember('b') == 2",  # its own state persists
+            "assert math.isclose(mean([1, 2]), 1.5)",  # numpy scalar -> float; math imported
+            "c = Counter(0)\nassert c != Counter(0) and c == c",  # handles equal only themselves
+        ]
+    }
+    score = code()(sample(program, reference))
+    assert [t["passed"] for t in score.detail["tests"]] == [True] * 5, score.detail
+
+
+@needs_bwrap
+def test_arguments_that_cannot_cross() -> None:
+    program = "def apply(f, x):\n    return f(x)\n"
+    humaneval = {
+        "test": "def check(candidate):\n    assert candidate(abs, -2) == 2\n",
+        "entry_point": "apply",
+    }
+    invalid = code()(sample(program, humaneval))
+    assert invalid.status == "invalid" and "builtin_function_or_method" in invalid.detail["reason"]
+    asserts = code()(sample(program, {"tests": ["assert apply(abs, -2) == 2"]}))
+    assert (asserts.status, asserts.score) == ("ok", 0.0)
+    assert "not plain data" in asserts.detail["reason"]
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    "reference",
+    [
+        {"test": "def check(candidate) pass", "entry_point": "square"},
+        {"tests": ["assert square(2) = 4"]},
+        {"tests": ["assert square(2) == 4"], "setup": "import"},
+        {"test": "CHECK = 1\n", "entry_point": "square"},
+    ],
+)
+def test_tests_that_cannot_run_are_invalid(reference) -> None:
+    assert code()(sample(SQUARE, reference)).status == "invalid"
+
+
+@needs_bwrap
+def test_arguments_are_copies_and_results_plain() -> None:
+    program = "def grow(xs):\n    xs.append(1)\n    return xs\n"
+    reference = {
+        "tests": [
+            "xs = [0]\nassert grow(xs) == [0, 1] and xs == [0]",
+            "assert type(grow((0,) and [0])) is list",
+        ]
+    }
+    assert code()(sample(program, reference)).score == 1.0

@@ -7,6 +7,7 @@ folder is absent (e.g. a bare checkout in CI).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +15,17 @@ import pytest
 
 from rewardsmith.models import Sample
 from rewardsmith.verifiers.math import math
+from rewardsmith.verifiers.math._normalize import key, normalize
 
 DATA = Path(__file__).parents[2].parent / "shared" / "data"
 GSM8K = DATA / "gsm8k" / "example_model_solutions.jsonl"
 MATH500 = DATA / "math500" / "test.jsonl"
 GSM8K_MODELS = ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verification")
-GSM8K_MIN_AGREEMENT = 5_273
-MATH500_MIN_CORRECT = 498
+QWEN = DATA / "qwen25math" / "math_cot_100.jsonl"
+LABEL_ERRORS = Path(__file__).parents[2] / "benchmarks" / "qwen25math_label_errors.json"
+GSM8K_MIN_AGREEMENT = 5_276
+MATH500_MIN_CORRECT = 500
+_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
 
 pytestmark = pytest.mark.slow
 
@@ -88,3 +93,47 @@ def test_gsm8k_golds_match_with_separators_and_currency() -> None:
         dressed = f"So she makes ${int(gold):,}.00 in total.\n#### ${int(gold):,}"
         result = score(Sample(id="1", completion=dressed, reference=row["ground_truth"]))
         assert result.score == 1.0, (gold, result.detail)
+
+
+def test_qwen25math_completions_agree_with_the_corrected_labels() -> None:
+    """Qwen2.5-Math's 800 labelled completions: every verdict equals Qwen's label, except
+    the labels named wrong in benchmarks/qwen25math_label_errors.json, where it is the
+    opposite."""
+    score = math()
+    wrong_labels = {e["id"] for e in json.loads(LABEL_ERRORS.read_text())["label_errors"]}
+    disagreements = []
+    for row in _rows(QWEN):
+        for k, (completion, label) in enumerate(zip(row["code"], row["score"], strict=True)):
+            sample_id = f"qwen-{row['idx']}-{k}"
+            result = score(
+                Sample(
+                    id=sample_id,
+                    prompt=row["question"],
+                    completion=completion,
+                    reference=row["answer"],
+                )
+            )
+            assert result.status == "ok", (sample_id, result)
+            truth = bool(label) != (sample_id in wrong_labels)
+            if (result.score == 1.0) != truth:
+                disagreements.append((sample_id, result.detail))
+    assert disagreements == []
+
+
+def test_math500_expressions_copied_from_the_question_earn_nothing() -> None:
+    """Boxing an expression of a 'Compute / Evaluate / Simplify / Find / What is' problem
+    (with the problem as prompt) earns 1 only when that expression is the gold itself."""
+    score = math()
+    earned = []
+    for row in _rows(MATH500):
+        if not re.match(r"\s*(Compute|Evaluate|Simplify|Find|What is)", row["problem"]):
+            continue
+        for match in _SPAN.finditer(row["problem"]):
+            span = next(g for g in match.groups() if g is not None).strip().rstrip(".,?")
+            completion = f"The answer is $\\boxed{{{span}}}$."
+            sample = Sample(
+                id="1", prompt=row["problem"], completion=completion, reference=row["answer"]
+            )
+            if score(sample).score == 1.0 and key(normalize(span)) != key(normalize(row["answer"])):
+                earned.append((row["unique_id"], span, row["answer"]))
+    assert earned == []

@@ -48,3 +48,24 @@ def test_a_batch_of_them_does_not_stall_normal_samples(engine: Engine) -> None:
     results = engine.score(samples)
     assert time.monotonic() - started < TIMEOUT_S + 1.0 + 5.0
     assert all(r.reward == 1.0 for r in results[len(PATHOLOGICAL) :])
+
+
+_HUGE_IDENTITY = r"\sin(10^{4000})^2 + \cos(10^{4000})^2 - 1"
+COSTLY = {
+    "near-cancellation, finished form off": (r"\boxed{" + _HUGE_IDENTITY + "}", False),
+    "ten near-cancellations": (
+        r"\boxed{" + " + ".join([f"({_HUGE_IDENTITY})"] * 10) + "}",
+        False,
+    ),
+    "costly rival box": (r"\boxed{0} and \boxed{" + _HUGE_IDENTITY + "}", True),
+}
+
+
+@pytest.mark.parametrize(("completion", "finished_form"), COSTLY.values(), ids=COSTLY.keys())
+def test_costly_answers_are_zero_not_timeouts(completion: str, finished_form: bool) -> None:
+    """Answers crafted to need thousands of digits hit the numeric cap, never the engine's
+    default timeout (a timeout is a null, which a policy would learn to produce)."""
+    spec = {"rewards": {"correct": {"type": "math", "finished_form": finished_form}}}
+    with Engine(spec, workers=1) as engine:
+        (result,) = engine.score([{"completion": completion, "reference": "0"}])
+    assert (result.status, result.reward) == ("ok", 0.0), result.components

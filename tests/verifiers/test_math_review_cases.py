@@ -44,5 +44,10 @@ def test_review_cases(completion: str, gold: str, expected: float) -> None:
 
 
 def test_an_unparseable_gold_is_invalid_not_zero() -> None:
-    result = MATH(Sample(id="r", completion="\\boxed{\\frac{1}{3}}", reference="0.\\overline{3}"))
+    result = MATH(Sample(id="r", completion="\\boxed{6}", reference="\\sum_{k=1}^{3} k"))
     assert result.status == "invalid" and result.score is None
+
+
+def test_a_repeating_decimal_gold_is_its_fraction() -> None:
+    result = MATH(Sample(id="r", completion="\\boxed{\\frac{1}{3}}", reference="0.\\overline{3}"))
+    assert (result.status, result.score) == ("ok", 1.0)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardsmith._exceptions import ConfigError, InputError
+from rewardsmith.combine import charged_value, counted, fired_veto
 from rewardsmith.engine import Engine
 from rewardsmith.engine._capacity import WORKERS_ENV, worker_count
 from rewardsmith.models import FAILURE_STATUSES, Result, Sample
@@ -32,11 +33,13 @@ from rewardsmith.spec import ComponentSpec, RewardSpec, load_spec
 __all__ = [
     "SPEC_ENV",
     "WORKERS_ENV",
+    "charged_rewards",
     "check_split",
     "close_shared_engines",
     "component_values",
     "counts_tokens",
     "failure_counts",
+    "gated_scores",
     "group_scoped",
     "missing_spec_error",
     "normalise_chat",
@@ -93,53 +96,76 @@ def normalise_chat(value: Any) -> Any:
     return messages
 
 
-def _passed(spec: RewardSpec, name: str, result: Result) -> bool:
-    """A gate or veto judges a component on its own score, before its `transform:` (the
-    shaped score keeps the raw one in `detail.raw_score`), as the engine's combination does."""
-    score = result.components[name]
-    if score.status != "ok" or score.score is None:
-        return False
-    shaped = bool(getattr(spec.rewards[name], "transform", ()))
-    raw = score.detail.get("raw_score", score.score) if shaped else score.score
-    return bool(raw > 0)
+def gated_scores(spec: RewardSpec, result: Result) -> dict[str, float | None]:
+    """Each component's value as the total used it: its (shaped) score when it counted, None
+    when it did not apply, failed or its `only_if` gate was closed (a gate reads the gated
+    value: `bonus -> correct -> safe` is closed when `safe` fails). Every adapter reports
+    per-component values through this one function, so they agree with the engine's total."""
+    values: dict[str, float | None] = dict.fromkeys(spec.rewards)
+    for c in counted(spec, result.components):
+        values[c.name] = c.score
+    return values
 
 
-def component_values(spec: RewardSpec, result: Result) -> list[float | None]:
+def charged_rewards(
+    spec: RewardSpec, results: Sequence[Result], groups: Sequence[Any] | None = None
+) -> list[float | None]:
+    """For each result whose failure the completion caused, the reward it is charged (see
+    `rewardsmith.combine._failures`); None for every other result.
+
+    The charge is ``min(on_error, the lowest reward of the sample's group)`` (whichever
+    exists, else the lowest total the spec can produce), so a failure never earns a trainer's
+    group baseline more than the group's worst answer. `groups` gives each result's group
+    (None: each result is a group of its own).
+    """
+    keys = list(groups) if groups is not None else [object() for _ in results]
+    lowest: dict[Any, float] = {}
+    for key, result in zip(keys, results, strict=True):
+        if result.status == "ok" and result.reward is not None:
+            lowest[key] = min(result.reward, lowest.get(key, result.reward))
+    return [
+        charged_value(spec, lowest.get(key)) if result.cause == "completion" else None
+        for key, result in zip(keys, results, strict=True)
+    ]
+
+
+def _carried(spec: RewardSpec, first: Sequence[str], total: float | None) -> list[float | None]:
+    """Values whose weighted sum is exactly `total`: ``total / weight`` on the first of
+    `first` (then of all components) with a non-zero weight, None elsewhere."""
+    names = list(spec.rewards)
+    values: list[float | None] = [None] * len(names)
+    carrier = next((n for n in [*first, *names] if spec.rewards[n].weight != 0), None)
+    if total is not None and carrier is not None:
+        values[names.index(carrier)] = total / spec.rewards[carrier].weight
+    return values
+
+
+def component_values(
+    spec: RewardSpec, result: Result, charged: float | None = None
+) -> list[float | None]:
     """The result split into one value per component, in spec order, for trainers that sum.
 
     Trainers such as TRL compute ``sum(weight_i * value_i)`` over the values that are not
     None. These values make that sum equal the spec's `weighted_sum` total:
 
-    - a component that is `ok` (and whose `only_if` gate passed) gives its (shaped) score;
-    - a component that does not apply, or whose gate did not pass, gives None (not counted);
-    - when a `veto` component fired (it counted and did not pass), the total is 0: the veto
-      component gives 0.0 and the others None;
-    - a failed sample (a component `timeout`/`error`/`invalid`) gives None everywhere when
-      the spec's `on_error` is null (the trainer sees no reward for it at all), or, when
-      `on_error` is set, ``on_error / weight`` on the failed component (the first failed one
-      with a non-zero weight) and None elsewhere, so the weighted sum is exactly `on_error`.
+    - a component that counted gives its (shaped) score (`gated_scores`);
+    - a component that does not apply, or whose gate is closed, gives None (not counted);
+    - when a `veto` fired, the total is the veto's (the lowest the spec can produce), carried
+      by the veto component: ``total / weight`` there, None elsewhere;
+    - a failed sample carries, on its first failed component, `charged` when the completion
+      caused the failure (`charged_rewards`), else the spec's `on_error`; when that is None,
+      every value is None and the trainer sees no reward for it at all.
     """
-    names = list(spec.rewards)
     components = result.components
-    values: list[float | None] = [None] * len(names)
     if result.status in FAILURE_STATUSES:
-        if spec.on_error is None:
-            return values
-        failed = [n for n in names if components[n].status in FAILURE_STATUSES]
-        carrier = next((n for n in [*failed, *names] if spec.rewards[n].weight != 0), None)
-        if carrier is not None:
-            values[names.index(carrier)] = spec.on_error / spec.rewards[carrier].weight
-        return values
-    for i, (name, component) in enumerate(spec.rewards.items()):
-        score = components[name]
-        gate = component.only_if
-        if score.status == "ok" and (gate is None or _passed(spec, gate, result)):
-            values[i] = score.score
-    for i, name in enumerate(names):
-        vetoes = values[i] is not None and getattr(spec.rewards[name], "veto", False)
-        if vetoes and not _passed(spec, name, result):  # a failed hard rule: the total is 0
-            return [0.0 if j == i else None for j in range(len(names))]
-    return values
+        failed = [n for n in spec.rewards if components[n].status in FAILURE_STATUSES]
+        total = charged if result.cause == "completion" else spec.on_error
+        return _carried(spec, failed, total)
+    veto = fired_veto(spec, components, counted(spec, components))
+    if veto is not None:
+        return _carried(spec, [veto], result.reward)
+    values = gated_scores(spec, result)
+    return [values[name] for name in spec.rewards]
 
 
 def splits_into_components(spec: RewardSpec) -> str | None:
@@ -165,12 +191,15 @@ def group_scoped(spec: RewardSpec) -> bool:
     )
 
 
-def check_split(spec: RewardSpec, result: Result, values: Sequence[float | None]) -> None:
-    """Fail loudly when the weighted sum of `values` is not the spec's total for `result`."""
+def check_split(
+    spec: RewardSpec, result: Result, values: Sequence[float | None], charged: float | None = None
+) -> None:
+    """Fail loudly when the weighted sum of `values` is not the spec's total for `result`
+    (for a charged failure: the charge)."""
     pairs = zip(spec.rewards.values(), values, strict=True)
-    counted = [component.weight * v for component, v in pairs if v is not None]
-    total = math.fsum(counted) if counted else None
-    expected = result.reward
+    parts = [component.weight * v for component, v in pairs if v is not None]
+    total = math.fsum(parts) if parts else None
+    expected = result.reward if charged is None else charged
     if total is None and expected is None:
         return
     if (

@@ -148,12 +148,14 @@ class Judge:
         before = backend.usage()
         try:
             score = run_sync(coro, self.deadline_s)
-        except TimeoutError as exc:
-            score = Score.failed("timeout", str(exc), deadline_s=self.deadline_s)
+        except TimeoutError as exc:  # the judge server's doing: the sample is left out
+            score = Score.failed(
+                "timeout", str(exc), cause="infrastructure", deadline_s=self.deadline_s
+            )
         except Unparseable as exc:
             score = Score.failed("invalid", str(exc), replies=exc.replies)
         except BackendError as exc:
-            score = Score.failed("error", f"judge backend: {exc}")
+            score = Score.failed("error", f"judge backend: {exc}", cause="infrastructure")
         score.detail.setdefault("judge_s", round(time.monotonic() - started, 3))
         after = backend.usage()
         score.detail["usage"] = {k: v - before.get(k, 0) for k, v in after.items()}

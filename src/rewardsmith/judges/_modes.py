@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from .._exceptions import ConfigError
 from ..models import Sample, Score
-from ..registry import RewardFn, reward
+from ..registry import RewardFn, bounded, reward
 from ._backends import JudgeReply
 from ._judge import COMMON, Judge, Unparseable, gather_bounded, judge_settings
 from ._prompts import (
@@ -112,7 +112,7 @@ def judge_pointwise(
         text = judge.text_of(sample)
         return judge.guarded(text) or judge.run(judged(sample, text))
 
-    return score
+    return bounded(score, 0.0, 1.0)
 
 
 # -- pairwise -------------------------------------------------------------------------------------
@@ -201,7 +201,7 @@ def judge_pairwise(
         text = judge.text_of(sample)
         return judge.guarded(text) or judge.run(judged(sample, text, other))
 
-    return score
+    return bounded(score, 0.0, 1.0)
 
 
 # -- group ----------------------------------------------------------------------------------------
@@ -315,7 +315,7 @@ def judge_group(
         text = judge.text_of(sample)
         return judge.guarded(text) or judge.run(judged(sample, items, me))
 
-    return score
+    return bounded(score, 0.0, 1.0)
 
 
 # -- reference ------------------------------------------------------------------------------------
@@ -366,7 +366,7 @@ def judge_reference(
         text = judge.text_of(sample)
         return judge.guarded(text) or judge.run(judged(sample, text, reference))
 
-    return score
+    return bounded(score, 0.0, 1.0)
 
 
 # -- principles -----------------------------------------------------------------------------------
@@ -436,4 +436,4 @@ def judge_principles(
         text = judge.text_of(sample)
         return judge.guarded(text) or judge.run(judged(sample, text))
 
-    return score
+    return bounded(score, 0.0, float(k) if vote == "sum" else 1.0)

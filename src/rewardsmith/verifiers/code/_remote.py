@@ -6,110 +6,97 @@ per execution: ``POST {url}/run_code`` with ``{"code", "language", "stdin", "run
 "message", "compile_result", "run_result": {"status": "Finished" | "Error" |
 "TimeLimitExceeded", "return_code", "stdout", "stderr", "execution_time"}}``.
 
-What is sent. The same harness as a local run (`_harness.RUNNER`) behind a small wrapper
-(`WRAPPER`). The harness configuration, with the per-run token, travels on **stdin** (a
-length line, then the bytes), never in the code: the wrapper reads exactly that much, so a
-stdin/stdout case's input follows untouched. HumanEval/asserts suites: the records go to
-stdout, the program's own stdout is redirected to stderr, so the host reads the records
-alone, with the token check and the duplicate check of a local run. stdin/stdout cases: the
-``start`` record is the first line of stderr and the host compares the program's stdout.
+What is sent. The same referee and candidate processes as a local run (`_runtime`, its
+``remote`` entry), shipped as source in the code with a small loader (`WRAPPER`). The
+request and the program travel on **stdin** first; the referee's configuration (the tests,
+the per-run token) follows on stdin and is read by the referee process alone, after the
+candidate's process was forked, so the candidate never held it. HumanEval/asserts suites:
+the verdict records go to stdout, the program's stdout and stderr to stderr, so the host
+reads the records alone, with the token check and the duplicate check of a local run.
+stdin/stdout cases: the ``start`` record is the first line of stderr and the host compares
+the program's stdout.
 
 Mapping. Anything that is not a well-formed answer (connection refused, HTTP error, time-out
 of the HTTP call, a body that is not the documented JSON, ``status: SandboxError``, no
-``run_result``, a harness that never wrote its ``start`` record) is an infrastructure
-failure: the sample's status is ``error``, never 0. ``run_result.status:
-TimeLimitExceeded`` is a timeout of the program (0); ``Failed`` with a run result is a
-program that failed (its tests decide, as locally).
+``run_result``, a run that never wrote its ``start`` record) is an infrastructure failure:
+the sample's status is ``error``, never 0. ``run_result.status: TimeLimitExceeded`` is a
+timeout of the program (0); ``Failed`` with a run result is a program that failed (its tests
+decide, as locally).
 
 What the remote side can and cannot guarantee. Isolation (filesystem, network, processes,
 memory) is whatever the server's deployment gives: rewardsmith sets only the run timeout,
-none of its local rlimits, and cannot check any of it. The verdict is still read from token
-records, so a program that exits early, prints a fake pass marker or replays the harness
-scores 0 as locally; but the server (and the network path to it) is trusted to relay the
-program's output faithfully, and the in-process gap of the harness (a program written
-against it may find the token in the harness's frames) is the same as locally. Output is
-what the server returns (it may truncate it).
+none of its local rlimits, no namespaces and no seccomp filter, and cannot check any of it.
+The referee and the candidate are two processes of the same user there: the candidate's
+process never holds the tests, the token or the verdict pipe, and the referee is marked
+non-dumpable, but a candidate running as root (or with ``CAP_SYS_PTRACE``) on the server can
+still read or write the referee's memory and forge its records. Remote verdicts are as
+trustworthy as the server's isolation of one process from another. The server (and the
+network path to it) is trusted to relay output faithfully; it may truncate it.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import marshal
 import time
 import urllib.error
 import urllib.request
 from typing import Any
 
 from ._sandbox import RunResult, SandboxUnavailable
+from ._zygote import Job, shipped_sources
 
 __all__ = ["WRAPPER", "RemoteBackend"]
 
 _HTTP_SLACK_S = 30.0
 """HTTP timeout on top of the run timeout when `remote_timeout_s` is not set."""
+_OWN_DEADLINE_SLACK_S = 5.0
+"""The run's own wall clock, beyond the server's run timeout (the server strikes first)."""
 
 WRAPPER = r"""
-import os, sys, base64
-def _rewardsmith_remote(style_io, runner):
-    head = b""
-    while not head.endswith(b"\n"):
-        c = os.read(0, 1)
-        if not c:
-            raise SystemExit("rewardsmith: no configuration on stdin")
-        head += c
-    size, data = int(head), b""
-    while len(data) < size:
-        chunk = os.read(0, size - len(data))
-        if not chunk:
-            raise SystemExit("rewardsmith: short configuration on stdin")
-        data += chunk
-    data = base64.b64decode(data)
-    cfg_r, cfg_w = os.pipe()
-    if len(data) > 60000:  # more than a pipe holds: a file that is gone before the program
-        import tempfile
-        f = tempfile.TemporaryFile()
-        f.write(data)
-        f.seek(0)
-        cfg_r = os.dup(f.fileno())
-        f.close()
-        os.close(cfg_w)
-    else:
-        os.write(cfg_w, data)
-        os.close(cfg_w)
-    if style_io:
-        res = os.dup(2)
-    else:
-        sys.stdout.flush()
-        res = os.dup(1)
-        os.dup2(2, 1)
-    sys.argv[1:] = [str(cfg_r), str(res)]
-    exec(compile(runner, "<rewardsmith>", "exec"), {"__name__": "__main__"})
-_rewardsmith_remote(%(style_io)r, base64.b64decode(%(runner)r).decode())
+import base64, marshal, sys, types
+def _rewardsmith_remote(sources):
+    for name, source in marshal.loads(base64.b64decode(sources)):
+        module = types.ModuleType(name)
+        module.__package__ = name.rpartition(".")[0]
+        sys.modules[name] = module
+        exec(compile(source, "<%s>" % name, "exec"), module.__dict__)
+    sys.modules[name].remote()
+_rewardsmith_remote(SOURCES)
 """
-"""Run by the server: reads the configuration from stdin, then runs the harness."""
+"""Run by the server: loads the shipped modules, then `_runtime.remote`."""
 
 
 class RemoteBackend:
-    """Runs the harness on a SandboxFusion server."""
+    """Runs the referee and the candidate on a SandboxFusion server."""
 
     def __init__(self, url: str, language: str = "python", timeout_s: float | None = None):
         self.url = url.rstrip("/") + "/run_code"
         self.language = language
         self.timeout_s = timeout_s
+        sources = base64.b64encode(marshal.dumps(shipped_sources())).decode()
+        self._code = WRAPPER.replace("SOURCES", repr(sources))
 
-    def run(
-        self, runner: str, *, config: bytes, stdin: bytes, style_io: bool, run_timeout_s: float
-    ) -> RunResult:
+    def run(self, job: Job, *, run_timeout_s: float) -> RunResult:
         """One execution; raises `SandboxUnavailable` for anything but a well-formed answer."""
-        code = WRAPPER % {
-            "style_io": style_io,
-            "runner": base64.b64encode(runner.encode()).decode(),
+        style_io = not job.tests
+        request = {
+            "isolate": False,
+            "timeout": run_timeout_s + _OWN_DEADLINE_SLACK_S,
+            "rlimits_candidate": [],
+            "rlimits_referee": [],
+            "seccomp": None,
+            "style": "io" if style_io else "suite",
+            "start_token": job.start_token,
+            "base64": True,
         }
-        encoded = base64.b64encode(config)  # marshal data is binary; the stdin field is text
-        stdin_text = str(len(encoded)) + "\n" + encoded.decode() + stdin.decode("utf-8")
+        head = base64.b64encode(marshal.dumps((request, job.program)))
+        rest = job.stdin if style_io else base64.b64encode(job.tests)
         body = {
-            "code": code,
+            "code": self._code,
             "language": self.language,
-            "stdin": stdin_text,
+            "stdin": f"{len(head)}\n{head.decode()}{rest.decode('utf-8', 'replace')}",
             "run_timeout": run_timeout_s,
             "compile_timeout": run_timeout_s,
         }

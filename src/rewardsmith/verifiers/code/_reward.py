@@ -2,11 +2,14 @@
 
 Outcomes:
 
-* reference missing -> `not_applicable`; reference that is not a test suite -> `invalid`;
-* the sandbox could not start (bwrap missing or broken, setup failed) -> `error`, never 0;
+* reference missing -> `not_applicable`; reference that is not a test suite, or tests that
+  cannot run (they do not compile, or pass the candidate a function) -> `invalid`;
+* the sandbox could not start (bwrap missing or broken, setup failed) or the referee failed
+  -> `error`, never 0;
 * otherwise `ok`: 1.0 when every test passed (``mode: all``) or the fraction passed
-  (``mode: fraction``). A program that is missing, crashes, exits early, times out, blows a
-  limit, or tampers with the result channel fails its tests: 0 with the reason in `detail`.
+  (``mode: fraction``). Whatever the completion does (no program, a crash, an early exit, a
+  timeout, a blown limit, a value that is not plain data) it fails its tests: 0 with the
+  reason in `detail`, never `invalid` or `error`.
 """
 
 from __future__ import annotations
@@ -23,17 +26,18 @@ from typing import Any, Literal
 
 from ..._exceptions import ConfigError
 from ...models import Sample, Score
-from ...registry import RewardFn, reward
+from ...registry import RewardFn, bounded, reward
+from .._common import answer_part
+from . import _seccomp
 from ._extract import Extract, extract_code
 from ._harness import (
-    RUNNER,
     Suite,
     new_token,
     outputs_match,
     parse_channel,
     parse_reference,
     program_config,
-    suite_config,
+    tests_config,
 )
 from ._remote import RemoteBackend
 from ._sandbox import (
@@ -42,12 +46,13 @@ from ._sandbox import (
     RunResult,
     SandboxUnavailable,
     bwrap_path,
+    memory_rule,
     plan_bwrap,
-    run_python,
+    plan_plain,
     site_packages,
     tail,
 )
-from ._zygote import WarmPool
+from ._zygote import Job, WarmPool, run_cold
 
 __all__ = ["CodeConfig", "code"]
 
@@ -85,6 +90,7 @@ class CodeConfig:
     python: str
     warm: bool = True
     url: str | None = None
+    strip_think: bool = True
 
 
 @reward("code")
@@ -105,6 +111,7 @@ def code(
     url: str | None = None,
     remote_language: str = "python",
     remote_timeout_s: float | None = None,
+    strip_think: bool = True,
 ) -> RewardFn:
     """Unit-test reward for Python: 1 when the program passes every test (or the fraction).
 
@@ -112,13 +119,16 @@ def code(
     ``{tests, setup}``, or stdin/stdout ``{io: [{input, output}]}``. `sandbox`: ``bwrap``
     (default; bubblewrap must be installed) or ``none`` (no isolation, trusted code only).
     `extract`: which fenced block is the program. `prepend_prompt`: run
-    ``prompt + program`` (HumanEval completions). `timeout_s`, `memory_mb`,
-    `max_processes`, `max_output_bytes`: limits of one execution. `parallelism`:
-    concurrent stdin/stdout cases (default: cores). `warm` (bwrap only, default true): a warm
-    sandbox per engine worker (one bwrap + a preloaded interpreter that forks one isolated
-    child per run, see `_zygote`) instead of a fresh bwrap + interpreter per run.
+    ``prompt + program`` (HumanEval completions). `timeout_s`, `max_processes` (tasks),
+    `max_output_bytes`: limits of one execution; `memory_mb`: the sample's memory budget
+    (see `_sandbox.memory_rule`). `parallelism`: concurrent stdin/stdout cases (default:
+    cores). `warm` (default true): a warm sandbox per engine worker (a preloaded interpreter
+    that forks each run's referee and candidate processes, see `_runtime`) instead of a new
+    sandbox per run.
     ``sandbox: remote`` sends each program to a SandboxFusion server at `url` (see `_remote`);
     `remote_language` is its language name, `remote_timeout_s` the HTTP timeout.
+    `strip_think` (default true): look for the program in the answer part only, never in the
+    ``<think>`` reasoning (an unclosed ``<think>`` leaves no answer: 0).
     """
     if not 0 < timeout_s <= MAX_TIMEOUT_S:
         raise ConfigError(f"timeout_s: must be in (0, {MAX_TIMEOUT_S}], got {timeout_s}")
@@ -157,16 +167,16 @@ def code(
         python=interpreter,
         warm=warm,
         url=url,
+        strip_think=strip_think,
     )
     if sandbox == "remote":
-        return _RemoteRunner(
-            config, RemoteBackend(url or "", remote_language, remote_timeout_s)
-        ).score
+        remote = _RemoteRunner(config, RemoteBackend(url or "", remote_language, remote_timeout_s))
+        return bounded(remote.score, 0.0, 1.0)
     if sandbox == "none":
         warnings.warn(_NO_SANDBOX_WARNING, RuntimeWarning, stacklevel=2)
         log.warning(_NO_SANDBOX_WARNING)
     runner = _Runner(config)
-    return runner.score
+    return bounded(runner.score, 0.0, 1.0)
 
 
 def _cores() -> int:
@@ -174,6 +184,17 @@ def _cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:
         return max(1, os.cpu_count() or 1)
+
+
+_rule_said = False
+
+
+def _say_memory_rule() -> None:
+    """Once per process: how a sample's memory is held on this machine."""
+    global _rule_said
+    if not _rule_said:
+        _rule_said = True
+        log.warning("rewardsmith code reward: %s", memory_rule())
 
 
 class _Runner:
@@ -184,6 +205,7 @@ class _Runner:
         self._plan: Any = None
         self._site: list[str] | None = None
         self._pool: WarmPool | None = None
+        self._seccomp = _seccomp.program(allow_fork=False)
 
     # -- the reward function ---------------------------------------------------------------
 
@@ -196,9 +218,11 @@ class _Runner:
             return Score.failed("invalid", suite)
         if suite.size > MAX_TESTS:
             return Score.failed("invalid", f"{suite.size} tests, over the limit of {MAX_TESTS}")
-        program = extract_code(sample.text, config.extract)
+        text = answer_part(sample.text) if config.strip_think else sample.text
+        program = extract_code(text, config.extract)
         if program is None:
-            return Score.ok(0.0, reason="no code block in the completion", style=suite.style)
+            return Score.ok(0.0, reason="no code block in the answer", style=suite.style)
+        prompt = suite.prompt if suite.prompt is not None else sample.prompt
         if config.prepend_prompt:
             if not isinstance(sample.prompt, str):
                 return Score.failed("invalid", "prepend_prompt needs a string prompt")
@@ -211,17 +235,26 @@ class _Runner:
             plan = self._sandbox_plan()
             if suite.style == "io":
                 return self._score_io(plan, suite, program)
-            return self._score_suite(plan, suite, program)
+            return self._score_suite(
+                plan, suite, program, prompt if isinstance(prompt, str) else ""
+            )
         except SandboxUnavailable as exc:
-            return Score.failed("error", f"sandbox unavailable: {exc}", sandbox=config.sandbox)
+            return Score.failed(
+                "error",
+                f"sandbox unavailable: {exc}",
+                cause="infrastructure",
+                sandbox=config.sandbox,
+            )
 
     def _sandbox_plan(self) -> Any:
-        if self.config.sandbox == "none":
-            return None
         if self._plan is None:
-            if bwrap_path() is None:
-                raise SandboxUnavailable(BWRAP_MISSING)
-            self._plan = plan_bwrap(self.config.python, self.config.limits)
+            if self.config.sandbox == "none":
+                self._plan = plan_plain(self.config.python)
+            else:
+                if bwrap_path() is None:
+                    raise SandboxUnavailable(BWRAP_MISSING)
+                self._plan = plan_bwrap(self.config.python, self.config.limits)
+                _say_memory_rule()
         return self._plan
 
     def _path(self) -> list[str]:
@@ -232,33 +265,47 @@ class _Runner:
                 raise SandboxUnavailable(f"cannot query {self.config.python!r}: {exc}") from exc
         return self._site
 
-    def _execute(self, plan: Any, config: bytes, stdin: bytes, style_io: bool = False) -> RunResult:
-        """One run of the harness: in a warm sandbox, or a fresh bwrap (or plain process)."""
-        if plan is not None and self.config.warm:
+    def _execute(self, plan: Any, job: Job) -> RunResult:
+        """One run: in a warm sandbox, or one of its own."""
+        if self.config.warm:
             if self._pool is None:
                 self._pool = WarmPool(plan, self.config.limits)
-            return self._pool.run(RUNNER, config=config, stdin=stdin)
-        return run_python(
-            plan, self.config.python, RUNNER, config=config, stdin=stdin, limits=self.config.limits
-        )
+            return self._pool.run(job)
+        return run_cold(plan, self.config.limits, job)
 
     def _no_start_is_error(self, run: RunResult) -> bool:
-        """Whether a run without the harness's start record is an infrastructure failure."""
+        """Whether a run without a start record is an infrastructure failure."""
         return True
 
     def sandbox_pids(self) -> set[int]:
         """Host pids of this reward's idle warm sandboxes (nothing else of a run remains)."""
         return self._pool.pids() if self._pool is not None else set()
 
-    # -- HumanEval / asserts: one execution --------------------------------------------------
+    # -- HumanEval / asserts: the referee calls the candidate ------------------------------
 
-    def _score_suite(self, plan: Any, suite: Suite, program: str) -> Score:
+    def _score_suite(self, plan: Any, suite: Suite, program: str, prompt: str) -> Score:
         token = new_token()
         started = time.monotonic()
-        run = self._execute(plan, suite_config(suite, program, token, self._path()), b"")
+        path = self._path()
+        job = Job(
+            program=program_config(program, path),
+            tests=tests_config(suite, token, prompt, path),
+            seccomp=self._seccomp,
+        )
+        run = self._execute(plan, job)
         channel = parse_channel(run.channel, token, suite.size)
+        if channel.aborted:
+            raise SandboxUnavailable(f"the referee failed: {channel.aborted}")
         if not channel.started and self._no_start_is_error(run):
             raise SandboxUnavailable(_startup_failure(run))
+        if channel.invalid:
+            return Score.failed("invalid", channel.invalid, style=suite.style)
+        cut_short = channel.started and not channel.done and not run.timed_out
+        if cut_short and not channel.tampered and run.extra.get("referee_exit") is not None:
+            raise SandboxUnavailable(
+                f"the referee ended early (status {run.extra['referee_exit']}): "
+                f"{tail(run.stderr, 500)}"
+            )
         outcomes: list[dict[str, Any]] = []
         for i in range(suite.size):
             passed, error = channel.outcomes.get(i, (False, _missing_reason(run)))
@@ -277,13 +324,18 @@ class _Runner:
     def _score_io(self, plan: Any, suite: Suite, program: str) -> Score:
         started = time.monotonic()
         workers = min(self.config.parallelism, len(suite.cases))
+        config = program_config(program, self._path())
 
         def one(i: int) -> tuple[dict[str, Any], RunResult, str | None]:
             case = suite.cases[i]
             token = new_token()
-            run = self._execute(
-                plan, program_config(program, token, self._path()), case.input.encode(), True
+            job = Job(
+                program=config,
+                stdin=case.input.encode(),
+                start_token=token,
+                seccomp=self._seccomp,
             )
+            run = self._execute(plan, job)
             channel = parse_channel(run.channel, token, 0)
             if not channel.started and self._no_start_is_error(run):
                 raise SandboxUnavailable(_startup_failure(run))
@@ -377,20 +429,14 @@ class _RemoteRunner(_Runner):
         # returned none of the output.
         return not run.timed_out
 
-    def _execute(self, plan: Any, config: bytes, stdin: bytes, style_io: bool = False) -> RunResult:
-        return self.backend.run(
-            RUNNER,
-            config=config,
-            stdin=stdin,
-            style_io=style_io,
-            run_timeout_s=self.config.limits.timeout_s,
-        )
+    def _execute(self, plan: Any, job: Job) -> RunResult:
+        return self.backend.run(job, run_timeout_s=self.config.limits.timeout_s)
 
 
 def _missing_reason(run: RunResult) -> str:
     if run.timed_out:
         return "not run: timeout"
-    return f"not run: the program ended the harness ({_exit_reason(run)})"
+    return "not reported: the run ended before the referee finished"
 
 
 def _exit_reason(run: RunResult) -> str:
@@ -405,8 +451,8 @@ def _exit_reason(run: RunResult) -> str:
 def _startup_failure(run: RunResult) -> str:
     why = tail(run.stderr, 500).strip() or f"exit status {run.exit_code}"
     if run.timed_out:
-        why = f"timed out before the harness started; {why}"
-    return f"the sandboxed interpreter did not start: {why}"
+        why = f"timed out before the candidate's process was up; {why}"
+    return f"the sandboxed processes did not start: {why}"
 
 
 def _evidence(run: RunResult) -> dict[str, Any]:

@@ -1,41 +1,23 @@
-"""A warm sandbox: one bwrap + a preloaded interpreter (the zygote) forks one child per run.
+"""Sandboxes seen from the host: a zygote per sandbox, runs sent to it, their results read.
 
-Starting bwrap and a fresh interpreter costs ~30 ms per execution; most of it is the
-interpreter. A zygote pays it once per engine worker (per concurrent slot), then each run
-costs a few forks and a handful of mounts (~3 ms).
+A zygote is a preloaded interpreter inside bubblewrap (`_sandbox.plan_bwrap`) that forks
+each run into namespaces of its own (`_runtime`). Starting bwrap and an interpreter costs
+tens of milliseconds; a warm zygote pays that once per engine worker (per concurrent slot),
+then a run costs a few forks and mounts. ``warm: false`` starts a zygote for one run and
+stops it after (`run_cold`). ``sandbox: none`` uses the same zygote without bwrap
+(`_sandbox.plan_plain`).
 
-Layout. The zygote runs inside bwrap with the same filesystem view, rlimits and host uid
-switch as a cold run (`_sandbox.plan_bwrap`), except that it is uid 0 *of its own user
-namespace* and keeps that namespace's capabilities (they grant nothing outside it): it needs
-them to give every run namespaces of its own. Per run:
+Per run the host sends, on the zygote's control socket, the limits and seccomp filter
+(`Job` -> request) and eight descriptors: a status pipe for the zygote's report, the
+tests' memfd (for the referee only), the program's memfd (for the candidate only), the
+candidate's stdin memfd, its stdout and stderr pipes, the verdict pipe, and the stdin/stdout
+style's start pipe. It then reads stdout, stderr and the verdict pipe, capped, until the
+zygote reports; a zygote that does not report by the backstop is killed and discarded.
 
-* ``A`` (forked by the zygote) unshares a mount, PID, IPC and network namespace; makes the
-  sandbox root and ``/dev`` read-only; mounts a fresh size-capped tmpfs on ``/tmp`` and on
-  ``/dev/shm`` (the only writable places; they vanish with the run); brings up a loopback of
-  its own; forks ``B`` and exits.
-* ``B`` is PID 1 of the run's PID namespace: it mounts a ``/proc`` that shows only the run's
-  processes, forks ``C`` and reaps until ``C`` exits, then exits with ``C``'s status. When
-  PID 1 of a namespace exits, the kernel SIGKILLs every other process in it and waits for
-  them before ``B`` can be reaped: a run never outlives its reaping, so no process of one
-  run meets the next.
-* ``C`` starts a new session, takes the run's stdin/stdout/stderr, closes every other
-  descriptor but the harness's config memfd and result pipe (none of the zygote's), applies
-  the run's rlimits, locks the securebits (no capabilities regained by uid 0 on exec), empties
-  the bounding, ambient, permitted and effective capability sets, sets no_new_privs, checks
-  that ``CapEff`` is 0 (else refuses to run), then executes the harness (`_harness.RUNNER`)
-  in a fresh ``__main__`` and exits as the interpreter would.
-
-What a run cannot reach: the zygote is outside its PID namespace (no signal, ptrace or
-``/proc`` entry reaches it; it is also non-dumpable), holds none of its descriptors but the
-ones passed in, and shares no writable filesystem, IPC object or network namespace with it.
-The zygote enforces the wall clock (SIGKILL of ``B`` = the whole run) and reports the exit
-status on a per-run status pipe the run never holds; the host keeps a backstop deadline and
-discards a zygote that does not answer. The per-run token and the verdict channel are the
-harness's, exactly as in a cold run.
-
-Shared between consecutive runs of one zygote (as between cold runs of one worker): the host
-uid (the kernel's per-uid state, e.g. the user keyring, and the RLIMIT_NPROC count) and the
-interpreter's memory image (hash seed; `random` is reseeded per run).
+Shared between consecutive runs of one zygote: the host uid (the kernel's per-uid state:
+the RLIMIT_NPROC count, and the user keyring, which the seccomp filter makes unreachable)
+and the interpreter's memory image (hash seed; `random` is reseeded per run). Nothing of a
+run's own (files, processes, IPC objects, sockets) survives it.
 """
 
 from __future__ import annotations
@@ -50,315 +32,83 @@ import subprocess
 import threading
 import time
 import weakref
+from dataclasses import dataclass
+from pathlib import Path
 
+from ._runtime import BOOTSTRAP
 from ._sandbox import (
-    _DRAIN_AFTER_EXIT_S,
-    _ENV,
-    _READ_CHUNK,
+    ENV,
+    Capped,
     Limits,
     RunResult,
     SandboxUnavailable,
-    _Capped,
-    _host_uid,
-    _memfd,
-    _own_task_count,
     _Plan,
-    _preexec_root,
+    host_uid,
+    memfd,
+    own_task_count,
+    preexec_root,
 )
 
-__all__ = ["WarmPool"]
+__all__ = ["Job", "WarmPool", "run_cold"]
 
-_OWN_PROCESSES = 5
-"""Processes of a warm sandbox besides the program's own: bwrap's outer process, its init,
-the zygote, the run's PID 1 (``B``) and the harness (``C``)."""
+_OWN_PROCESSES = 8
+"""Processes of a sandbox besides the program's own: bwrap's outer process, its init, the
+zygote, the run's ``A`` and ``B``, the referee, the candidate's ``U0`` and ``U1``."""
 _BACKSTOP_S = 3.0
 """How long after the run's timeout the host waits for the zygote's report before it
 discards the zygote."""
+_DRAIN_AFTER_EXIT_S = 1.0
+"""How long to read pipes once the zygote reported (a leftover may hold one open)."""
 _START_TIMEOUT_S = 30.0
-
-ZYGOTE = r"""
-import os, sys, marshal, socket, select, signal, ctypes, builtins, types
-for _m in ("re", "math", "collections", "itertools", "functools", "typing", "string",
-           "heapq", "bisect", "hashlib", "random", "copy", "operator", "fractions",
-           "decimal", "datetime", "statistics", "atexit", "struct", "fcntl"):
-    try:
-        __import__(_m)
-    except ImportError:
-        pass
-import fcntl, struct, atexit
-libc = ctypes.CDLL(None, use_errno=True)
-NEWNS, NEWPID, NEWIPC, NEWNET = 0x00020000, 0x20000000, 0x08000000, 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
-MS_REC, MS_PRIVATE = 16384, 1 << 18
-KEEP_FLAGS = 2 | 4 | 8 | 1024 | 2048 | 4096  # nosuid nodev noexec noatime nodiratime relatime
-
-def mount(src, target, fstype, flags, data):
-    if libc.mount(src, target, fstype, flags, data) != 0:
-        raise OSError(ctypes.get_errno(), "mount %s" % target.decode())
-
-def remount_ro(path):
-    flags = os.statvfs(path).f_flag & KEEP_FLAGS
-    mount(None, path.encode(), None, MS_BIND | MS_REMOUNT | MS_RDONLY | flags, None)
-
-def loopback_up():
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        req = struct.pack("16sh14x", b"lo", 0x1 | 0x40)  # IFF_UP | IFF_RUNNING
-        fcntl.ioctl(s.fileno(), 0x8914, req)  # SIOCSIFFLAGS
-    finally:
-        s.close()
-
-def close_all_but(keep):
-    last = 2
-    for fd in sorted(keep):
-        if fd > last:
-            os.closerange(last + 1, fd)
-        last = max(last, fd)
-    os.closerange(last + 1, 1 << 16)
-
-def drop_capabilities():
-    PR_CAPBSET_DROP, PR_SET_SECUREBITS, PR_CAP_AMBIENT, PR_SET_NO_NEW_PRIVS = 24, 28, 47, 38
-    # noroot, no_setuid_fixup, keep_caps_locked, no_cap_ambient_raise: all locked.
-    if libc.prctl(PR_SET_SECUREBITS, 0xEF, 0, 0, 0) != 0:
-        os._exit(126)
-    libc.prctl(PR_CAP_AMBIENT, 4, 0, 0, 0)  # clear all
-    for cap in range(64):
-        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != 22:
-            os._exit(126)
-    header = (ctypes.c_uint32 * 2)(0x20080522, 0)
-    data = (ctypes.c_uint32 * 6)()
-    if libc.capset(header, data) != 0:
-        os._exit(126)
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        os._exit(126)
-    with open("/proc/self/status", "rb") as f:
-        for line in f:
-            if line.startswith((b"CapEff:", b"CapPrm:", b"CapBnd:", b"CapAmb:")):
-                if int(line.split()[1], 16) != 0:
-                    os._exit(126)
-
-def exit_code(code):
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    try:
-        sys.stderr.write(str(code) + "\n")
-    except BaseException:
-        pass
-    return 1
-
-def run_harness(req, cfg_fd, res_fd):
-    main = types.ModuleType("__main__")
-    main.__dict__["__builtins__"] = builtins
-    sys.modules["__main__"] = main
-    sys.argv = ["-c", str(cfg_fd), str(res_fd)]
-    status = 0
-    try:
-        exec(compile(req["code"], "<string>", "exec"), main.__dict__)
-    except SystemExit as e:
-        status = exit_code(e.code)
-    except BaseException:
-        try:
-            sys.__excepthook__(*sys.exc_info())
-        except BaseException:
-            pass
-        status = 1
-    try:
-        if "threading" in sys.modules:
-            sys.modules["threading"]._shutdown()
-        atexit._run_exitfuncs()
-    except BaseException:
-        pass
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        try:
-            stream.flush()
-        except BaseException:
-            pass
-    os._exit(status)
-
-def harness(req, fds):
-    # C: the run's program. A new session, its own descriptors only, rlimits, no capabilities.
-    cfg_fd, in_fd, out_w, err_w, res_w = fds
-    os.setsid()
-    os.dup2(in_fd, 0)
-    os.dup2(out_w, 1)
-    os.dup2(err_w, 2)
-    close_all_but({0, 1, 2, cfg_fd, res_w})
-    import resource
-    for name, value in req["rlimits"]:
-        resource.setrlimit(getattr(resource, name), (value, value))
-    drop_capabilities()
-    libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE: the program's own /proc entries stay its own
-    os.chdir("/tmp")
-    if "random" in sys.modules:
-        sys.modules["random"].seed()
-    run_harness(req, cfg_fd, res_w)
-
-def init(req, fds):
-    # B: PID 1 of the run's PID namespace.
-    try:
-        mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-    except OSError:
-        os._exit(125)
-    child = os.fork()
-    if child == 0:
-        try:
-            harness(req, fds)
-        finally:
-            os._exit(127)
-    for fd in fds:
-        os.close(fd)
-    while True:
-        try:
-            pid, status = os.wait()
-        except ChildProcessError:
-            os._exit(127)
-        if pid == child:
-            code = os.waitstatus_to_exitcode(status)
-            os._exit(code if code >= 0 else 128 - code)
-
-def setup(req, fds, pid_w):
-    # A: the run's namespaces and mounts.
-    try:
-        if libc.unshare(NEWNS | NEWPID | NEWIPC | NEWNET) != 0:
-            os._exit(121)
-        mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None)
-        remount_ro("/")
-        remount_ro("/dev")
-        tmpfs = ("size=%d,mode=1777" % req["tmpfs"]).encode()
-        mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, tmpfs)
-        if os.path.isdir("/dev/shm"):
-            mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, tmpfs)
-        loopback_up()
-    except OSError:
-        os._exit(122)
-    child = os.fork()
-    if child == 0:
-        os.close(pid_w)
-        try:
-            init(req, fds)
-        finally:
-            os._exit(127)
-    os.write(pid_w, child.to_bytes(4, "little"))
-    os._exit(0)
-
-SETUP_FAILURES = {121: "unshare of the run's namespaces failed",
-                  122: "mounting the run's filesystems failed"}
-
-def serve(ctl):
-    while True:
-        try:
-            msg, fds, _, _ = socket.recv_fds(ctl, 1 << 20, 8)
-        except OSError:
-            return
-        if not msg:
-            return
-        req = marshal.loads(msg)
-        status_w, fds = fds[0], fds[1:]
-        report = run_one(ctl, req, fds, status_w)
-        try:
-            os.write(status_w, marshal.dumps(report))
-        except OSError:
-            pass
-        os.close(status_w)
-        if report.get("stop"):
-            return
-
-def run_one(ctl, req, fds, status_w):
-    pid_r, pid_w = os.pipe()
-    started = select_time()
-    a = os.fork()
-    if a == 0:
-        try:
-            os.close(pid_r)
-            os.close(status_w)
-            os.close(ctl.fileno())
-            setup(req, fds, pid_w)
-        finally:
-            os._exit(120)
-    for fd in fds:
-        os.close(fd)
-    os.close(pid_w)
-    data = b""
-    while True:
-        chunk = os.read(pid_r, 4)
-        if not chunk:
-            break
-        data += chunk
-    os.close(pid_r)
-    _, status = os.waitpid(a, 0)
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0 or len(data) != 4:
-        return {"error": SETUP_FAILURES.get(code, "run setup failed (status %d)" % code)}
-    b = int.from_bytes(data, "little")
-    pidfd = os.pidfd_open(b)
-    deadline = started + req["timeout"]
-    timed_out = stop = False
-    poller = select.poll()
-    poller.register(pidfd, select.POLLIN)
-    poller.register(ctl.fileno(), select.POLLIN)
-    while True:
-        left = deadline - select_time()
-        if left <= 0:
-            timed_out = True
-            break
-        events = dict(poller.poll(left * 1000))
-        if pidfd in events:
-            break
-        if ctl.fileno() in events:  # the host closed the control socket: stop
-            stop = True
-            break
-    if timed_out or stop:
-        try:
-            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-        except OSError:
-            pass
-    os.close(pidfd)
-    _, status = os.waitpid(b, 0)  # B is ours: the zygote is a subreaper
-    code = os.waitstatus_to_exitcode(status)
-    return {"exit": code, "timed_out": timed_out, "stop": stop}
-
-def select_time():
-    return __import__("time").monotonic()
-
-def zygote():
-    ctl = socket.socket(fileno=int(sys.argv[1]))
-    del sys.argv[1:]
-    os.chdir("/")
-    libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
-    libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-    ctl.sendall(b"ready")
-    serve(ctl)
-zygote()
-"""
-"""The zygote: ``python -I -S -B -c ZYGOTE <control socket fd>`` inside bwrap."""
+_READ_CHUNK = 65_536
+_SHIPPED = ("_codec", "_candidate", "_referee", "_runtime")
+"""Modules run inside the sandbox, shipped as source, in dependency order."""
 
 
-def zygote_argv(plan: _Plan) -> list[str]:
-    """The plan's bwrap command line, but uid 0 of the sandbox's user namespace with that
-    namespace's capabilities (the runs drop them), and no ``--die-with-parent`` (it follows
-    the starting *thread*; the zygote exits when the host's end of its control socket
-    closes)."""
-    argv = list(plan.argv_prefix)
-    i = argv.index("--uid")
-    argv[i : i + 4] = ["--uid", "0", "--gid", "0", "--cap-add", "ALL"]
-    argv.remove("--die-with-parent")
-    return argv
+def shipped_sources() -> list[tuple[str, str]]:
+    """(module name, source) of every module the zygote loads."""
+    here = Path(__file__).parent
+    package = __name__.rpartition(".")[0]
+    return [(f"{package}.{name}", (here / f"{name}.py").read_text("utf-8")) for name in _SHIPPED]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One run: a test suite (``tests`` set) or one stdin/stdout case (``start_token`` set)."""
+
+    program: bytes
+    """The candidate's configuration (marshal: code, path)."""
+    tests: bytes = b""
+    """The referee's configuration (marshal: token, style, tests, ...); empty for stdin/stdout."""
+    stdin: bytes = b""
+    start_token: str = ""
+    seccomp: bytes | None = None
+
+
+def _rlimits(limits: Limits, nproc: int, address_space: int) -> list[tuple[str, int]]:
+    cpu = max(1, int(limits.cpu_s))
+    return [
+        ("RLIMIT_CPU", cpu),
+        ("RLIMIT_AS", address_space),
+        ("RLIMIT_FSIZE", limits.max_file_mb * 1024 * 1024),
+        ("RLIMIT_NOFILE", limits.max_open_files),
+        ("RLIMIT_NPROC", nproc),
+        ("RLIMIT_CORE", 0),
+    ]
 
 
 class _Zygote:
-    """One warm sandbox: one run at a time."""
+    """One sandbox: one run at a time."""
 
     def __init__(self, plan: _Plan, limits: Limits, slot: int) -> None:
         self.plan = plan
         self.limits = limits
         self.slot = slot
-        self.uid = _host_uid(slot) if plan.as_root else os.getuid()
+        self.uid = host_uid(slot) if plan.as_root else os.getuid()
         host, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.ctl = host
         fd = zygote_end.fileno()
-        argv = [*zygote_argv(plan), plan.python, "-I", "-S", "-B", "-c", ZYGOTE, str(fd)]
+        argv = [*self._argv(), plan.python, "-I", "-S", "-B", "-c", BOOTSTRAP, str(fd)]
         nproc = self._nproc() + 8
         try:
             self.proc = subprocess.Popen(
@@ -369,7 +119,7 @@ class _Zygote:
                 pass_fds=(fd,),
                 start_new_session=True,
                 preexec_fn=lambda: self._preexec(nproc),
-                env=_ENV,
+                env=ENV,
             )
         except OSError as exc:
             host.close()
@@ -378,35 +128,52 @@ class _Zygote:
             zygote_end.close()
         host.settimeout(_START_TIMEOUT_S)
         try:
+            host.sendall(marshal.dumps(shipped_sources()))
             ready = host.recv(16)
         except OSError:
             ready = b""
         host.settimeout(None)
         if ready != b"ready":
             self.kill()
-            err = self.proc.stderr.read(2000).decode(errors="replace") if self.proc.stderr else ""
-            raise SandboxUnavailable(f"the warm sandbox did not start: {err.strip()[-500:]}")
+            err = ""
+            if self.proc.stderr is not None:
+                err = self.proc.stderr.read(2000).decode(errors="replace")
+                self.proc.stderr.close()
+            raise SandboxUnavailable(f"the sandbox did not start: {err.strip()[-500:]}")
         if self.proc.stderr is not None:
             self.proc.stderr.close()
         self._finalizer = weakref.finalize(self, _stop, host, self.proc)
 
+    def _argv(self) -> list[str]:
+        """bwrap's command line, but uid 0 of the sandbox's user namespace with that
+        namespace's capabilities (each run drops them), and no ``--die-with-parent`` (it
+        follows the starting *thread*; the zygote exits when the host's end of its control
+        socket closes)."""
+        argv = list(self.plan.argv_prefix)
+        if argv:
+            i = argv.index("--uid")
+            argv[i : i + 4] = ["--uid", "0", "--gid", "0", "--cap-add", "ALL"]
+            argv.remove("--die-with-parent")
+        return argv
+
     def _nproc(self) -> int:
-        extra = 0 if self.plan.as_root else _own_task_count(os.getuid())
+        extra = 0 if self.plan.as_root or not self.plan.isolate else own_task_count(os.getuid())
         return self.limits.max_processes + _OWN_PROCESSES + extra
 
     def _preexec(self, nproc: int) -> None:
         import resource
 
         if self.plan.as_root:
-            _preexec_root(self.plan, self.uid)
-        # The zygote and its preloaded modules need room of their own; each run's harness sets
-        # the run's own address-space limit.
+            preexec_root(self.plan, self.uid)
+        # The zygote and its preloaded modules need room of their own; each run's processes
+        # set their own address-space limit.
         memory = max(self.limits.memory_mb, 512) * 1024 * 1024
         fsize = self.limits.max_file_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
-        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+        if self.plan.isolate:
+            resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
     def alive(self) -> bool:
@@ -419,11 +186,9 @@ class _Zygote:
             os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(5)
-        if self.proc.stderr is not None:
-            self.proc.stderr.close()
 
     def pids(self) -> set[int]:
-        """Host pids of the idle warm sandbox: bwrap, its init, the zygote (not deeper)."""
+        """Host pids of the idle sandbox: bwrap, its init, the zygote (not deeper)."""
         found = {self.proc.pid}
         level = [self.proc.pid]
         for _ in range(2):
@@ -431,39 +196,45 @@ class _Zygote:
             found.update(level)
         return found
 
-    def run(self, code: str, config: bytes, stdin: bytes) -> RunResult:
+    def run(self, job: Job) -> RunResult:
         limits = self.limits
-        cpu = max(1, int(limits.cpu_s))
+        nproc = self._nproc()
         request = {
-            "code": code,
+            "isolate": self.plan.isolate,
             "timeout": limits.timeout_s,
-            "tmpfs": limits.tmpfs_mb * 1024 * 1024,
-            "rlimits": [
-                ("RLIMIT_CPU", cpu),
-                ("RLIMIT_AS", limits.memory_mb * 1024 * 1024),
-                ("RLIMIT_FSIZE", limits.max_file_mb * 1024 * 1024),
-                ("RLIMIT_NOFILE", limits.max_open_files),
-                ("RLIMIT_NPROC", self._nproc()),
-                ("RLIMIT_CORE", 0),
-            ],
+            "tmpfs": limits.tmp_bytes,
+            "shm": 4 * 1024 * 1024,
+            "tmp_binds": [list(pair) for pair in self.plan.tmp_binds],
+            "rlimits_candidate": _rlimits(limits, nproc, limits.candidate_address_space),
+            "rlimits_referee": _rlimits(limits, nproc, max(limits.memory_mb, 512) * 1024 * 1024),
+            "seccomp": job.seccomp,
+            "style": "suite" if job.tests else "io",
+            "start_token": job.start_token,
         }
-        cfg_fd = _memfd("rewardsmith-config", config)
-        in_fd = _memfd("rewardsmith-stdin", stdin)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         res_r, res_w = os.pipe()
         st_r, st_w = os.pipe()
+        start_w = os.dup(res_w) if not job.tests else os.open(os.devnull, os.O_WRONLY)
+        sent = [
+            st_w,
+            memfd("rewardsmith-tests", job.tests),
+            memfd("rewardsmith-program", job.program),
+            memfd("rewardsmith-stdin", job.stdin),
+            out_w,
+            err_w,
+            res_w,
+            start_w,
+        ]
         started = time.monotonic()
         try:
-            socket.send_fds(
-                self.ctl, [marshal.dumps(request)], [st_w, cfg_fd, in_fd, out_w, err_w, res_w]
-            )
+            socket.send_fds(self.ctl, [marshal.dumps(request)], sent)
         except OSError as exc:
             for fd in (out_r, err_r, res_r, st_r):
                 os.close(fd)
-            raise _ZygoteDied(f"could not reach the warm sandbox: {exc}") from exc
+            raise _ZygoteDied(f"could not reach the sandbox: {exc}") from exc
         finally:
-            for fd in (cfg_fd, in_fd, out_w, err_w, res_w, st_w):
+            for fd in sent:
                 os.close(fd)
         try:
             return self._collect(out_r, err_r, res_r, st_r, started)
@@ -473,8 +244,8 @@ class _Zygote:
 
     def _collect(self, out_r: int, err_r: int, res_r: int, st_r: int, started: float) -> RunResult:
         limits = self.limits
-        out, err = _Capped(limits.max_output_bytes), _Capped(limits.max_output_bytes)
-        channel, status = _Capped(limits.max_output_bytes), _Capped(4096)
+        out, err = Capped(limits.max_output_bytes), Capped(limits.max_output_bytes)
+        channel, status = Capped(limits.max_output_bytes), Capped(4096)
         sinks = {out_r: out, err_r: err, res_r: channel, st_r: status}
         backstop = started + limits.timeout_s + _BACKSTOP_S
         exited_at: float | None = None
@@ -512,13 +283,15 @@ class _Zygote:
             if exited_at is None:  # no answer by the backstop: a hung zygote
                 self.kill()
                 result.timed_out = True
-                result.extra["warm"] = "the warm sandbox did not answer; discarded"
+                result.extra["sandbox"] = "the sandbox did not answer; discarded"
                 return result
-            raise _ZygoteDied("the warm sandbox ended during a run")
+            raise _ZygoteDied("the sandbox ended during a run")
         if "error" in report:
-            raise SandboxUnavailable(f"warm sandbox: {report['error']}")
+            raise SandboxUnavailable(f"sandbox: {report['error']}")
         result.timed_out = bool(report.get("timed_out"))
         result.exit_code = None if result.timed_out else report.get("exit")
+        if report.get("referee") not in (0, None):
+            result.extra["referee_exit"] = report.get("referee")
         return result
 
 
@@ -545,6 +318,17 @@ def _children(pid: int) -> list[int]:
             return [int(p) for p in f.read().split()]
     except OSError:
         return []
+
+
+def run_cold(plan: _Plan, limits: Limits, job: Job) -> RunResult:
+    """One run in a sandbox of its own, stopped after."""
+    zygote = _Zygote(plan, limits, 0)
+    try:
+        return zygote.run(job)
+    except _ZygoteDied as exc:
+        raise SandboxUnavailable(str(exc)) from exc
+    finally:
+        zygote.kill()
 
 
 class WarmPool:
@@ -586,12 +370,12 @@ class WarmPool:
             else:
                 self._forget(zygote)
 
-    def run(self, code: str, *, config: bytes, stdin: bytes) -> RunResult:
-        """Run the harness `code` in a warm sandbox (same contract as `run_python`)."""
+    def run(self, job: Job) -> RunResult:
+        """One run in a warm sandbox."""
         for attempt in range(2):
             zygote = self._acquire()
             try:
-                result = zygote.run(code, config, stdin)
+                result = zygote.run(job)
             except _ZygoteDied as exc:
                 with self._lock:
                     self._forget(zygote)

@@ -1,6 +1,8 @@
-"""The `math` verifiable reward: final-answer extraction and exact answer equivalence.
+"""The `math` verifiable reward: committed-answer extraction, the finished-form rule and
+exact answer equivalence.
 
-Importing this package does not import sympy; the symbolic comparison loads it on first use.
+No sympy: expressions are read by our own parser (`_latex`) and compared by value with mpmath
+(`_numeric`), which is light to import.
 """
 
 from __future__ import annotations
@@ -8,14 +10,18 @@ from __future__ import annotations
 from ._config import MathConfig
 from ._equivalence import Verdict, compare, is_equivalent
 from ._extract import Extraction, extract_answer
+from ._grouping import answer_key, committed_answer, same_answer
 from ._reward import math
 
 __all__ = [
     "Extraction",
     "MathConfig",
     "Verdict",
+    "answer_key",
+    "committed_answer",
     "compare",
     "extract_answer",
     "is_equivalent",
     "math",
+    "same_answer",
 ]

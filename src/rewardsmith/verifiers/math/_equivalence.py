@@ -1,56 +1,41 @@
 """Are two extracted answers the same mathematical object?
 
-Cheapest decision first: equal canonical strings, then exact numbers (`Fraction`), then the
-structure (sets are order-free, tuples/intervals ordered and bracket-exact, matrices
-cell by cell), and only for what is left a symbolic comparison with sympy, imported lazily.
+Cheapest decision first: equal canonical strings, then the structure (`_answer`: sets are
+order-free, tuples and intervals ordered and bracket-exact, matrices cell by cell, relations
+up to a constant factor, labels ignored), then exact numbers (`Fraction`), and for what is
+left the numeric screen (`_numeric`): both expressions evaluated at the same points with as
+many digits as the numbers written need. No symbolic simplification, so no comparison stalls.
 
-Nothing exact is ever compared by float closeness: 3.14 is not pi, 1000001 is not 1000000,
-0.333 is not 1/3. Floats are used only to *reject* quickly, never to accept.
+Nothing is accepted by float closeness: 3.14 is not pi, 1000001 is not 1000000, 0.333 is
+not 1/3. The one tolerance is for an approximation the answer itself marks (`\\frac{70}{9}
+\\approx 7.78`): it may match a decimal gold when it rounds the exact value it follows.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Literal
 
-from ._normalize import (
-    MAX_BRACE_DEPTH,
-    MAX_NUMBER_CHARS,
-    brace_group,
-    choice_letter,
-    key,
-    normalize,
-    parse_number,
-    strip_lhs,
-)
+import mpmath
 
-if TYPE_CHECKING:
-    import sympy
+from ._answer import Answer, expression_tree, is_name, parse_answer
+from ._latex import Node
+from ._normalize import is_decimal, key, normalize, parse_number
+from ._numeric import Unevaluable, ratio_sign, same_value, symbols, time_limit, value_of
 
-__all__ = ["Verdict", "compare", "is_equivalent", "too_complex"]
+__all__ = ["MAX_ANSWER_CHARS", "Verdict", "compare", "is_equivalent", "too_complex"]
 
 MAX_ANSWER_CHARS = 1_000
 """Answers longer than this are refused outright (no real final answer is that long)."""
-MAX_SYMBOLIC_CHARS = 400
-"""Longest answer handed to the LaTeX parser and sympy."""
-MAX_ELEMENTS = 64
-"""Most elements compared in a set, tuple or matrix."""
-MAX_EXPONENT = 4_096
-"""Largest literal exponent evaluated; `2^{4096}` is instant, `9^{9^{9^9}}` is not."""
-MAX_FACTORIAL = 5_000
-"""Largest literal factorial evaluated (`2006!` is fine)."""
-MAX_OPS = 150
-"""Expressions bigger than this (sympy op count) are only expanded, never `simplify`-ed."""
-MAX_SYMBOLIC_POWER = 64
-"""Expressions with symbols raised to a higher integer power are not expanded."""
-REJECT_PRECISION = 30
-"""Digits used to reject clearly different values before trying to simplify."""
-REJECT_THRESHOLD = 1e-20
-"""A difference this far from zero at an exact point is certainly not zero."""
-REJECT_POINTS = (7, 11)
-"""Denominators of the exact rational points where symbolic answers are probed."""
+MAX_STRUCTURE = 256
+"""Most parts an answer's structure may have (set elements, tuple entries, matrix cells and
+the parts inside them)."""
+MAX_EVALUATIONS = 100
+"""Most numeric comparisons one comparison may start (a set of 60 radicals against another
+must not take minutes)."""
 
 
 @dataclass(frozen=True)
@@ -59,308 +44,433 @@ class Verdict:
 
     equal: bool
     reason: str
-    gold_unparseable: bool = False
-    """The gold answer could not be read: the sample cannot be judged (never a 0)."""
 
 
-_OR = " or "
-_OPEN, _CLOSE = "([{", ")]}"
-_MATRIX = re.compile(r"^\\begin\{([pbvBV]?matrix|array)\}(?:\{[^{}]*\})?(.*)\\end\{\1\}$", re.S)
-_EXPONENT_LITERAL = re.compile(r"\s*\{?\s*(\d+)")
-_FACTORIAL = re.compile(r"(\d+)\s*!")
-_DIGIT_RUN = re.compile(rf"\d{{{MAX_NUMBER_CHARS + 1},}}")
-_DECIMAL = re.compile(r"(?<![\d.])(\d*)\.(\d+)")
-_WORDS = re.compile(r"[A-Za-z][A-Za-z' ]*")
-_BASE_N = re.compile(r"\d_\{?\d")
-_THOUSANDS = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+@dataclass
+class _Budget:
+    """What one comparison may still do: numeric evaluations left, and whether units count."""
+
+    evaluations: int = MAX_EVALUATIONS
+    units: bool = True
+    exhausted: bool = field(default=False)
+
+    def spend(self) -> bool:
+        self.evaluations -= 1
+        if self.evaluations < 0:
+            self.exhausted = True
+        return not self.exhausted
 
 
-# --- structure ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Node:
-    """A parsed answer: `atom` text, or a container of nodes."""
-
-    kind: str  # atom | set | tuple | matrix | union
-    text: str = ""
-    items: tuple[_Node, ...] = ()
-    brackets: str = ""
-
-
-def _split_top(s: str, sep: str) -> list[str]:
-    """Split at `sep` where no bracket is open (intervals like `(3, 4]` count as brackets)."""
-    if sep not in s:
-        return [s]
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(s):
-        char = s[i]
-        if s.startswith(("\\{", "\\}"), i):
-            depth += 1 if s[i + 1] == "{" else -1
-            i += 2
-            continue
-        if char in _OPEN:
-            depth += 1
-        elif char in _CLOSE:
-            depth -= 1
-        elif depth == 0 and s.startswith(sep, i):
-            parts.append(s[start:i])
-            i += len(sep)
-            start = i
-            continue
-        i += 1
-    parts.append(s[start:])
-    return [p.strip() for p in parts]
-
-
-def _encloses(s: str) -> bool:
-    """True when the bracket opening at s[0] closes at the last character."""
-    depth = 0
-    for i, char in enumerate(s):
-        if char in _OPEN:
-            depth += 1
-        elif char in _CLOSE:
-            depth -= 1
-            if depth == 0:
-                return i == len(s) - 1
-    return False
-
-
-def _set(elements: list[str]) -> _Node:
-    """An order-free collection; nested collections (`1 \\pm \\sqrt{5}`) are flattened."""
-    items: list[_Node] = []
-    for element in elements:
-        if element:
-            node = _parse(element)
-            items.extend(node.items if node.kind == "set" else (node,))
-    return _Node("set", items=tuple(items))
-
-
-def _parse(s: str) -> _Node:
-    """Split an answer into its structure; leaves are atoms compared by `_compare_atoms`."""
-    s = strip_lhs(s.strip())
-    alternatives = _split_top(s, _OR)
-    if len(alternatives) > 1:
-        return _set(alternatives)
-    matrix = _MATRIX.match(s)
-    if matrix is not None:
-        rows = [r for r in re.split(r"\\\\", matrix.group(2)) if r.strip()]
-        return _Node(
-            "matrix",
-            items=tuple(
-                _Node("tuple", items=tuple(_parse(c) for c in row.split("&"))) for row in rows
-            ),
-        )
-    union = _split_top(s, "\\cup")
-    if len(union) > 1:
-        return _Node("union", items=tuple(_parse(u) for u in union))
-    if s.startswith("\\{") and s.endswith("\\}"):
-        return _set(_split_top(s[2:-2], ","))
-    if _THOUSANDS.fullmatch(s):
-        return _Node("atom", text=s)
-    if len(s) >= 2 and s[0] in "([" and s[-1] in ")]" and _encloses(s):
-        elements = _split_top(s[1:-1], ",")
-        if len(elements) > 1:
-            return _Node("tuple", items=tuple(_parse(e) for e in elements), brackets=s[0] + s[-1])
-    elements = _split_top(s, ",")
-    if len(elements) > 1:
-        return _set(elements)
-    plus_minus = _split_top(s, "\\pm")
-    if len(plus_minus) == 2 and all(plus_minus):
-        a, b = plus_minus
-        return _Node(
-            "set", items=(_Node("atom", text=f"{a}+{b}"), _Node("atom", text=f"{a}-({b})"))
-        )
-    return _Node("atom", text=s)
-
-
-def _size(node: _Node) -> int:
-    return 1 if node.kind == "atom" else sum(_size(i) for i in node.items)
-
-
-def _compare_nodes(pred: _Node, gold: _Node, symbolic: bool) -> Verdict:
-    if pred.kind == "set" and len(pred.items) == 1:
-        return _compare_nodes(pred.items[0], gold, symbolic)
-    if gold.kind == "set" and len(gold.items) == 1:
-        return _compare_nodes(pred, gold.items[0], symbolic)
-    if pred.kind == "atom" and gold.kind == "atom":
-        return _compare_atoms(pred.text, gold.text, symbolic)
-    if pred.kind != gold.kind:
-        if "set" in (pred.kind, gold.kind):
-            return Verdict(False, "different number of answers")
-        return Verdict(False, f"{pred.kind} vs {gold.kind}")
-    if len(pred.items) != len(gold.items):
-        return Verdict(False, f"{len(pred.items)} vs {len(gold.items)} elements")
-    if pred.brackets != gold.brackets:
-        return Verdict(False, f"brackets {pred.brackets} vs {gold.brackets}")
-    if pred.kind in ("tuple", "matrix"):
-        for p, g in zip(pred.items, gold.items, strict=True):
-            verdict = _compare_nodes(p, g, symbolic)
-            if not verdict.equal:
-                return verdict
-        return Verdict(True, f"equal {pred.kind}")
-    unmatched = list(gold.items)
-    for p in pred.items:
-        match = next((g for g in unmatched if _compare_nodes(p, g, symbolic).equal), None)
-        if match is None:
-            return Verdict(False, f"different {pred.kind}")
-        unmatched.remove(match)
-    return Verdict(True, f"equal {pred.kind}")
-
-
-# --- atoms -------------------------------------------------------------------------------
-
-
-def _exponent_too_big(s: str) -> str | None:
-    """Refuse power towers and huge literal exponents before sympy sees them."""
-    for caret in re.finditer(r"\^|\*\*", s):
-        start = caret.end()
-        while start < len(s) and s[start] == " ":
-            start += 1
-        if start < len(s) and s[start] == "{":
-            end = brace_group(s, start, len(s) - start)
-            if end is None:
-                return "unbalanced braces"
-            if "^" in s[start:end]:
-                return "power tower"
-        literal = _EXPONENT_LITERAL.match(s, start)
-        if literal is not None and int(literal.group(1)) > MAX_EXPONENT:
-            return "exponent too large"
-    return None
+_SAME = Verdict(True, "same answer")
 
 
 def too_complex(answer: str) -> str | None:
-    """Why an answer is refused for symbolic evaluation (a safety limit), or None."""
-    if len(answer) > MAX_SYMBOLIC_CHARS:
+    """Why an answer (normalised) is refused before any evaluation, or None."""
+    if len(answer) > MAX_ANSWER_CHARS:
         return "answer too long"
-    if _DIGIT_RUN.search(answer):
-        return "number too long"
-    if answer.count("{") > MAX_BRACE_DEPTH * 4:
-        return "too many braces"
-    if any(int(n) > MAX_FACTORIAL for n in _FACTORIAL.findall(answer)):
-        return "factorial too large"
-    return _exponent_too_big(answer)
+    structure = parse_answer(answer)
+    if structure.size() > MAX_STRUCTURE:
+        return "too many elements"
+    return None
 
 
-def _rationalize(s: str) -> str:
-    """Decimals as exact fractions, so the parser never makes a float of `0.333`."""
-    return _DECIMAL.sub(lambda m: f"(\\frac{{{m[1]}{m[2]}}}{{1{'0' * len(m[2])}}})", s)
+# --- numbers and expressions --------------------------------------------------------------
 
 
-@lru_cache(maxsize=4096)
-def _to_sympy(answer: str) -> Any:
-    """Parse LaTeX into sympy, or None. Cached: the gold repeats across a group's samples."""
-    from latex2sympy2_extended import latex2sympy
-
-    try:
-        return latex2sympy(_rationalize(answer))
-    except Exception:  # the parser raises many unrelated types on bad input
-        return None
-
-
-def _sympy_equal(a: sympy.Basic, b: sympy.Basic) -> bool:
-    """Exact symbolic equality; numeric evaluation may only say *no*."""
-    import sympy
-
-    if a == b:
-        return True
-    if isinstance(a, sympy.Equality) or isinstance(b, sympy.Equality):
-        if not (isinstance(a, sympy.Equality) and isinstance(b, sympy.Equality)):
-            return False
-        da, db = a.lhs - a.rhs, b.lhs - b.rhs
-        ratio = sympy.simplify(da / db)
-        return bool(ratio.is_number and ratio != 0) or _sympy_equal(da, db)
-    if isinstance(a, sympy.MatrixBase) or isinstance(b, sympy.MatrixBase):
-        if not (isinstance(a, sympy.MatrixBase) and isinstance(b, sympy.MatrixBase)):
-            return False
-        return a.shape == b.shape and all(_sympy_equal(x, y) for x, y in zip(a, b, strict=True))
-    if not (isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr)):
-        return bool(a == b)
-    if a.free_symbols != b.free_symbols:
-        return False
-    diff = a - b
-    if _clearly_nonzero(diff):
-        return False
-    if diff.free_symbols and _max_power(diff) > MAX_SYMBOLIC_POWER:
-        return False  # undecidable cheaply: expanding (x+1)^4000 takes seconds
-    if sympy.count_ops(diff) > MAX_OPS:
-        return sympy.expand(diff) == 0
-    return sympy.expand(diff) == 0 or bool(sympy.simplify(diff) == 0)
-
-
-def _clearly_nonzero(diff: sympy.Expr) -> bool:
-    """True when `diff` is visibly not zero at a few exact points (numeric rejection only)."""
-    import sympy
-
-    symbols = sorted(diff.free_symbols, key=str)
-    for offset in REJECT_POINTS:
-        point = {s: sympy.Rational(2 * i + 3, offset + i) for i, s in enumerate(symbols)}
-        value = diff.subs(point) if point else diff
-        if not value.is_number:
-            continue
-        approx = value.evalf(REJECT_PRECISION)
-        if approx.is_comparable and abs(approx) > REJECT_THRESHOLD:
-            return True
-    return False
-
-
-def _max_power(expr: sympy.Expr) -> int:
-    import sympy
-
-    powers = [abs(int(p.exp)) for p in expr.atoms(sympy.Pow) if p.exp.is_Integer]
-    return max(powers, default=0)
-
-
-def _compare_atoms(pred: str, gold: str, symbolic: bool) -> Verdict:
-    if key(pred) == key(gold):
-        return Verdict(True, "same answer")
-    letters = choice_letter(pred), choice_letter(gold)
-    if letters[1] is not None:
-        return Verdict(
-            letters[0] == letters[1],
-            "same choice" if letters[0] == letters[1] else "different choice",
-        )
-    numbers = parse_number(pred), parse_number(gold)
+@lru_cache(maxsize=8192)
+def _same_expression(a: str, b: str) -> Verdict:
+    """Two expressions (unit already split off), by exact number or by the numeric screen."""
+    if key(a) == key(b):
+        return _SAME
+    numbers = parse_number(a), parse_number(b)
     if numbers[0] is not None and numbers[1] is not None:
         same = numbers[0] == numbers[1]
         return Verdict(same, "equal numbers" if same else "different numbers")
-    if _WORDS.fullmatch(pred) and _WORDS.fullmatch(gold):
-        same = pred.strip().lower() == gold.strip().lower()
-        return Verdict(same, "same text" if same else "different text")
-    if _BASE_N.search(pred) or _BASE_N.search(gold):
-        return Verdict(False, "different base-n numbers")
-    if not symbolic:
-        return Verdict(False, "different answers (symbolic comparison off)")
-    refused = too_complex(pred) or too_complex(gold)
-    if refused is not None:
-        return Verdict(False, f"not evaluated: {refused}")
-    a, b = _to_sympy(pred), _to_sympy(gold)
-    if b is None:
-        return Verdict(False, "unparseable gold", gold_unparseable=True)
-    if a is None:
+    trees = expression_tree(a), expression_tree(b)
+    if trees[1] is None:
+        return Verdict(False, "the gold is not an expression we evaluate")
+    if trees[0] is None:
         return Verdict(False, "unparseable answer")
+    return _same_trees(trees[0], trees[1])
+
+
+def _same_trees(a: Node, b: Node) -> Verdict:
     try:
-        same = _sympy_equal(a, b)
-    except Exception:  # sympy raises many types (TypeError, RecursionError...) on odd trees
-        return Verdict(False, "symbolic comparison failed")
-    return Verdict(same, "symbolically equal" if same else "different expressions")
+        same = same_value(a, b)
+    except Unevaluable as exc:
+        return Verdict(False, f"not evaluated: {exc}")
+    return Verdict(same, "equal values" if same else "different values")
 
 
-def compare(pred: str, gold: str, *, symbolic: bool = True) -> Verdict:
-    """Compare a predicted answer with the gold answer (both as extracted, un-normalised)."""
+def _tree(answer: Answer, factor: Fraction = Fraction(1)) -> Node | None:
+    tree = answer.tree or expression_tree(answer.text)
+    if tree is None or factor == 1:
+        return tree
+    return Node("mul", (tree, Node("num", (), factor)))
+
+
+def _factor(answer: Answer, other: Answer, budget: _Budget) -> Fraction:
+    """What `answer`'s unit multiplies its value by: a number word always, a unit only when
+    both sides have one (a unit on one side only is ignored: `5` matches `5 cm`)."""
+    unit = answer.unit
+    if unit is None or not budget.units:
+        return Fraction(1)
+    if unit.scale or (other.unit is not None and not other.unit.scale):
+        return unit.factor
+    return Fraction(1)
+
+
+def _compare_expressions(a: Answer, b: Answer, budget: _Budget) -> Verdict:
+    """Two values, their units converted when both have one."""
+    dimensioned = [x.unit for x in (a, b) if x.unit is not None and not x.unit.scale]
+    if budget.units and len(dimensioned) == 2 and not dimensioned[0].convertible(dimensioned[1]):
+        return Verdict(False, f"different units ({dimensioned[0].text} vs {dimensioned[1].text})")
+    factors = _factor(a, b, budget), _factor(b, a, budget)
+    numbers = parse_number(a.text), parse_number(b.text)
+    if a.tree is None and b.tree is None and numbers[0] is not None and numbers[1] is not None:
+        same = numbers[0] * factors[0] == numbers[1] * factors[1]
+        return Verdict(same, "equal numbers" if same else "different numbers")
+    if not budget.spend():
+        return Verdict(False, "not evaluated: too many comparisons")
+    if a.tree is None and b.tree is None and factors[0] == factors[1]:
+        return _same_expression(a.text, b.text)
+    trees = _tree(a, factors[0]), _tree(b, factors[1])
+    if trees[1] is None:
+        return Verdict(False, "the gold is not an expression we evaluate")
+    if trees[0] is None:
+        return Verdict(False, "unparseable answer")
+    return _same_trees(trees[0], trees[1])
+
+
+def _has_variables(answer: Answer) -> bool:
+    tree = _tree(answer)
+    return tree is not None and bool(symbols(tree))
+
+
+def _expression(text: str) -> Answer:
+    return Answer("expr", text=text)
+
+
+# --- relations ----------------------------------------------------------------------------
+
+_FLIP = {">": "<", "\\ge": "\\le"}
+
+
+def _canonical_relation(relation: Answer) -> tuple[str, Node] | None:
+    """`lhs op rhs` as (op, lhs - rhs) with op one of = \\ne < \\le (`x > 5` is `5 - x < 0`)."""
+    if len(relation.items) != 2:
+        return None
+    op = relation.ops[0]
+    left, right = (expression_tree(side.text) for side in relation.items)
+    if left is None or right is None:
+        return None
+    if op in _FLIP:
+        op, left, right = _FLIP[op], right, left
+    return op, Node("add", (left, Node("neg", (right,))))
+
+
+def _as_interval(relation: Answer) -> Answer | None:
+    """`x \\ge 5` -> [5, \\infty); `-2 \\le x < 7` -> [-2, 7); `1 \\le |z| \\le 2` -> [-2, -1]
+    \\cup [1, 2]; None when not of that form."""
+    texts = [item.text for item in relation.items]
+    ops = list(relation.ops)
+    if len(ops) == 2 and ops[0] in _FLIP and ops[1] in _FLIP:
+        texts, ops = texts[::-1], [_FLIP[op] for op in ops[::-1]]
+    if len(ops) == 2 and all(op in ("<", "\\le") for op in ops):
+        absolute = re.fullmatch(r"\|(.+)\|", texts[1])
+        if absolute is not None and is_name(absolute.group(1)):
+            return _symmetric_union(texts[0], texts[2], ops)
+        if not is_name(texts[1]):
+            return None
+        low, high = texts[0], texts[2]
+        brackets = ("[" if ops[0] == "\\le" else "(") + ("]" if ops[1] == "\\le" else ")")
+    elif len(ops) == 1 and ops[0] in ("<", "\\le", ">", "\\ge"):
+        op = ops[0]
+        if _named(texts[1]) and not _named(texts[0]):
+            texts, op = texts[::-1], {"<": ">", "\\le": "\\ge", ">": "<", "\\ge": "\\le"}[op]
+        absolute = re.fullmatch(r"\|(.+)\|", texts[0])
+        if absolute is not None and is_name(absolute.group(1)):
+            bound = texts[1]
+            if op in ("<", "\\le"):  # |x| < b is (-b, b)
+                return _interval(f"-({bound})", bound, "[]" if op == "\\le" else "()")
+            low = "<" if op == ">" else "\\le"  # |x| > b is (-inf, -b) and (b, inf)
+            return _symmetric_union(bound, "\\infty", [low, "<"])
+        if not is_name(texts[0]):
+            return None
+        closed = op in ("\\le", "\\ge")
+        if op in ("<", "\\le"):
+            low, high = "-\\infty", texts[1]
+            brackets = "(" + ("]" if closed else ")")
+        else:
+            low, high = texts[1], "\\infty"
+            brackets = ("[" if closed else "(") + ")"
+    else:
+        return None
+    return _interval(low, high, brackets)
+
+
+def _named(text: str) -> bool:
+    """A name, or the absolute value of one (`x`, `|z|`)."""
+    absolute = re.fullmatch(r"\|(.+)\|", text)
+    return is_name(absolute.group(1) if absolute else text)
+
+
+def _interval(low: str, high: str, brackets: str) -> Answer:
+    return Answer("tuple", items=(_expression(low), _expression(high)), brackets=brackets)
+
+
+def _symmetric_union(low: str, high: str, ops: list[str]) -> Answer:
+    """`a < |x| \\le b`: [-b, -a) and (a, b], mirrored brackets."""
+    left, right = ("[" if ops[0] == "\\le" else "("), ("]" if ops[1] == "\\le" else ")")
+    mirrored = {"[": "]", "(": ")", "]": "[", ")": "("}
+    negative = _interval(f"-({high})", f"-({low})", mirrored[right] + mirrored[left])
+    return Answer("union", items=(negative, _interval(low, high, left + right)))
+
+
+def _compare_relations(a: Answer, b: Answer, budget: _Budget) -> Verdict:
+    intervals = _as_interval(a), _as_interval(b)
+    if intervals[0] is not None and intervals[1] is not None:
+        return _compare(intervals[0], intervals[1], budget)
+    if (intervals[0] is None) != (intervals[1] is None):
+        return Verdict(False, "one relation is solved for its variable, the other is not")
+    canonical = _canonical_relation(a), _canonical_relation(b)
+    if canonical[0] is None or canonical[1] is None:
+        if a.ops != b.ops or len(a.items) != len(b.items):
+            return Verdict(False, "different relations")
+        return _ordered(a.items, b.items, budget, "relation")
+    (op_a, diff_a), (op_b, diff_b) = canonical
+    if op_a != op_b:
+        return Verdict(False, "different relations")
+    if not budget.spend():
+        return Verdict(False, "not evaluated: too many comparisons")
+    try:
+        sign = ratio_sign(diff_a, diff_b)
+    except Unevaluable as exc:
+        return Verdict(False, f"not evaluated: {exc}")
+    if sign is None or (sign < 0 and op_a in ("<", "\\le")):
+        return Verdict(False, "different relations")
+    return Verdict(True, "equivalent relations")
+
+
+# --- structure ----------------------------------------------------------------------------
+
+
+def _ordered(xs: tuple[Answer, ...], ys: tuple[Answer, ...], budget: _Budget, kind: str) -> Verdict:
+    if len(xs) != len(ys):
+        return Verdict(False, f"{len(xs)} vs {len(ys)} elements")
+    for x, y in zip(xs, ys, strict=True):
+        verdict = _compare(x, y, budget)
+        if not verdict.equal:
+            return verdict
+    return Verdict(True, f"equal {kind}")
+
+
+def _unique(items: tuple[Answer, ...], budget: _Budget) -> list[Answer]:
+    kept: list[Answer] = []
+    for item in items:
+        if not any(_compare(item, k, budget).equal for k in kept):
+            kept.append(item)
+    return kept
+
+
+def _unordered(xs: tuple[Answer, ...], ys: tuple[Answer, ...], budget: _Budget) -> Verdict:
+    """Sets: the same elements, each once (a repeated element counts once)."""
+    left, right = _unique(xs, budget), _unique(ys, budget)
+    if len(left) != len(right):
+        return Verdict(False, "different number of answers")
+    unmatched = list(right)
+    for x in left:
+        match = next((y for y in unmatched if _compare(x, y, budget).equal), None)
+        if match is None:
+            return Verdict(False, "different set")
+        unmatched.remove(match)
+    return Verdict(True, "equal set")
+
+
+def _chain_value(chain: Answer, budget: _Budget) -> Answer | Verdict:
+    """The value a chain `x = a = b = c` ends on, when every step is true."""
+    for left, right in zip(chain.items, chain.items[1:], strict=False):
+        if not _compare(left, right, budget).equal:
+            return Verdict(False, "a step of the chain is false")
+    return chain.items[-1]
+
+
+def _decimals(text: str) -> int | None:
+    if parse_number(text) is None or "." not in text:
+        return 0 if parse_number(text) is not None else None
+    return len(text.rsplit(".", 1)[1])
+
+
+def _compare_approximation(a: Answer, gold: Answer, budget: _Budget) -> Verdict:
+    """`exact \\approx approximation`: the exact part must match; or, for a number gold, the
+    approximation may, when it is the exact value rounded to its last place."""
+    exact, approximation = a.items
+    verdict = _compare(exact, gold, budget)
+    if verdict.equal or gold.kind != "expr" or approximation.kind != "expr":
+        return verdict
+    places = _decimals(approximation.text)
+    if places is None or parse_number(gold.text) is None:
+        return verdict
+    tolerance = f"\\frac{{1}}{{2 \\cdot 10^{{{places}}}}}"  # rounding: half the last place
+    within = Answer(
+        "relation",
+        items=(
+            Answer("expr", text=f"|{exact.text} - ({approximation.text})|"),
+            Answer("expr", text=tolerance),
+        ),
+        ops=("<",),
+    )
+    if exact.kind != "expr" or not _holds_at_most(within, budget):
+        return Verdict(False, "the approximation does not round the exact value")
+    return _compare(approximation, gold, budget)
+
+
+def _holds_at_most(relation: Answer, budget: _Budget) -> bool:
+    """Whether `a <= b` holds numerically (both sides constants)."""
+    trees = [expression_tree(item.text) for item in relation.items]
+    if any(t is None for t in trees) or not budget.spend():
+        return False
+    try:
+        with mpmath.workdps(50):
+            left, right = (value_of(t, {}) for t in trees if t is not None)
+        return bool(mpmath.re(left) <= mpmath.re(right) * (1 + mpmath.mpf(10) ** -40))
+    except (Unevaluable, ZeroDivisionError, ValueError, TypeError):
+        return False
+
+
+def _time_minutes(answer: Answer, with_meridiem: bool) -> int:
+    hours, minutes, meridiem = answer.value  # type: ignore[misc]
+    if with_meridiem and meridiem is not None:
+        hours = hours % 12 + (12 if meridiem == "p" else 0)
+    elif not with_meridiem:
+        hours %= 12
+    return hours * 60 + minutes
+
+
+def _compare_simple(a: Answer, b: Answer) -> Verdict:
+    """Text, choices, times, ratios and base-n numbers: compared as what they are."""
+    if a.kind == "time":
+        both = a.value[2] is not None and b.value[2] is not None  # type: ignore[index]
+        same = _time_minutes(a, both) == _time_minutes(b, both)
+        return Verdict(same, "same time" if same else "different times")
+    if a.kind == "ratio":
+        same = a.value == b.value
+        return Verdict(same, "same ratio" if same else "different ratios")
+    if a.kind == "base":
+        same = a.value == b.value
+        return Verdict(same, "same base-n number" if same else "different base-n numbers")
+    same = a.text == b.text
+    return Verdict(same, f"same {a.kind}" if same else f"different {a.kind}")
+
+
+def _single(answer: Answer, budget: _Budget) -> Answer:
+    """A set of one value is that value (`\\frac12 \\text{ or, equivalently, } 0.5` too)."""
+    while answer.kind in ("set", "list"):
+        distinct = _unique(answer.items, budget) if len(answer.items) > 1 else answer.items
+        if len(distinct) != 1:
+            break
+        answer = distinct[0]
+    return answer
+
+
+def _compare(a: Answer, b: Answer, budget: _Budget) -> Verdict:
+    if budget.exhausted:
+        return Verdict(False, "not evaluated: too many comparisons")
+    a, b = _single(a, budget), _single(b, budget)
+    if a.kind == "chain":
+        value = _chain_value(a, budget)
+        if isinstance(value, Verdict):
+            return value
+        a = value
+    if b.kind == "chain":
+        b = b.items[-1]
+    if a.kind == "approx":
+        return _compare_approximation(a, b, budget)
+    if b.kind == "approx":
+        verdict = _compare(a, b.items[0], budget)
+        return verdict if verdict.equal else _compare(a, b.items[1], budget)
+    if a.kind == "relation" and b.kind == "relation":
+        return _compare_relations(a, b, budget)
+    if a.kind == "relation" or b.kind == "relation":
+        relation, other = (a, b) if a.kind == "relation" else (b, a)
+        if (
+            relation.ops == ("=",)
+            and other.kind == "expr"
+            and len(other.labels) == 1
+            and _has_variables(other)
+        ):  # `y = -x/2 + 3/4` is the line `2x + 4y - 3 = 0`; `x = 3` is a value, not `2x = 6`
+            equation = Answer("relation", items=(_expression(other.labels[0]), other), ops=("=",))
+            return _compare_relations(
+                *((equation, relation) if other is a else (relation, equation)), budget
+            )
+        interval = _as_interval(relation)
+        if interval is not None and other.kind in ("tuple", "union"):
+            return _compare(interval, other, budget)
+        return Verdict(False, "a relation vs a value")
+    if a.kind == "expr" and b.kind == "expr":
+        return _compare_expressions(a, b, budget)
+    if a.kind == b.kind and a.kind in ("text", "choice", "time", "ratio", "base"):
+        return _compare_simple(a, b)
+    if {a.kind, b.kind} == {"choice", "text"} or {a.kind, b.kind} == {"choice", "expr"}:
+        letters = [x.text.upper() if x.kind != "expr" else x.text for x in (a, b)]
+        same = letters[0] == letters[1]
+        return Verdict(same, "same choice" if same else "different choice")
+    if a.kind in ("set", "list") and b.kind in ("set", "list"):
+        return _unordered(a.items, b.items, budget)
+    if "union" in (a.kind, b.kind):
+        if a.kind != b.kind:
+            return Verdict(False, f"{a.kind} vs {b.kind}")
+        return _unordered(a.items, b.items, budget)
+    if a.kind == "record" and b.kind == "record" and set(a.labels) == set(b.labels):
+        order = [b.labels.index(label) for label in a.labels]
+        return _ordered(a.items, tuple(b.items[i] for i in order), budget, "record")
+    sequences = ("record", "tuple", "list")
+    if a.kind in sequences and b.kind in sequences:
+        if a.kind == b.kind == "tuple" and a.brackets != b.brackets:
+            return Verdict(False, f"brackets {a.brackets} vs {b.brackets}")
+        if "tuple" in (a.kind, b.kind) and "list" in (a.kind, b.kind):
+            tuple_side = a if a.kind == "tuple" else b
+            if tuple_side.brackets != "()":
+                return Verdict(False, "an interval vs a list")
+        return _ordered(a.items, b.items, budget, "tuple")
+    if a.kind == "matrix" and b.kind == "matrix":
+        if [len(r.items) for r in a.items] != [len(r.items) for r in b.items]:
+            return Verdict(False, "different matrix shapes")
+        return _ordered(a.items, b.items, budget, "matrix")
+    if "set" in (a.kind, b.kind) or "list" in (a.kind, b.kind):
+        return Verdict(False, "different number of answers")
+    return Verdict(False, f"{a.kind} vs {b.kind}")
+
+
+def compare(
+    pred: str, gold: str, *, symbolic: bool = True, units: Literal["compare", "ignore"] = "compare"
+) -> Verdict:
+    """Compare a predicted answer with the gold answer (both as extracted, un-normalised).
+
+    `symbolic=False` decides only what exact text and numbers can: two different
+    expressions are then unequal. `units="ignore"` never reads units.
+    """
     if len(pred) > MAX_ANSWER_CHARS or len(gold) > MAX_ANSWER_CHARS:
         return Verdict(False, "not evaluated: answer too long")
     p, g = normalize(pred), normalize(gold)
     if not p:
         return Verdict(False, "empty answer")
     if key(p) == key(g):
-        return Verdict(True, "same answer")
-    pred_node, gold_node = _parse(p), _parse(g)
-    if _size(pred_node) > MAX_ELEMENTS or _size(gold_node) > MAX_ELEMENTS:
+        return _SAME
+    if is_decimal(p) and is_decimal(g):
+        same = parse_number(p) == parse_number(g)
+        return Verdict(same, "equal numbers" if same else "different numbers")
+    a, b = parse_answer(p), parse_answer(g)
+    if a.size() > MAX_STRUCTURE or b.size() > MAX_STRUCTURE:
         return Verdict(False, "not evaluated: too many elements")
-    return _compare_nodes(pred_node, gold_node, symbolic)
+    budget = _Budget(MAX_EVALUATIONS if symbolic else 0, units == "compare")
+    with time_limit():
+        verdict = _compare(a, b, budget)
+    if not symbolic and budget.exhausted:
+        return Verdict(False, "different answers (symbolic comparison off)")
+    return verdict
 
 
 def is_equivalent(pred: str, gold: str, *, symbolic: bool = True) -> bool:
-    """True when `pred` and `gold` denote the same answer."""
+    """True when `pred` and `gold` denote the same answer (units compared)."""
     return compare(pred, gold, symbolic=symbolic).equal

@@ -1,10 +1,13 @@
 """Find the final answer a text commits to: a model completion or a dataset reference.
 
-Strongest evidence first: `\\boxed{}`/`\\fbox{}`, GSM8K `#### X`, a final `A: X` line, "the
-(final) answer is X" / "Answer: X", a multiple-choice letter, a short text that *is* the
-answer ("18", "\\frac{14}{3}"), and only then, if allowed, the last number of the final line.
-Reasoning inside `<think>` never counts. Several different final answers are hedging and
-yield no answer.
+Every place an answer can be committed is collected: each `\\boxed{}`/`\\fbox{}`, each GSM8K
+`#### X`, a final `A: X` line, each "the (final) answer is X" / "Answer: X" (with the math
+spans after it, and its value when it is a sentence: "The largest $n$ is 34." commits 34).
+All of them must agree: two different committed answers are a hedge (no answer; the reward
+accepts them only when the gold has that many parts and they match it as a set). Only when
+nothing is committed: a short text that *is* the answer ("18", "\\frac{14}{3}"), a choice
+letter, and, if allowed, the final line. Reasoning inside `<think>` never counts; empty and
+`\\phantom` boxes are not answers.
 """
 
 from __future__ import annotations
@@ -13,11 +16,14 @@ import re
 from dataclasses import dataclass
 
 from .._common import answer_part
+from ._answer import expression_tree, parse_answer
 from ._config import MathConfig
 from ._equivalence import MAX_ANSWER_CHARS, is_equivalent
-from ._normalize import MAX_NUMBER_CHARS, brace_group, key, normalize, parse_number
+from ._form import operations
+from ._normalize import MAX_NUMBER_CHARS, brace_group, key, normalize
+from ._units import split_unit
 
-__all__ = ["Extraction", "extract_answer"]
+__all__ = ["Extraction", "extract_answer", "extract_gold"]
 
 MAX_TEXT_CHARS = 20_000
 """Only the tail of a completion is searched: final answers come last, and a 1 MB completion
@@ -25,8 +31,8 @@ must not cost 1 MB of regex work."""
 MAX_BOXES = 50
 """More `\\boxed{}` than this is not an answer but spam: no answer."""
 MAX_DISTINCT = 4
-"""Most distinct candidate answers checked for being the same value (e.g. `15\\frac{39}{40}`
-and `\\frac{639}{40}`); more is hedging."""
+"""Most distinct committed answers checked for being the same value (`15\\frac{39}{40}` and
+`\\frac{639}{40}`); more is a hedge."""
 MAX_PLAIN_CHARS = 200
 """A whole text this short, without prose, is taken as the answer itself."""
 MAX_PLAIN_WORDS = 2
@@ -35,6 +41,10 @@ MIN_RESTATE_CHARS = 20
 """A completion line at least this long found verbatim in the prompt restates the question."""
 MAX_PHRASE_NESTING = 4
 """'Final Answer: The final answer is $5$' — phrases re-read inside a phrase's answer."""
+MAX_REGION_CHARS = 2_000
+"""How much text after "the answer is" is read (to the end of its paragraph)."""
+MAX_SENTENCE_STEPS = 4
+"""'The largest $n$ is 34': how many times a sentence is cut after its verb."""
 
 _DEFAULT = MathConfig()
 _BOX = re.compile(r"\\(?:boxed|fbox)(?![a-zA-Z])\s*")
@@ -49,20 +59,67 @@ _HEDGED_AFTER = re.compile(
     r"|is\s+(?:incorrect|wrong|not)\b|\?)",
     re.IGNORECASE,
 )
-_HASH = re.compile(r"####[ \t]*([^\n]*)")
+_NOT_AN_ANSWER = re.compile(r"\\(?:[hv]?phantom\s*\{[^{}]*\}|square|quad|qquad|_)|[\s?_.]")
+"""What an empty answer box holds: `\\boxed{\\phantom{2}}`, `\\boxed{\\quad}`, `\\boxed{?}`."""
+_HASH = re.compile(r"####[ \t]*([^\n#]*\w[^\n]*)")
+_PARAGRAPH_END = re.compile(r"\n\s*\n")
 _A_LINE = re.compile(r"^\s*A\s*:\s*(.+?)\s*$")
 _PHRASE = re.compile(
     r"(?i)\b(?:final\s+answer|answer|correct\s+(?:option|choice))\s*(?:\*\*)?\s*"
-    r"(?:is|:|=|should\s+be|would\s+be|will\s+be)\s*(?:\*\*)?\s*:?\s*([^\n]*)"
+    r"(?:is|:|=|should\s+be|would\s+be|will\s+be)[ \t]*(?:\*\*)?[ \t]*:?[ \t]*([^\n]*)"
 )
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
-_SENTENCE_END = re.compile(r"\.(?:\s|$)")
-_CHOICE_IN_LINE = re.compile(r"\(([A-E])\)")
+_SENTENCE_END = re.compile(r"\.(?:\s|$)|\n")
+_DISPLAY = re.compile(r"\$\$.+?\$\$|\\\[.+?\\\]", re.S)
+_VERB = re.compile(r"\s(?:is|are|equals|=|becomes)\s+(?!not\b)", re.IGNORECASE)
+_CHOICE_IN_LINE = re.compile(r"(?<![A-Za-z])\(([A-E])\)")
 _CALCULATOR = re.compile(r"<<[^<>\n]*>>")
 _NUMBER = re.compile(r"(?<![\w.])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:/\d+)?|(?<![\w.])-?\.\d+")
 _LATEX_CMD = re.compile(r"\\[a-zA-Z]+")
 _TEXT_GROUP = re.compile(r"\\(?:text|mbox|textbf|mathrm)\s*\{[^{}]*\}")
-_WORD = re.compile(r"[A-Za-z]{2,}")
+_PROSE_TOKEN = re.compile(r"[(\"'“]?([A-Za-z]{2,}(?:'[a-z]+)?)[.,;:!?)\"'”]*")
+_CONNECTORS = frozenset(("or", "and", "either", "both"))
+_HEDGES = frozenset(
+    [
+        "or",
+        "maybe",
+        "possibly",
+        "perhaps",
+        "probably",
+        "might",
+        "could",
+        "either",
+        "alternatively",
+        "otherwise",
+    ]
+)
+_DOUBTS = frozenset(("maybe", "possibly", "perhaps", "probably", "might", "alternatively"))
+"""Words that make any sentence a hedge, whatever else it says."""
+_DOUBT_PHRASE = re.compile(r"\b(?:could|can|may)\s+also\b|\bor\s+(?:also|else)\b", re.IGNORECASE)
+_QUALIFIERS = frozenset(
+    [
+        "not",
+        "more",
+        "less",
+        "fewer",
+        "least",
+        "most",
+        "approximately",
+        "approx",
+        "about",
+        "around",
+        "roughly",
+        "nearly",
+        "almost",
+        "over",
+        "under",
+        "than",
+        "between",
+        "exceeds",
+    ]
+)
+_STRENGTH = {"boxed": 5, "hash": 4, "answer_line": 3, "phrase": 2, "last_line": 1}
+"""Which source names an answer several agreeing commitments give."""
 
 
 @dataclass(frozen=True)
@@ -72,20 +129,27 @@ class Extraction:
     answer: str | None
     """The final answer as written (un-normalised), or None when there is no committed one."""
     source: str
-    """boxed | hash | answer_line | phrase | choice | plain | last_number | none."""
+    """boxed | hash | answer_line | phrase | last_line | choice | plain | last_number | none."""
     reason: str
     """Short explanation; starts with "no answer" when `answer` is None."""
     candidates: tuple[str, ...] = ()
-    """Distinct answers found by the deciding rule (several = hedging)."""
+    """The distinct answers committed (several = a hedge, or a multi-part answer)."""
 
 
 def _none(reason: str, source: str = "none", candidates: tuple[str, ...] = ()) -> Extraction:
     return Extraction(None, source, f"no answer: {reason}", candidates)
 
 
-def _boxes(text: str) -> tuple[list[str], str | None]:
-    """Contents of every `\\boxed{...}` / `\\fbox{...}` (nested braces), or why there are none."""
-    found: list[str] = []
+@dataclass(frozen=True)
+class _Commitment:
+    position: int
+    source: str
+    answer: str
+
+
+def _boxes(text: str) -> tuple[list[_Commitment], str | None]:
+    """Every non-empty `\\boxed{...}` / `\\fbox{...}` (nested braces), or why none counts."""
+    found: list[_Commitment] = []
     count = 0
     last_end: int | None = None
     for match in _BOX.finditer(text):
@@ -101,85 +165,292 @@ def _boxes(text: str) -> tuple[list[str], str | None]:
             end = start + len(content)
         if _NEGATED_BEFORE.search(text[max(0, match.start() - _CONTEXT_CHARS) : match.start()]):
             return [], "the boxed answer is negated"
+        if not _NOT_AN_ANSWER.sub("", content):
+            continue  # `\boxed{}`, `\boxed{\phantom{2}}` (copied from the question)
         last_end = end
-        if content.strip():
-            found.append(content.strip())
-    if count and not found:
+        found.append(_Commitment(match.start(), "boxed", content.strip()))
+    if count and not found and last_end is None:
         return [], "boxed answer empty or with unbalanced braces"
     if found and last_end is not None and _HEDGED_AFTER.match(text, last_end):
         return [], "the boxed answer is hedged"  # between boxes, "or" is judged by agreement
     return found, None
 
 
-def _trim(answer: str) -> str:
-    """The answer of an "answer is ..." line: its first math span, else its first sentence."""
-    answer = answer.replace("**", "").strip()
-    span = _MATH_SPAN.search(answer)
+_ENVIRONMENT = re.compile(r"\\begin\{(\w+\*?)\}.*?\\end\{\1\}", re.S)
+_ENVIRONMENT_NAME = re.compile(r"\\(?:begin|end)\s*\{[^{}]*\}")
+
+
+def _protected(text: str) -> list[tuple[int, int]]:
+    """Ranges a sentence never ends inside: math spans and environments."""
+    return [m.span() for m in _MATH_SPAN.finditer(text)] + [
+        m.span() for m in _ENVIRONMENT.finditer(text)
+    ]
+
+
+def _spans(text: str) -> list[str]:
+    return [next(g for g in m.groups() if g is not None).strip() for m in _MATH_SPAN.finditer(text)]
+
+
+def _prose_words(text: str) -> list[str]:
+    """Words of prose: whitespace-separated runs of letters (`largest`, `is.`), outside math
+    spans, LaTeX commands and `\\text{}`. Letters among symbols are math: `AB=4,CD=5`."""
+    bare = _MATH_SPAN.sub(" ", _ENVIRONMENT_NAME.sub(" ", text))
+    bare = _LATEX_CMD.sub(" ", _TEXT_GROUP.sub(" ", bare))
+    return [m.group(1).lower() for m in map(_PROSE_TOKEN.fullmatch, bare.split()) if m]
+
+
+_QUOTES = "\"'“” "
+
+
+def _sentences(text: str) -> list[str]:
+    """The sentences of a text: cut at a period or a line break outside math spans and
+    environments, and after each display (`$$...$$`, `\\[...\\]`)."""
+    text = text.replace("**", "").replace('\\"', '"')
+    protected = _protected(text)
+    cuts = [
+        (end.start(), end.end())
+        for end in _SENTENCE_END.finditer(text)
+        if not any(a < end.start() < b for a, b in protected)
+    ]
+    cuts += [(m.end(), m.end()) for m in _DISPLAY.finditer(text)]
+    sentences, start = [], 0
+    for cut_start, cut_end in sorted(cuts):
+        if cut_start >= start:
+            sentences.append(text[start:cut_start])
+            start = cut_end
+    sentences.append(text[start:])
+    return [s.strip().strip(_QUOTES).strip() for s in sentences if s.strip(_QUOTES)]
+
+
+def _lines(text: str) -> list[str]:
+    """The non-empty lines of a text; a math span or environment over several lines is one."""
+    protected = _protected(text)
+    lines, start = [], 0
+    for newline in re.finditer(r"\n", text):
+        if not any(a < newline.start() < b for a, b in protected):
+            lines.append(text[start : newline.start()])
+            start = newline.end()
+    lines.append(text[start:])
+    return [line for line in lines if line.strip()]
+
+
+def _first_sentence(text: str) -> str:
+    sentences = _sentences(text)
+    return sentences[0] if sentences else ""
+
+
+def _sentence_value(text: str, *, alone: bool) -> str | None:
+    """The value a sentence commits to: itself when it has no prose ("$3$ or $5$", "5 cm");
+    else its value after "is"/"=" ("The largest $n$ is 34."), its leading math span ("$5$
+    because ..."), its only math span or only number. A hedge between spans keeps them all
+    ("$3$, or maybe $5$"). `alone`: the text's only commitment, so a qualified value
+    ("at least 5") is returned as it stands (it will not match) rather than dropped."""
+    if _NUMBER.fullmatch(text.strip()):
+        return text.strip()
+    sentence = _first_sentence(text)
+    for _ in range(MAX_SENTENCE_STEPS):
+        if not sentence:
+            return None
+        words = [w for w in _prose_words(sentence) if w not in _CONNECTORS]
+        if not words:
+            return _bare(sentence, alone)
+        value, unit = split_unit(normalize(sentence))
+        if unit is not None and not [w for w in _prose_words(value) if w not in _CONNECTORS]:
+            return sentence
+        spans = _spans(sentence)
+        all_words = set(_prose_words(sentence))
+        if len(spans) > 1 and all_words & _HEDGES:
+            return " or ".join(spans)
+        if all_words & _DOUBTS or _DOUBT_PHRASE.search(sentence):
+            return sentence  # "5, but it could also be 6": a hedge, never a value
+        leading = _MATH_SPAN.match(sentence)
+        if leading is not None:
+            after = _prose_words(sentence[leading.end() :])
+            if after and after[0] in _QUALIFIERS:
+                return sentence if alone else None
+            return spans[0]
+        protected = _protected(sentence)
+        verbs = [
+            v for v in _VERB.finditer(sentence) if not any(a < v.start() < b for a, b in protected)
+        ]
+        if verbs:
+            tail = sentence[verbs[-1].end() :].strip()
+            if not _spans(tail) and not _NUMBER.search(tail) and spans:
+                return spans[-1]  # "$x \ge 5$ is the solution"
+            sentence = tail
+            continue
+        if all_words & _QUALIFIERS:
+            return sentence if alone else None
+        if len(spans) == 1:
+            return spans[0]
+        numbers = _NUMBER.findall(_MATH_SPAN.sub(" ", sentence))
+        return numbers[0] if len(numbers) == 1 and not spans else None
+    return None
+
+
+def _bare(sentence: str, alone: bool) -> str | None:
+    """A sentence without prose as an answer: one math span unwrapped (`$\\frac{3}{4}$`);
+    anything else as written, if it reads as an answer or is the text's only commitment."""
+    span = _MATH_SPAN.fullmatch(sentence)
     if span is not None:
         return next(g for g in span.groups() if g is not None).strip()
-    return _SENTENCE_END.split(answer, 1)[0].strip()
+    if alone or parse_answer(normalize(sentence)).kind != "expr":
+        return sentence
+    value = split_unit(normalize(sentence))[0]
+    return sentence if expression_tree(value) is not None else None
 
 
-def _phrase(text: str) -> str | None:
-    """The answer after the last "answer is" / "Answer:" phrase, re-read when nested."""
-    matches = list(_PHRASE.finditer(text))
-    if not matches:
+def _bare_line(line: str) -> str | None:
+    """A last line that is nothing but a number or one math span (`6`, `$x = 6$`), after a
+    finished sentence (a display that ends a sentence "equality occurs for" is not one)."""
+    line = line.strip().rstrip(".")
+    if _NUMBER.fullmatch(line):
+        return line
+    span = _MATH_SPAN.fullmatch(line)
+    if span is None or not any(c.isdigit() for c in line):
         return None
-    answer = matches[-1].group(1)
-    for _ in range(MAX_PHRASE_NESTING):
-        inner = _PHRASE.search(answer)
-        if inner is None:
-            break
-        answer = inner.group(1)
-    answer = _trim(answer)
-    return answer or None
+    return next(g for g in span.groups() if g is not None).strip()
+
+
+def _phrases(text: str) -> list[_Commitment]:
+    """The answer after each "answer is" / "Answer:" phrase (the next line when the phrase
+    ends its line), re-read when nested ("Final Answer: The final answer is $5$")."""
+    found: list[_Commitment] = []
+    for match in _PHRASE.finditer(text):
+        following = text[match.start(1) : match.start(1) + MAX_REGION_CHARS]
+        region = _PARAGRAPH_END.split(following.strip(), 1)[0]  # may run over a display
+        for _ in range(MAX_PHRASE_NESTING):
+            inner = _PHRASE.search(region)
+            if inner is None:
+                break
+            region = inner.group(1)
+        if _BOX.search(_first_sentence(region)):
+            continue  # "the answer is $\boxed{5}$": the box is already a commitment
+        found.append(_Commitment(match.start(), "phrase", region))
+    return found
 
 
 def _is_plain(text: str) -> bool:
     """A short text with no prose is an answer by itself: "18", "p - q", "\\text{Evelyn}"."""
     if len(text) > MAX_PLAIN_CHARS or len(_CHOICE_IN_LINE.findall(text)) > 1:
         return False
-    words = _WORD.findall(_LATEX_CMD.sub(" ", _TEXT_GROUP.sub(" ", text)))
-    return len(words) <= MAX_PLAIN_WORDS
-
-
-def _resolve(candidates: list[str], source: str, config: MathConfig) -> Extraction:
-    """One answer from a rule's candidates; different answers are hedging unless allowed."""
-    if len(candidates[-1]) > MAX_ANSWER_CHARS:
-        return _none(f"answer longer than {MAX_ANSWER_CHARS} characters", source)
-    if len(candidates) == 1:
-        return Extraction(candidates[0], source, f"{source} answer", tuple(candidates))
-    distinct: dict[str, str] = {}
-    for candidate in candidates:
-        distinct.setdefault(key(normalize(candidate)), candidate)
-    last = candidates[-1]
-    options = tuple(distinct.values())
-    if len(distinct) == 1 or config.multiple_answers == "last":
-        return Extraction(last, source, f"{source} answer", options)
-    if len(distinct) <= MAX_DISTINCT and all(
-        is_equivalent(other, last, symbolic=config.symbolic) for other in options
-    ):
-        return Extraction(last, source, f"{source} answers agree", options)
-    return _none("several different final answers", source, options)
-
-
-def _numeric_markers(text: str) -> list[str]:
-    """Plain-number answers given by other final-answer markers (`####`, `A:`, "the answer
-    is"), to check a boxed answer against. Only numbers: prose after "the answer is" is not a
-    rival answer."""
-    found = [m.group(1).strip() for m in _HASH.finditer(text)]
-    a_line = _A_LINE.match(_last_line(text))
-    if a_line is not None:
-        found.append(_trim(a_line.group(1)))
-    phrase = _phrase(text)
-    if phrase is not None:
-        found.append(phrase)
-    return [f for f in found if f and parse_number(normalize(f)) is not None]
+    return len(_prose_words(text)) <= MAX_PLAIN_WORDS
 
 
 def _last_line(text: str) -> str:
     lines = [line for line in text.splitlines() if line.strip()]
     return lines[-1].strip() if lines else ""
+
+
+def _commitments(part: str) -> tuple[list[_Commitment], str | None]:
+    """Every committed answer in `part`, in order, each read to its value."""
+    boxes, refused = _boxes(part)
+    if refused is not None:
+        return [], refused
+    found = list(boxes)
+    found += [_Commitment(m.start(), "hash", m.group(1).strip()) for m in _HASH.finditer(part)]
+    found = [c for c in found if c.answer]
+    a_line = _A_LINE.match(_last_line(part))
+    raw = _phrases(part)
+    if a_line is not None:
+        raw.append(_Commitment(len(part), "answer_line", a_line.group(1)))
+    last = _last_line(part)
+    marked = _BOX.search(last) or a_line or _HASH.search(last) or _PHRASE.search(last)
+    before = part[: part.rfind(last)].rstrip()
+    if (found or raw) and not marked and before.endswith((".", "!", "?", "}", "$", "\\]")):
+        value = _bare_line(last)
+        if value is not None:  # "\boxed{5}" then a last line "6"
+            raw.append(_Commitment(len(part), "last_line", value))
+    alone = not found and len(raw) == 1
+    for commitment in raw:
+        value = _sentence_value(commitment.answer, alone=alone)
+        if value:
+            found.append(_Commitment(commitment.position, commitment.source, value))
+    return sorted(found, key=lambda c: c.position), None
+
+
+def _agreeing(found: list[_Commitment], symbolic: bool) -> list[list[_Commitment]]:
+    """Commitments grouped by the answer they give (same text, or the same value)."""
+    groups: dict[str, list[_Commitment]] = {}
+    for commitment in found:
+        groups.setdefault(key(normalize(commitment.answer)), []).append(commitment)
+    merged: list[list[_Commitment]] = []
+    for group in groups.values():
+        if len(groups) > MAX_DISTINCT:
+            merged.append(group)
+            continue
+        home = next(
+            (m for m in merged if is_equivalent(group[0].answer, m[0].answer, symbolic=symbolic)),
+            None,
+        )
+        if home is None:
+            merged.append(group)
+        else:
+            home.extend(group)
+    return merged
+
+
+def _best(group: list[_Commitment]) -> _Commitment:
+    """Of agreeing commitments: the most finished (`4495` over `\\binom{31}{28}`), then the
+    strongest source, then the last."""
+    return min(
+        group,
+        key=lambda c: (
+            len(operations(normalize(c.answer))),
+            -_STRENGTH.get(c.source, 0),
+            -c.position,
+        ),
+    )
+
+
+def _resolve(found: list[_Commitment], config: MathConfig) -> Extraction:
+    if any(len(c.answer) > MAX_ANSWER_CHARS for c in found):
+        return _none(f"answer longer than {MAX_ANSWER_CHARS} characters", found[-1].source)
+    if config.multiple_answers == "last" or len(found) == 1:
+        last = found[-1]
+        return Extraction(last.answer, last.source, f"{last.source} answer", (last.answer,))
+    groups = _agreeing(found, config.symbolic)
+    strongest = max(found, key=lambda c: _STRENGTH.get(c.source, 0)).source
+    if len(groups) > 1:
+        options = tuple(g[-1].answer for g in groups)
+        return _none("several different final answers", strongest, options)
+    best = _best(groups[0])
+    reason = f"{best.source} answer" if len(found) == 1 else f"{best.source} answers agree"
+    return Extraction(best.answer, best.source, reason, (best.answer,))
+
+
+def _last_value(sentence: str) -> str | None:
+    return _sentence_value(sentence, alone=False)
+
+
+def _unmarked(part: str, config: MathConfig, prompt: str | None) -> Extraction:
+    """No committed answer: the text itself when it is short, a choice letter, or the
+    final line (the fallback)."""
+    if _is_plain(part):
+        lines = _lines(part)
+        values = [_sentence_value(line, alone=True) for line in lines]
+        found = [_Commitment(i, "plain", v) for i, v in enumerate(values) if v]
+        if len(found) == len(lines) and found:  # "5\n6": two answers
+            return _resolve(found, config)
+    last_line = _last_line(part)
+    letters = set(_CHOICE_IN_LINE.findall(last_line))
+    if len(letters) == 1:
+        letter = f"({letters.pop()})"
+        return Extraction(letter, "choice", "choice answer", (letter,))
+    if config.fallback == "none":
+        return _none("no final answer marked")
+    line = _CALCULATOR.sub("", last_line)
+    if line.endswith("?"):
+        return _none("the final line is a question")
+    if prompt and len(line) >= MIN_RESTATE_CHARS and line in prompt:
+        return _none("restates the question")
+    value = next((v for v in map(_last_value, reversed(_sentences(line))) if v is not None), None)
+    if value is None:
+        numbers = _NUMBER.findall(line)
+        value = numbers[-1] if numbers else None
+    if value is None or len(value) > MAX_NUMBER_CHARS:
+        return _none("no final answer found")
+    return Extraction(value, "last_number", "last value of the final line", (value,))
 
 
 def extract_answer(
@@ -193,41 +464,19 @@ def extract_answer(
     part = part[-MAX_TEXT_CHARS:].strip()
     if prompt and len(part) >= MIN_RESTATE_CHARS and part in prompt:
         return _none("restates the question")
-
-    boxed, refused = _boxes(part)
+    found, refused = _commitments(part)
     if refused is not None:
         return _none(refused, "boxed")
-    if boxed:
-        found = _resolve(boxed, "boxed", config)
-        for other in _numeric_markers(part):  # "\boxed{5} ... Final Answer: 6" is a hedge
-            if found.answer is not None and not is_equivalent(
-                other, found.answer, symbolic=config.symbolic
-            ):
-                return _none("several different final answers", "boxed", (*boxed, other))
-        return found
-    hashes = [m.group(1).strip() for m in _HASH.finditer(part) if m.group(1).strip()]
-    if hashes:
-        return _resolve(hashes[-1:], "hash", config)
-    last_line = _last_line(part)
-    a_line = _A_LINE.match(last_line)
-    if a_line is not None:
-        return _resolve([_trim(a_line.group(1))], "answer_line", config)
-    phrase = _phrase(part)
-    if phrase is not None:
-        return _resolve([phrase], "phrase", config)
-    if _is_plain(part):
-        return _resolve([_trim(part)], "plain", config)
-    letters = set(_CHOICE_IN_LINE.findall(last_line))
-    if len(letters) == 1:
-        return _resolve([f"({letters.pop()})"], "choice", config)
-    if config.fallback == "none":
-        return _none("no final answer marked")
-    line = _CALCULATOR.sub("", last_line)
-    if line.endswith("?"):
-        return _none("the final line is a question")
-    if prompt and len(line) >= MIN_RESTATE_CHARS and line in prompt:
-        return _none("restates the question")
-    numbers = _NUMBER.findall(line)
-    if not numbers or len(numbers[-1]) > MAX_NUMBER_CHARS:
-        return _none("no final answer found")
-    return Extraction(numbers[-1], "last_number", "last number of the final line", (numbers[-1],))
+    if found:
+        return _resolve(found, config)
+    return _unmarked(part, config, prompt)
+
+
+def extract_gold(reference: str) -> Extraction:
+    """The gold answer of a dataset reference. Several different committed answers are a
+    multi-part gold (`\\boxed{1}` and `\\boxed{-2}` is the set {1, -2}), never a hedge."""
+    got = extract_answer(reference)
+    if got.answer is None and len(got.candidates) > 1:
+        joined = ", ".join(got.candidates)
+        return Extraction(joined, got.source, "several answers: a multi-part gold", got.candidates)
+    return got

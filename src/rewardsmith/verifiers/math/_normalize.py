@@ -1,9 +1,9 @@
-"""String normalisation of LaTeX and plain answers: the fast path that needs no sympy.
+"""String normalisation of LaTeX and plain answers: the fast path that needs no evaluation.
 
 `normalize` turns what a model or a dataset writes ("$\\$18.00$", "5 \\text{ cm}", "30^\\circ",
 "\\dfrac12") into one canonical LaTeX string; `key` is that string without spaces, for exact
 comparison; `parse_number` reads plain numbers exactly (as `Fraction`) so that most pairs are
-decided without sympy.
+decided without evaluating anything.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ __all__ = [
     "MAX_NUMBER_CHARS",
     "brace_group",
     "choice_letter",
+    "is_decimal",
     "key",
     "normalize",
     "parse_number",
-    "strip_lhs",
 ]
 
 MAX_NUMBER_CHARS = 400
@@ -31,9 +31,11 @@ MAX_TEXT_PASSES = 16
 """`\\text{}` wrappers handled per answer; more is not an answer but prose."""
 
 _ROW_BREAK = "\\\\"
-# Order matters: `\$` before `$`, `,\!` (explicit thousands separator) before `\!`.
+_DOLLAR = "\x00"
+# Order matters: `\$` (a dollar sign, kept) before `$` (a delimiter), `,\!` (explicit
+# thousands separator) before `\!`, `\cdots` before `\cdot`.
 _LITERAL_REPLACEMENTS: tuple[tuple[str, str], ...] = (
-    ("\\$", ""),
+    ("\\$", _DOLLAR),
     ("$", ""),
     ("\\(", ""),
     ("\\)", ""),
@@ -52,13 +54,47 @@ _LITERAL_REPLACEMENTS: tuple[tuple[str, str], ...] = (
     ("\\displaystyle", ""),
     ("\\dfrac", "\\frac"),
     ("\\tfrac", "\\frac"),
+    ("\\cfrac", "\\frac"),
+    ("\\cdots", "\\dots"),
+    ("\\ldots", "\\dots"),
     ("\\cdot", "*"),
     ("\\times", "*"),
     ("\\%", ""),
     ("%", ""),
     ("°", ""),
     ("−", "-"),
+    ("×", "*"),
+    ("·", "*"),
+    ("÷", "\\div "),
+    ("√", "\\sqrt"),
+    ("π", "\\pi "),
+    ("∞", "\\infty "),
+    ("≤", "\\le "),
+    ("≥", "\\ge "),
+    ("≠", "\\ne "),
+    ("²", "^2"),
+    ("³", "^3"),
+    (_DOLLAR, "\\$"),
 )
+_RELATIONS = (
+    (re.compile(r"\\(?:geqslant|geq|ge)(?![a-zA-Z])|>="), "\\ge "),
+    (re.compile(r"\\(?:leqslant|leq|le)(?![a-zA-Z])|<="), "\\le "),
+    (re.compile(r"\\(?:neq|ne)(?![a-zA-Z])|!="), "\\ne "),
+    (re.compile(r"\\gt(?![a-zA-Z])"), ">"),
+    (re.compile(r"\\lt(?![a-zA-Z])"), "<"),
+)
+"""Every spelling of a relation, one canonical form (`x \\geq 5` is `x >= 5`)."""
+_DOUBLED_BACKSLASH = re.compile(r"\\\\(?=[a-zA-Z])")
+"""`\\\\frac` outside a matrix is a doubled escape, not a row break (`\\\\left(` in datasets)."""
+_BRACED_COMMA = re.compile(r"\s*\{,\s*\}\s*")
+"""`14 {, }916` is 14,916."""
+_REPEATING = re.compile(r"(?<![\d.])(\d*)\.(\d*)\\overline\s*\{(\d{1,50})\}")
+"""`0.\\overline{3}`, `1.2\\overline{45}`: repeating decimals, read as the fractions they are."""
+_PHANTOM = re.compile(r"\\(?:h|v)?phantom\s*\{[^{}]*\}")
+_PERCENT_WORD = re.compile(r"(?<=[\d}])\s*(?:\\unit\{)?\s*(?:percent(?:age)?|pct)\s*\}?$")
+_PARENTHESISED_OR = re.compile(r"\(\s*or\s+([^()]*)\)")
+"""`3 (or 5)` is `3 or 5`."""
+_EITHER = re.compile(r"^(?:either|both)\s+", re.IGNORECASE)
 _SIZING = re.compile(r"\\(?:left|right|[bB]igg?[lr]?)(?![a-zA-Z])\s*\.?")
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree")
 _TEXT_CMD = re.compile(
@@ -73,10 +109,8 @@ _FRAC_SHORT = (
     (re.compile(r"\\sqrt\s*(\d)"), r"\\sqrt{\1}"),
 )
 _SHORT_SUBSCRIPT = re.compile(r"_\{(\w)\}")
-_UNIT_TAIL = re.compile(r"(?<=[\d}])\s+(?:[A-Za-z]{2,}\.?(?:\^\{?\d\}?)?\s*)+$")
-_WORD_OR = re.compile(r"\s+(?:or|and)\s+|\s*,\s*(?:or|and)\s+")
+_WORD_OR = re.compile(r"\s+(?:or|and)\s+|\s*,\s*(?:or|and)\s+|(?<=[)\]}])(?:or|and)(?=[(\[{])")
 _SPACES = re.compile(r"\s+")
-_LHS = re.compile(r"^\s*(?:[A-Za-z]|\\[a-zA-Z]+)(?:_\{?\w+\}?)?\s*(?:=|\\in(?![a-zA-Z]))\s*")
 _CHOICE = re.compile(r"^\(?([A-E])\)?\.?$")
 _INT = re.compile(r"[-+]?\d+")
 _DECIMAL = re.compile(r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?")
@@ -112,10 +146,11 @@ def brace_group(text: str, start: int, limit: int) -> int | None:
 
 
 _SPACED_DIGITS = re.compile(r"\d\s+\d")
+_COMMA_SPACE = re.compile(r",\s+\d")
 _NON_DIGIT_SPACE = re.compile(r"(?<!\d) +| +(?!\d)")
 _SPACE_THOUSANDS = re.compile(r"-?\d{1,3}(?: \d{3})+(?:\.\d+)?")
-_UNIT_TEXT = re.compile(r"\s*[A-Za-z°%]+(?:[ ./][A-Za-z°%]+)*\.?\s*")
-"""What a trailing `\\text{}` may hold to be dropped as a unit: words, `/`, `.`, `°`, `%`."""
+_UNIT_TEXT = re.compile(r"\s*[A-Za-z¢]+\.?(?:\s*(?:[ ./]|per)\s*[A-Za-z¢]+\.?)*\s*")
+"""What a trailing `\\text{}` may hold to be a unit: words, `/`, `.` (`cm`, `m/s`, `sq ft`)."""
 _NOT_A_UNIT = re.compile(
     r"\b(?:or|and|more|less|fewer|approx\w*|about|around|roughly|nearly|almost|least|most|"
     r"over|under|than|maybe|possibly|not)\b",
@@ -124,15 +159,10 @@ _NOT_A_UNIT = re.compile(
 """Words that make trailing text a hedge or a qualifier, never a unit (`5 \\text{ or more}`)."""
 
 
-def _drop_unit(match: re.Match[str]) -> str:
-    """A trailing unit goes; trailing hedges and qualifiers (`or more`, `approximately`) stay,
-    so the answer no longer reads as the bare number."""
-    return match.group(0) if _NOT_A_UNIT.search(match.group(0)) else ""
-
-
 def _unwrap_text(s: str) -> str:
-    """Resolve `\\text{...}` wrappers: the whole answer (`\\text{Evelyn}`), connectives
-    (`\\text{ or }`), trailing units (`5 \\text{ cm}^2`) dropped, anything else unwrapped."""
+    """Resolve `\\text{...}` wrappers: a trailing unit (`5 \\text{ cm}^2`) becomes the marker
+    `\\unit{cm}^2` for `split_unit`; connectives (`\\text{ or }`) become words; anything else
+    (`\\text{Evelyn}`, `\\mathbf{v}`) is unwrapped."""
     for _ in range(MAX_TEXT_PASSES):
         match = _TEXT_CMD.search(s)
         if match is None:
@@ -152,23 +182,45 @@ def _unwrap_text(s: str) -> str:
             and _UNIT_TEXT.fullmatch(inner)
             and not _NOT_A_UNIT.search(inner)
         ):
-            s = before
+            s = f"{before} \\unit{{{inner.strip()}}}{after}"
         else:
             s = f"{before}{inner}{after}"
     return s
 
 
+def _repeating_fraction(match: re.Match[str]) -> str:
+    whole, fixed, cycle = match.groups()
+    shift = 10 ** len(fixed)
+    value = Fraction(int(whole or "0")) + Fraction(int(fixed or "0"), shift)
+    value += Fraction(int(cycle), shift * (10 ** len(cycle) - 1))
+    if value.denominator == 1:
+        return str(value.numerator)
+    return f"\\frac{{{value.numerator}}}{{{value.denominator}}}"
+
+
 @lru_cache(maxsize=8192)
 def normalize(answer: str) -> str:
-    """Canonical LaTeX for an extracted answer: delimiters, spacing, sizing, `\\text`, units,
-    degrees, percent and currency removed; short `\\frac12` forms braced; spaces collapsed."""
-    rows = answer.strip().split(_ROW_BREAK)  # `\\ ` is a row break, not `\ `
+    """Canonical LaTeX for an extracted answer: delimiters, spacing, sizing, degrees and
+    percent removed; relations, fractions and `\\text` spelled one way; a trailing unit kept
+    as `\\unit{...}` and a dollar sign as `\\$` (for `split_unit`); spaces collapsed."""
+    s = answer.strip()
+    if "\\begin" not in s:
+        s = _DOUBLED_BACKSLASH.sub(r"\\", s)
+    rows = s.split(_ROW_BREAK)  # `\\ ` is a row break, not `\ `
     for i, row in enumerate(rows):
         for old, new in _LITERAL_REPLACEMENTS:
             if old in row:
                 row = row.replace(old, new)
         rows[i] = row
     s = _ROW_BREAK.join(rows)
+    if "\\overline" in s:
+        s = _REPEATING.sub(_repeating_fraction, s)
+    if "phantom" in s:
+        s = _PHANTOM.sub("", s)
+    if "{," in s:
+        s = _BRACED_COMMA.sub(",", s)
+    for pattern, relation in _RELATIONS:
+        s = pattern.sub(lambda _, r=relation: r, s)
     s = _SIZING.sub("", s)
     s = _DEGREES.sub("", s)
     s = _unwrap_text(s)
@@ -177,7 +229,9 @@ def normalize(answer: str) -> str:
         s = pattern.sub(replacement, s)
     s = _THOUSANDS_SPACED.sub(",", s) if ",\\!" in answer else s
     s = _SPACES.sub(" ", s).strip().rstrip(".;:,").strip()
-    s = _UNIT_TAIL.sub(_drop_unit, s)
+    s = _PERCENT_WORD.sub("", s)
+    s = _EITHER.sub("", s)
+    s = _PARENTHESISED_OR.sub(r" or \1", s)
     s = _WORD_OR.sub(" or ", s)
     if s.startswith("="):
         s = s[1:].strip()
@@ -190,26 +244,28 @@ def key(normalized: str) -> str:
     return _NON_DIGIT_SPACE.sub("", normalized)
 
 
-def strip_lhs(normalized: str) -> str:
-    """`x = 5` -> `5`, `x \\in [1, 2]` -> `[1, 2]`: a lone variable naming the answer is not
-    part of it. Equations with more on the left (`5x + y = 0`) are kept whole."""
-    match = _LHS.match(normalized)
-    if match is None or "=" in normalized[match.end() :]:
-        return normalized
-    return normalized[match.end() :].strip()
-
-
 def choice_letter(normalized: str) -> str | None:
     """The letter of a multiple-choice answer: `C`, `(C)`, `C.`; None otherwise."""
     match = _CHOICE.match(normalized.replace(" ", ""))
     return match.group(1) if match else None
 
 
+def is_decimal(normalized: str) -> bool:
+    """A plain integer or decimal (`-7,425,000`, `18.00`, `.35`): a number in finished form."""
+    s = normalized.replace(" ", "")
+    return (
+        bool(s) and bool(_INT.fullmatch(s) or _DECIMAL.fullmatch(s)) and any(c.isdigit() for c in s)
+    )
+
+
+@lru_cache(maxsize=8192)
 def parse_number(normalized: str) -> Fraction | None:
     """The exact value of a plain number (`-7,425,000`, `18.00`, `.35`, `3/4`, `\\frac{3}{4}`,
     `1\\frac{4}{5}`), or None. Decimals are read exactly as written: 0.333 is not 1/3."""
     if _SPACED_DIGITS.search(normalized) and not _SPACE_THOUSANDS.fullmatch(normalized.strip()):
         return None  # "5 6" is two numbers, not 56; only "7 425 000" groups digits
+    if _COMMA_SPACE.search(normalized):
+        return None  # "32, 349" is a list, not 32349
     s = normalized.replace(" ", "")
     if not s or len(s) > MAX_NUMBER_CHARS or not any(c.isdigit() for c in s):
         return None

@@ -1,0 +1,319 @@
+"""Evaluation data: the four formats of `rewardsmith evaluate`, detected from the columns.
+
+* **labelled** -- the data contract plus a label (`label`, `is_correct` or `expected`, 0/1 or
+  bool): ``{"prompt": ..., "completion": ..., "reference": "18", "label": 1}``;
+* **pairs** -- ``{"prompt", "chosen", "rejected", "subset"?}``; also JudgeBench
+  (`question`, `response_A`, `response_B`, `label` "A>B"/"B>A", `source`), LLMBar (`input`,
+  `output_1`, `output_2`, `label` 1/2) and RM-Bench (`chosen` and `rejected`: k style variants
+  each, scored as a k x k matrix);
+* **best_of_n** -- ``{"prompt", "chosen": [...], "rejected": [...]}`` (RewardBench 2);
+* **judgments** -- stored verdicts of an external judge (JudgeBench's `outputs/` files).
+
+Rows with a prompt and a reference but no completion (GSM8K, MATH-500, HumanEval as
+published) are **prompts**: they measure nothing on their own, but the attacks are built from
+them. Files are JSON Lines or one JSON array (LLMBar, RM-Bench); a malformed line is reported
+with its number and the rest is read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from .._exceptions import ConfigError, InputError
+
+__all__ = [
+    "BestOfNRow",
+    "Dataset",
+    "Format",
+    "JudgmentRow",
+    "LabelledRow",
+    "PairRow",
+    "PromptRow",
+    "Row",
+    "detect_format",
+    "load_dataset",
+]
+
+Format = Literal["labelled", "pairs", "best_of_n", "judgments", "prompts"]
+"""The data formats (`prompts`: no completion, only for attacks)."""
+
+LABEL_KEYS = ("label", "is_correct", "expected")
+"""Columns read as the label of a labelled sample, in order."""
+PROMPT_KEYS = ("prompt", "question", "problem", "input", "instruction")
+"""Columns read as the prompt, in order (datasets name it differently)."""
+JUDGEBENCH_CATEGORIES = (
+    ("mmlu-pro", "knowledge"),
+    ("livebench-reasoning", "reasoning"),
+    ("livebench-math", "math"),
+    ("livecodebench", "coding"),
+)
+"""JudgeBench's categories, by prefix of the row's `source` (as its `run_judge.py` groups)."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One data row: where it came from, its subset, and the sample fields it shares."""
+
+    id: str
+    line: int
+    """1-based line (or array position) in its file."""
+    subset: str | None
+    base: dict[str, Any]
+    """Data-contract fields other than the completion: prompt, reference, metadata."""
+
+    def sample(self, completion: str, suffix: str, **metadata: Any) -> dict[str, Any]:
+        """A data-contract sample of this row with `completion`, id ``<row id>/<suffix>``."""
+        sample = {**self.base, "id": f"{self.id}/{suffix}", "completion": completion}
+        if metadata:
+            sample["metadata"] = {**self.base.get("metadata", {}), **metadata}
+        return sample
+
+
+@dataclass(frozen=True)
+class LabelledRow(Row):
+    completion: str | list[Any] = ""
+    label: bool = False
+
+
+@dataclass(frozen=True)
+class PairRow(Row):
+    """`chosen[i]` should beat `rejected[j]`; one of each for a plain pair, k for RM-Bench."""
+
+    chosen: tuple[str, ...] = ()
+    rejected: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BestOfNRow(Row):
+    chosen: tuple[str, ...] = ()
+    rejected: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class JudgmentRow(Row):
+    """A stored verdict pair: `decisions` in the order (A, B), then (B, A) as given."""
+
+    label: str = ""
+    decisions: tuple[str | None, ...] = ()
+
+
+@dataclass(frozen=True)
+class PromptRow(Row):
+    """A prompt with its reference and no completion."""
+
+
+@dataclass
+class Dataset:
+    """The rows of every `--data` file in one format, and the lines that could not be read."""
+
+    format: Format
+    rows: list[Row] = field(default_factory=list)
+    bad_lines: list[InputError] = field(default_factory=list)
+
+
+def load_dataset(paths: Sequence[str | Path], format: Format | Literal["auto"] = "auto") -> Dataset:
+    """Read every file; the format is detected from the first row unless given.
+
+    When several files are given and rows carry no subset, each file's name is its subset
+    (LLMBar's five files are its five subsets).
+    """
+    if format != "auto" and format not in get_args(Format):
+        raise ConfigError(f"--format: unknown format {format!r}")
+    dataset: Dataset | None = None
+    seen: set[str] = set()
+    for path in paths:
+        subset = Path(path).stem if len(paths) > 1 else None
+        for record in _records(Path(path)):
+            if isinstance(record, InputError):
+                if dataset is None:
+                    dataset = Dataset("labelled" if format == "auto" else format)
+                dataset.bad_lines.append(InputError(f"{path}: {record}"))
+                continue
+            number, data = record
+            if dataset is None:
+                dataset = Dataset(detect_format(data) if format == "auto" else format)
+            try:
+                row = _row(dataset.format, data, number, subset)
+            except (KeyError, TypeError, ValueError) as exc:
+                dataset.bad_lines.append(InputError(f"{path}: {exc}", number))
+                continue
+            if row.id in seen:
+                row = replace(row, id=f"{Path(path).stem}:{row.id}")
+            seen.add(row.id)
+            dataset.rows.append(row)
+    if dataset is None:
+        raise ConfigError("--data: no rows in " + ", ".join(map(str, paths)))
+    return dataset
+
+
+def detect_format(data: dict[str, Any]) -> Format:
+    """The format a row's columns say (see the module docstring)."""
+    if "judgments" in data:
+        return "judgments"
+    if {"response_A", "response_B"} <= data.keys() or {"output_1", "output_2"} <= data.keys():
+        return "pairs"
+    if "chosen" in data and "rejected" in data:
+        chosen, rejected = data["chosen"], data["rejected"]
+        if isinstance(chosen, list) and isinstance(rejected, list):
+            same = len(chosen) == len(rejected) and "num_correct" not in data
+            return "pairs" if same else "best_of_n"
+        return "pairs"
+    if "completion" in data and any(_is_label(data.get(k)) for k in LABEL_KEYS):
+        return "labelled"
+    if "completion" in data:
+        raise ConfigError(
+            "--data: rows have a completion but no label (label / is_correct / expected, 0/1 "
+            "or bool); to score unlabelled samples use `rewardsmith score`"
+        )
+    return "prompts"
+
+
+def _is_label(value: Any) -> bool:
+    return isinstance(value, bool) or (isinstance(value, int) and value in (0, 1))
+
+
+def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]] | InputError]:
+    with path.open(encoding="utf-8") as handle:
+        head = handle.read(1)
+        while head.isspace():
+            head = handle.read(1)
+        handle.seek(0)
+        if head == "[":
+            try:
+                items = json.load(handle)
+            except json.JSONDecodeError as exc:
+                yield InputError(f"not a valid JSON array: {exc.msg}", exc.lineno)
+                return
+            for number, item in enumerate(items, start=1):
+                if isinstance(item, dict):
+                    yield number, item
+                else:
+                    yield InputError(f"item is not an object: {type(item).__name__}", number)
+            return
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", number)
+                continue
+            if isinstance(item, dict):
+                yield number, item
+            else:
+                yield InputError(f"a row is a JSON object, got {type(item).__name__}", number)
+
+
+def _row(format: Format, data: dict[str, Any], number: int, file_subset: str | None) -> Row:
+    row_id = str(data.get("id", data.get("pair_id", data.get("task_id", number))))
+    subset = data.get("subset")
+    if subset is None and isinstance(data.get("source"), str):
+        subset = _judgebench_category(data["source"])
+    subset = str(subset) if subset is not None else file_subset
+    if format == "judgments":
+        decisions = tuple(
+            (j or {}).get("decision") if isinstance(j, dict | None) else None
+            for j in data["judgments"]
+        )
+        label = data["label"]
+        if label not in ("A>B", "B>A"):
+            raise ValueError(f"label must be 'A>B' or 'B>A', got {label!r}")
+        return JudgmentRow(row_id, number, subset, {}, label=label, decisions=decisions)
+    if format == "pairs":
+        chosen, rejected = _pair(data)
+        return PairRow(row_id, number, subset, _base(data, exclude=_PAIR_KEYS), chosen, rejected)
+    if format == "best_of_n":
+        chosen, rejected = _texts(data["chosen"], "chosen"), _texts(data["rejected"], "rejected")
+        return BestOfNRow(row_id, number, subset, _base(data, exclude=_PAIR_KEYS), chosen, rejected)
+    if format == "labelled":
+        key = next((k for k in LABEL_KEYS if _is_label(data.get(k))), None)
+        if key is None:
+            raise ValueError("no 0/1 or bool label in label / is_correct / expected")
+        completion = data["completion"]
+        if not isinstance(completion, str | list):
+            raise TypeError("completion must be a string or a list of messages")
+        base = _base(data, exclude=(key, "completion"))
+        return LabelledRow(row_id, number, subset, base, completion, bool(data[key]))
+    return PromptRow(row_id, number, subset, _prompt_base(data))
+
+
+_PAIR_KEYS = (
+    "chosen",
+    "rejected",
+    "response_A",
+    "response_B",
+    "output_1",
+    "output_2",
+    "label",
+    "num_correct",
+    "num_incorrect",
+    "num_rejected",
+)
+
+
+def _judgebench_category(source: str) -> str:
+    return next(
+        (name for prefix, name in JUDGEBENCH_CATEGORIES if source.startswith(prefix)), source
+    )
+
+
+def _pair(data: dict[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    if "response_A" in data:
+        a, b, label = data["response_A"], data["response_B"], data.get("label")
+        if label not in ("A>B", "B>A"):
+            raise ValueError(f"JudgeBench label must be 'A>B' or 'B>A', got {label!r}")
+        better, worse = (a, b) if label == "A>B" else (b, a)
+        return _texts(better, "response"), _texts(worse, "response")
+    if "output_1" in data:
+        label = str(data.get("label"))
+        if label not in ("1", "2"):
+            raise ValueError(f"LLMBar label must be 1 or 2, got {data.get('label')!r}")
+        one, two = data["output_1"], data["output_2"]
+        better, worse = (one, two) if label == "1" else (two, one)
+        return _texts(better, "output"), _texts(worse, "output")
+    chosen, rejected = _texts(data["chosen"], "chosen"), _texts(data["rejected"], "rejected")
+    if len(chosen) != len(rejected):
+        raise ValueError(f"{len(chosen)} chosen but {len(rejected)} rejected (use best_of_n)")
+    return chosen, rejected
+
+
+def _texts(value: Any, name: str) -> tuple[str, ...]:
+    items = value if isinstance(value, list) else [value]
+    if not items or not all(isinstance(v, str) for v in items):
+        raise TypeError(f"{name} must be a string or a non-empty list of strings")
+    return tuple(items)
+
+
+def _prompt_text(data: dict[str, Any]) -> Any:
+    return next((data[k] for k in PROMPT_KEYS if data.get(k) is not None), None)
+
+
+def _base(data: dict[str, Any], exclude: Sequence[str]) -> dict[str, Any]:
+    """The contract fields: prompt from its aliases, the rest as `Sample` reads them."""
+    base = {k: v for k, v in data.items() if k not in exclude and k not in PROMPT_KEYS}
+    base.pop("id", None)
+    base.pop("completion", None)
+    prompt = _prompt_text(data)
+    if prompt is not None:
+        base["prompt"] = prompt
+    extra = {
+        k: v for k, v in data.items() if k in PROMPT_KEYS and k != "prompt" and v is not prompt
+    }
+    if extra:
+        base.setdefault("metadata", {})
+        base["metadata"] = {**extra, **base["metadata"]}
+    return base
+
+
+def _prompt_base(data: dict[str, Any]) -> dict[str, Any]:
+    """A prompt row's fields; HumanEval's `test` + `entry_point` become the code reference."""
+    base = _base(data, exclude=())
+    if "test" in data and "entry_point" in data and "reference" not in data:
+        base.pop("test", None)
+        base.pop("entry_point", None)
+        base["reference"] = {"test": data["test"], "entry_point": data["entry_point"]}
+    return base

@@ -1,0 +1,151 @@
+"""The candidate's side of a run: the completion's program, answering calls in plain data.
+
+Runs in the untrusted process (`_runtime` has isolated and filtered it first). Nothing here
+is trusted by the other side: the program can rewrite any of it. It can only ever change the
+answers it sends, and every answer is decoded by the referee as plain data (`_codec`), so
+the worst it can do is answer wrongly, which its own functions could do anyway.
+
+Test suites (`serve`): the program runs as module ``solution``; the referee is told its
+top-level names (functions, classes, plain values, standard modules), then calls them:
+
+* ``("call", name, args, kwargs)`` -> the function's result;
+* ``("new", name, args, kwargs)`` -> an opaque handle to the instance (classes);
+* ``("method", (handle, attribute), args, kwargs)`` -> the method's result;
+* ``("attr", (handle, attribute), (), {})`` -> the attribute's value, or ``("method",)``.
+
+Answers: ``("ok", value)``, ``("handle", n)``, ``("raised", "Type: message")``,
+``("unplain", why)``. stdin/stdout programs (`run_main`) run as ``__main__`` and exit as the
+interpreter would.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import sys
+import types
+from typing import Any
+
+from ._codec import NotPlain, encode, receive, send, send_encoded
+
+__all__ = ["describe", "run_main", "serve"]
+
+
+def describe() -> str:
+    """The exception being handled, as ``Type: message`` (at most 500 characters)."""
+    try:
+        error = sys.exc_info()[1]
+        text = f"{type(error).__name__}: {error}"
+    except BaseException:
+        text = "an unprintable exception"
+    return text[:500]
+
+
+def _names(namespace: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
+    """What the referee may bind: name -> ("function",) | ("class",) | ("module", name) |
+    ("value", plain value)."""
+    table: dict[str, tuple[Any, ...]] = {}
+    for name, value in list(namespace.items()):
+        if type(name) is not str or name.startswith("__"):
+            continue
+        if isinstance(value, types.ModuleType):
+            module = getattr(value, "__name__", None)
+            if type(module) is str:
+                table[name] = ("module", module)
+        elif isinstance(value, type):
+            table[name] = ("class",)
+        elif callable(value):
+            table[name] = ("function",)
+        else:
+            try:
+                encode(value, numpy_scalars=True)
+            except BaseException:
+                continue
+            table[name] = ("value", value)
+    return table
+
+
+def _answer(namespace: dict[str, Any], handles: list[Any], request: Any) -> tuple[Any, ...]:
+    op, target, args, kwargs = request
+    try:
+        if op in ("call", "new"):
+            result = namespace[target](*args, **kwargs)
+            if op == "new":
+                handles.append(result)
+                return ("handle", len(handles) - 1)
+        elif op == "attr":
+            result = getattr(handles[target[0]], target[1])
+            if callable(result):
+                return ("method",)
+        else:
+            result = getattr(handles[target[0]], target[1])(*args, **kwargs)
+    except BaseException:
+        return ("raised", describe())
+    return ("ok", result)
+
+
+def _reply(answers: int, reply: tuple[Any, ...]) -> None:
+    """Send `reply`; a value that turns out not to be plain data is answered as such."""
+    try:
+        data = encode(reply, numpy_scalars=True)
+    except NotPlain as exc:
+        data = encode(("unplain", str(exc)))
+    except BaseException:
+        data = encode(("unplain", "a value whose conversion raised " + describe()))
+    send_encoded(answers, data)
+
+
+def serve(program: dict[str, Any], calls: int, answers: int) -> int:
+    """Run the program, tell its names, answer calls until the referee closes `calls`."""
+    sys.path.extend(program["path"])
+    namespace: dict[str, Any] = {"__name__": "solution", "__builtins__": builtins}
+    try:
+        exec(compile(program["code"], "solution.py", "exec"), namespace)
+    except BaseException:
+        send(answers, ("broken", "raised " + describe()))
+        return 0
+    _reply(answers, ("loaded", _names(namespace)))
+    handles: list[Any] = []
+    while True:
+        try:
+            request = receive(calls)
+        except EOFError:
+            return 0
+        _reply(answers, _answer(namespace, handles, request))
+
+
+def _exit_status(code: Any) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    with contextlib.suppress(BaseException):
+        sys.stderr.write(f"{code}\n")
+    return 1
+
+
+def run_main(program: dict[str, Any]) -> int:
+    """Run the program as ``__main__`` and end as the interpreter would (threads joined,
+    ``atexit`` handlers run, streams flushed); the exit status."""
+    sys.path.extend(program["path"])
+    main = types.ModuleType("__main__")
+    main.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = main
+    status = 0
+    try:
+        exec(compile(program["code"], "solution.py", "exec"), main.__dict__)
+    except SystemExit as exc:
+        status = _exit_status(exc.code)
+    except BaseException:
+        with contextlib.suppress(BaseException):
+            sys.__excepthook__(*sys.exc_info())
+        status = 1
+    try:
+        if "threading" in sys.modules:
+            sys.modules["threading"]._shutdown()
+        import atexit
+
+        atexit._run_exitfuncs()
+    except BaseException:
+        pass
+    return status

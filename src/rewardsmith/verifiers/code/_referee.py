@@ -1,0 +1,293 @@
+"""The trusted side of a run: the dataset's tests, calling the candidate over a pipe.
+
+Runs in the referee process, which the candidate's process cannot see, signal, trace or
+read (`_runtime`). It holds the verdict pipe; the candidate never does. The tests call
+stand-ins (`Remote`) for the candidate's functions and classes; each call sends plain
+arguments and gets back a plain value built by `_codec.decode`, so nothing the candidate
+made ever runs here. A call that does not come back with a plain value (the candidate
+raised, crashed, hung, or returned something else) raises `CandidateFailed`, a
+`BaseException` so that ``except Exception`` in a test does not swallow it, and the test
+fails even if the test swallowed it anyway.
+
+What the tests see:
+
+* HumanEval (``check(candidate)``): the problem's prompt code, when given and valid Python
+  (its imports and helpers, e.g. ``poly`` for ``find_zero``: dataset code, run here), then
+  the entry point bound to the candidate's function, then the test code and
+  ``check(<entry point>)``;
+* assert lists: the candidate's top-level functions, classes and plain values by name
+  (never a name that would shadow a builtin or a dunder name), the standard modules it
+  imported (this process's own copies, for those already loaded here: the zygote preloads
+  the common ones), then ``setup``, then each assertion in a fresh copy of that scope.
+
+Tests are compiled with ``optimize=0``: their asserts run whatever the process's flags.
+Arguments are copies: a test cannot see the candidate mutate them in place. An argument that
+is not plain data (a function, an object of the test's own) cannot cross. In a HumanEval test,
+whose scope is dataset code only, that makes the sample `invalid` (the reward cannot judge such
+tests) unless the argument holds a stand-in for a candidate object, which the candidate chose
+to make; in an assert list, whose scope holds the candidate's names, the call fails.
+
+Records written on the verdict pipe, each prefixed with the run's token: ``start`` (the
+candidate's process is up), ``test <i> <0|1> <reason hex or ->`` once per test,
+``invalid <reason hex>`` (the tests cannot be run), and ``done <n>`` last.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ._codec import NotPlain, receive, send
+
+__all__ = ["CandidateFailed", "Link", "Remote", "referee"]
+
+
+class CandidateFailed(BaseException):
+    """A call to the candidate did not come back with a plain value."""
+
+
+class _Unsupported(BaseException):
+    """The tests passed the candidate something that cannot cross the boundary."""
+
+
+class Link:
+    """The referee's end of the call pipes; remembers the first failed call of a test."""
+
+    def __init__(self, calls: int, answers: int) -> None:
+        self.calls = calls
+        self.answers = answers
+        self.failure: str | None = None
+        self.ended: str | None = None
+        self.dataset_arguments = True
+        """Whether every argument the tests pass comes from dataset code alone (HumanEval:
+        prompt and test); assert lists also see the candidate's names, so a strange
+        argument there may be the candidate's doing."""
+
+    def fail(self, reason: str) -> CandidateFailed:
+        if self.failure is None:
+            self.failure = reason
+        return CandidateFailed(reason)
+
+    def receive(self) -> Any:
+        """The candidate's next message; raises `CandidateFailed` if there is none."""
+        if self.ended:
+            raise self.fail(self.ended)
+        try:
+            return receive(self.answers)
+        except EOFError:
+            self.ended = "the candidate's process ended"
+        except NotPlain as exc:
+            self.ended = f"the candidate sent something that is not plain data: {exc}"
+        except MemoryError:
+            self.ended = "the candidate's answer is too large"
+        raise self.fail(self.ended)
+
+    def request(self, op: str, target: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """One call; the answer ``(kind, *rest)`` or `CandidateFailed`."""
+        if self.ended:
+            raise self.fail(self.ended)
+        try:
+            send(self.calls, (op, target, args, kwargs))
+        except NotPlain as exc:
+            if self.dataset_arguments and not _holds_remote((args, kwargs)):
+                raise _Unsupported(f"the tests pass the candidate {exc}") from None
+            raise self.fail(f"an argument is not plain data: {exc}") from None
+        except OSError:
+            self.ended = "the candidate's process ended"
+            raise self.fail(self.ended) from None
+        answer = self.receive()
+        if type(answer) is not tuple or not answer or type(answer[0]) is not str:
+            self.ended = "the candidate's answer is malformed"
+            raise self.fail(self.ended)
+        kind = answer[0]
+        if kind == "raised" and len(answer) == 2 and type(answer[1]) is str:
+            raise self.fail(f"raised {answer[1]}")
+        if kind == "unplain" and len(answer) == 2 and type(answer[1]) is str:
+            raise self.fail(f"returned {answer[1]}")
+        return answer
+
+
+def _holds_remote(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, (Remote, RemoteObject)):
+        return True
+    if depth < 50 and isinstance(value, (list, tuple, set, frozenset)):
+        return any(_holds_remote(v, depth + 1) for v in value)
+    if depth < 50 and isinstance(value, dict):
+        return any(_holds_remote(v, depth + 1) for v in (*value.keys(), *value.values()))
+    return False
+
+
+class Remote:
+    """A stand-in for one of the candidate's functions (or classes)."""
+
+    def __init__(self, link: Link, name: str, is_class: bool = False) -> None:
+        self._link = link
+        self._class = is_class
+        self.__name__ = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        op = "new" if self._class else "call"
+        answer = self._link.request(op, self.__name__, args, kwargs)
+        if op == "new" and answer[0] == "handle" and len(answer) == 2 and type(answer[1]) is int:
+            return RemoteObject(self._link, answer[1], self.__name__)
+        if op == "call" and answer[0] == "ok" and len(answer) == 2:
+            return answer[1]
+        raise self._link.fail("the candidate's answer is malformed")
+
+    def __repr__(self) -> str:
+        return f"<candidate's {self.__name__}>"
+
+
+class RemoteObject:
+    """A stand-in for an instance of a candidate's class: its methods and attributes only.
+
+    No comparison, hashing or conversion of its own: it equals only itself."""
+
+    def __init__(self, link: Link, handle: int, cls: str) -> None:
+        object.__setattr__(self, "_link", link)
+        object.__setattr__(self, "_handle", handle)
+        object.__setattr__(self, "_cls", cls)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        link: Link = object.__getattribute__(self, "_link")
+        target = (object.__getattribute__(self, "_handle"), name)
+        answer = link.request("attr", target, (), {})
+        if answer[0] == "method" and len(answer) == 1:
+            return lambda *args, **kwargs: _method(link, target, args, kwargs)
+        if answer[0] == "ok" and len(answer) == 2:
+            return answer[1]
+        raise link.fail("the candidate's answer is malformed")
+
+    def __repr__(self) -> str:
+        return f"<candidate's {object.__getattribute__(self, '_cls')} object>"
+
+
+def _method(link: Link, target: tuple[int, str], args: Any, kwargs: Any) -> Any:
+    answer = link.request("method", target, args, kwargs)
+    if answer[0] == "ok" and len(answer) == 2:
+        return answer[1]
+    raise link.fail("the candidate's answer is malformed")
+
+
+def _hex(text: str) -> str:
+    return text.encode("utf-8", "replace").hex() or "-"
+
+
+def _describe(link: Link) -> str:
+    if link.failure is not None:
+        return link.failure[:500]
+    error = sys.exc_info()[1]
+    return f"{type(error).__name__}: {error}"[:500]
+
+
+def _prompt_scope(prompt: str) -> dict[str, Any]:
+    """The prompt's definitions, when it is Python (else nothing): dataset code."""
+    scope: dict[str, Any] = {"__name__": "solution", "__builtins__": builtins}
+    for source in (prompt, prompt + "\n    pass\n"):
+        try:
+            code = compile(source, "prompt.py", "exec", dont_inherit=True, optimize=0)
+        except (SyntaxError, ValueError):
+            continue
+        with contextlib.suppress(Exception):
+            exec(code, scope)
+        break
+    return scope
+
+
+def _bind(link: Link, table: Any) -> dict[str, Any]:
+    """Stand-ins for the candidate's names (asserts style)."""
+    scope: dict[str, Any] = {"__name__": "solution", "__builtins__": builtins}
+    if type(table) is not dict:
+        return scope
+    shadowing = set(dir(builtins))
+    stdlib = getattr(sys, "stdlib_module_names", frozenset())
+    for name, entry in table.items():
+        if type(name) is not str or not name.isidentifier() or name in shadowing:
+            continue
+        if name.startswith("__"):  # __builtins__, __name__...: the scope's own
+            continue
+        if type(entry) is not tuple or not entry:
+            continue
+        kind = entry[0]
+        if kind in ("function", "class") and len(entry) == 1:
+            scope[name] = Remote(link, name, is_class=kind == "class")
+        elif kind == "value" and len(entry) == 2:
+            scope[name] = entry[1]
+        elif kind == "module" and len(entry) == 2 and type(entry[1]) is str:
+            # Only a standard module this process already loaded: importing one the
+            # candidate names could run its import-time code here (idlelib, antigravity).
+            module = sys.modules.get(entry[1])
+            if module is not None and entry[1].split(".")[0] in stdlib:
+                scope[name] = module
+    return scope
+
+
+def referee(config: dict[str, Any], link: Link, emit: Callable[[str], None]) -> None:
+    """Run the tests of `config` against the candidate at the other end of `link`."""
+    style, tests = config["style"], config["tests"]
+    try:
+        compiled = [
+            compile(test, f"test_{i}.py", "exec", dont_inherit=True, optimize=0)
+            for i, test in enumerate(tests)
+        ]
+        setup = compile(config["setup"], "setup.py", "exec", dont_inherit=True, optimize=0)
+    except (SyntaxError, ValueError) as exc:
+        emit("invalid " + _hex(f"the tests do not compile: {type(exc).__name__}: {exc}"))
+        return
+    try:
+        loaded: Any = link.receive()  # the program ran: its names, or why it broke
+    except CandidateFailed as exc:
+        loaded = ("broken", f"ended its process before any test ({exc})")
+    if type(loaded) is tuple and len(loaded) == 2 and loaded[0] == "broken":
+        broken = f"the program {loaded[1]}" if type(loaded[1]) is str else "broken"
+    elif type(loaded) is tuple and len(loaded) == 2 and loaded[0] == "loaded":
+        broken = None
+    else:
+        broken = "the candidate's first message is malformed"
+    if style == "humaneval":
+        scope = _prompt_scope(config["prompt"])
+        scope[config["entry_point"]] = Remote(link, config["entry_point"])
+        table = loaded[1] if broken is None and type(loaded[1]) is dict else {}
+        if broken is None and table.get(config["entry_point"]) != ("function",):
+            broken = f"the program defines no function {config['entry_point']!r}"
+    else:
+        link.dataset_arguments = False
+        scope = _bind(link, loaded[1] if broken is None else None)
+    if broken is None:
+        try:
+            exec(setup, scope)
+        except _Unsupported as exc:
+            emit("invalid " + _hex(str(exc)))
+            return
+        except BaseException:
+            broken = f"the setup failed: {_describe(link)}"
+    for i, test in enumerate(compiled):
+        if broken is not None:
+            emit(f"test {i} 0 {_hex(broken)}")
+            continue
+        link.failure = None
+        try:
+            local = dict(scope)
+            exec(test, local)
+            if style == "humaneval":
+                check = local.get("check")
+                if not callable(check):
+                    emit("invalid " + _hex("the HumanEval test defines no check(candidate)"))
+                    return
+                check(local[config["entry_point"]])
+        except _Unsupported as exc:
+            emit("invalid " + _hex(str(exc)))
+            return
+        except BaseException:
+            emit(f"test {i} 0 {_hex(_describe(link))}")
+            continue
+        if link.failure is not None:
+            emit(f"test {i} 0 {_hex(link.failure[:500])}")
+        else:
+            emit(f"test {i} 1 -")
+    emit(f"done {len(compiled)}")

@@ -1,0 +1,154 @@
+"""The seccomp filter of the sandboxed processes: system calls a test program never needs.
+
+Assembled here as a classic BPF program (``struct sock_filter`` records) and installed by
+each sandboxed process (`_runtime`) after it dropped its capabilities and set
+``no_new_privs``, just before it runs any code of the dataset or the completion. The filter
+first checks the audit architecture: any other ABI (32-bit ``int 0x80`` calls, x32 numbers)
+kills the process. Then:
+
+* refused with ``EPERM``: every call in `DENIED` (debugging and reading other processes,
+  kernel keyrings, mounts and namespaces, kernel modules, eBPF, perf, io_uring, SysV IPC and
+  POSIX message queues, anonymous memory files, the clock, swap, reboot...);
+* ``clone`` with any namespace flag: ``EPERM``; ``clone3``: ``ENOSYS`` (its flags are in
+  memory a filter cannot read; the C library then falls back to ``clone``);
+* when new processes are not allowed (no per-sample memory cgroup, see `_reward`):
+  ``fork``, ``vfork`` and a ``clone`` without ``CLONE_THREAD``: ``EPERM``. Threads remain
+  allowed: they share their process's address-space limit.
+
+Only x86-64 has a table here; on other machines `program` returns None and the sandbox runs
+without a filter (said at start, and in every score's `detail`).
+"""
+
+from __future__ import annotations
+
+import platform
+import struct
+
+__all__ = ["DENIED", "program"]
+
+AUDIT_ARCH_X86_64 = 0xC000003E
+_X32_BIT = 0x40000000
+_CLONE, _FORK, _VFORK, _CLONE3 = 56, 57, 58, 435
+_CLONE_THREAD = 0x00010000
+_CLONE_NAMESPACES = 0x7E020080
+"""NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET | NEWTIME."""
+_EPERM, _ENOSYS = 1, 38
+
+DENIED: dict[str, int] = {
+    # other processes' memory and execution
+    "ptrace": 101,
+    "process_vm_readv": 310,
+    "process_vm_writev": 311,
+    "kcmp": 312,
+    "pidfd_getfd": 438,
+    # kernel keyrings (per host uid: shared between runs without this)
+    "add_key": 248,
+    "request_key": 249,
+    "keyctl": 250,
+    # mounts, namespaces, file handles
+    "mount": 165,
+    "umount2": 166,
+    "pivot_root": 155,
+    "chroot": 161,
+    "unshare": 272,
+    "setns": 308,
+    "open_tree": 428,
+    "move_mount": 429,
+    "fsopen": 430,
+    "fsconfig": 431,
+    "fsmount": 432,
+    "fspick": 433,
+    "mount_setattr": 442,
+    "name_to_handle_at": 303,
+    "open_by_handle_at": 304,
+    # memory outside the address-space limit
+    "memfd_create": 319,
+    "memfd_secret": 447,
+    "userfaultfd": 323,
+    "shmget": 29,
+    "shmat": 30,
+    "shmctl": 31,
+    "semget": 64,
+    "semop": 65,
+    "semctl": 66,
+    "semtimedop": 220,
+    "msgget": 68,
+    "msgsnd": 69,
+    "msgrcv": 70,
+    "msgctl": 71,
+    "mq_open": 240,
+    "mq_unlink": 241,
+    "mq_timedsend": 242,
+    "mq_timedreceive": 243,
+    "mq_notify": 244,
+    "mq_getsetattr": 245,
+    # the kernel itself
+    "bpf": 321,
+    "perf_event_open": 298,
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+    "init_module": 175,
+    "finit_module": 313,
+    "delete_module": 176,
+    "kexec_load": 246,
+    "kexec_file_load": 320,
+    "reboot": 169,
+    "swapon": 167,
+    "swapoff": 168,
+    "acct": 163,
+    "quotactl": 179,
+    "quotactl_fd": 443,
+    "lookup_dcookie": 212,
+    "syslog": 103,
+    "iopl": 172,
+    "ioperm": 173,
+    "modify_ldt": 154,
+    "uselib": 134,
+    "vhangup": 153,
+    "fanotify_init": 300,
+    "_sysctl": 156,
+    # the clock
+    "settimeofday": 164,
+    "clock_settime": 227,
+    "clock_adjtime": 305,
+    "adjtimex": 159,
+}
+"""Refused with EPERM (x86-64 numbers, from the kernel's ``unistd_64.h``)."""
+
+_LD_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
+_JEQ, _JGE, _JSET = 0x15, 0x35, 0x45  # BPF_JMP | BPF_{JEQ,JGE,JSET} | BPF_K
+_RET = 0x06  # BPF_RET | BPF_K
+_KILL_PROCESS = 0x80000000
+_ERRNO = 0x00050000
+_ALLOW = 0x7FFF0000
+_NR, _ARCH, _ARG0 = 0, 4, 16
+"""Offsets in ``struct seccomp_data``: syscall number, audit arch, low half of args[0]."""
+
+
+def _insn(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+    return struct.pack("<HBBI", code, jt, jf, k)
+
+
+def program(allow_fork: bool, machine: str | None = None) -> bytes | None:
+    """The filter as ``struct sock_filter`` records, or None on an unsupported machine."""
+    if (machine or platform.machine()) not in ("x86_64", "amd64", "AMD64"):
+        return None
+    deny = _insn(_RET, _ERRNO | _EPERM)
+    code = [
+        _insn(_LD_ABS, _ARCH),
+        _insn(_JEQ, AUDIT_ARCH_X86_64, jt=1),
+        _insn(_RET, _KILL_PROCESS),
+        _insn(_LD_ABS, _NR),
+        _insn(_JGE, _X32_BIT, jf=1),
+        deny,
+        _insn(_JEQ, _CLONE3, jf=1),
+        _insn(_RET, _ERRNO | _ENOSYS),
+    ]
+    for number in sorted(set(DENIED.values())) + ([] if allow_fork else [_FORK, _VFORK]):
+        code += [_insn(_JEQ, number, jf=1), deny]
+    clone = [_insn(_LD_ABS, _ARG0), _insn(_JSET, _CLONE_NAMESPACES, jf=1), deny]
+    if not allow_fork:
+        clone += [_insn(_JSET, _CLONE_THREAD, jt=1), deny]
+    code += [_insn(_JEQ, _CLONE, jf=len(clone)), *clone, _insn(_RET, _ALLOW)]
+    return b"".join(code)

@@ -225,6 +225,13 @@ class Sample(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
+    def _not_too_deep(cls, data: Any) -> Any:
+        if isinstance(data, dict) and nested_deeper_than(data):
+            raise ValueError(f"nested more than {MAX_NESTING} levels deep")
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _normalise_columns(cls, data: Any) -> Any:
         """Map a trainer's dataset row onto the contract.
 

@@ -12,7 +12,10 @@ spec may set); it returns the function that scores one sample::
         return score
 
 Built-in types are registered lazily as ``"module:attr"`` strings, so `import rewardsmith`
-does not import sympy. A spec may also name any importable factory as ``"package.module:attr"``.
+does not import sympy. A spec may also name a factory by its import path,
+``"package.module:attr"``; the module is imported, and the attribute must be a registered
+reward factory (decorated with `@reward`): a spec can reach only what someone made a reward,
+never any callable (``"os:system"``).
 """
 
 from __future__ import annotations
@@ -127,12 +130,20 @@ class Registry:
             return sorted(self._entries)
 
     def get(self, name: str) -> RewardInfo:
-        """Resolve a type name (or an importable ``"module:attr"`` path) to its info."""
+        """Resolve a type name (or the ``"module:attr"`` path of a registered factory)."""
         with self._lock:
             target = self._entries.get(name)
         if target is None:
             if ":" in name:
-                return RewardInfo(name, _import(name, name))
+                factory = _import(name, name)
+                registered = self._name_of(factory)
+                if registered is None:
+                    raise ConfigError(
+                        f"reward type {name!r} is not a reward factory: a type given by its "
+                        "import path must be registered in its module with "
+                        "@rewardsmith.reward('<name>')"
+                    )
+                return RewardInfo(name, factory, self._preload.get(registered, ()))
             hint = difflib.get_close_matches(name, self.names(), n=1)
             did_you_mean = f" Did you mean: {hint[0]}?" if hint else ""
             raise UnknownRewardError(
@@ -144,6 +155,11 @@ class Registry:
             self.register(name, factory)
             target = factory
         return RewardInfo(name, target, self._preload.get(name, ()))
+
+    def _name_of(self, factory: Any) -> str | None:
+        """The name `factory` is registered under, if it is."""
+        with self._lock:
+            return next((n for n, t in self._entries.items() if t is factory), None)
 
 
 def _defined_under(factory: Any, path: str) -> bool:

@@ -12,8 +12,10 @@ A component's own keys (`type`, `weight`, `only_if`, `veto`, `transform`, `scope
 reward type's parameters (the keyword arguments of its factory). `combine`, `transform` and
 `group_transform` take a name, or a mapping with `type` and that choice's parameters. Every
 unknown key is an error that names the key and what is allowed, so a typo never silently
-falls back to a default. Everything that decides a number is in the spec, so every trainer
-adapter, the server and every backend compute the same numbers from it.
+falls back to a default; so is a key given twice (YAML would keep the last one silently), an
+infinite or NaN number, and a spec file that is not UTF-8 text. Everything that decides a
+number is in the spec, so every trainer adapter, the server and every backend compute the
+same numbers from it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import difflib
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -115,9 +117,9 @@ class RewardSpec(BaseModel):
     """The combination with its parameters (from `combine:` given as a mapping)."""
     group_transform: Annotated[GroupTransform, Field(discriminator="type")] | None = None
     """How a group's rewards become each sample's `advantage` (None: no advantage)."""
-    timeout_s: float = Field(default=5.0, gt=0)
+    timeout_s: float = Field(default=5.0, gt=0, allow_inf_nan=False)
     """Hard wall-clock limit per sample per component; the worker is killed past it."""
-    on_error: float | None = None
+    on_error: float | None = Field(default=None, allow_inf_nan=False)
     """Total reward when a component fails (`timeout`/`error`/`invalid`); None keeps it null."""
     veto_value: float | None = None
     """Total reward when a veto fires; None: the lowest total the spec can produce."""
@@ -151,10 +153,7 @@ class RewardSpec(BaseModel):
         """This spec with another `group_transform:` (a name, YAML text or a mapping; None
         removes it), validated as in a spec file. For `--group-transform` on the command line."""
         if isinstance(value, str):
-            try:
-                value = yaml.safe_load(value)
-            except yaml.YAMLError as exc:
-                raise ConfigError(f"group_transform is not valid YAML: {exc}") from None
+            value = _parse_yaml(value, "group_transform")
         chosen = None if value is None else _choice("group_transform", value, GROUP_TRANSFORM_TYPES)
         return self.model_copy(update={"group_transform": chosen})
 
@@ -337,9 +336,37 @@ def load_spec(source: str | Path | dict[str, Any] | RewardSpec) -> RewardSpec:
     if "\n" not in text and path.suffix in {".yaml", ".yml", ".json"}:
         if not path.is_file():
             raise ConfigError(f"spec file not found: {path}")
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"spec file {path} is not UTF-8 text: {exc}") from None
+    return RewardSpec.from_dict(_parse_yaml(text, "spec"))
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a mapping that gives the same key twice."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            if isinstance(key, Hashable) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"found duplicate key {key!r}",
+                    key_node.start_mark,
+                )
+            if isinstance(key, Hashable):
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _parse_yaml(text: str, what: str) -> Any:
+    """YAML (or JSON) text as data; a syntax error or a repeated key is a `ConfigError`."""
     try:
-        data = yaml.safe_load(text)
+        return yaml.load(text, Loader=_StrictLoader)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"spec is not valid YAML: {exc}") from None
-    return RewardSpec.from_dict(data)
+        raise ConfigError(f"{what} is not valid YAML: {exc}") from None

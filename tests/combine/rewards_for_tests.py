@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from rewardsmith import RewardFn, Sample, Score
+from rewardsmith import RewardFn, Sample, Score, reward
 from rewardsmith.registry import bounded
 
 
+@reward("tests.combine.echo")
 def echo(*, key: str = "score", low: float | None = None, high: float | None = None) -> RewardFn:
     """``metadata[key]`` as the score, ``metadata[key + "_detail"]`` as the detail.
 

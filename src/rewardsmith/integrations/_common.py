@@ -1,7 +1,7 @@
 """What the trainer adapters share: per-component values, shared engines and their batcher.
 
 Conversions the reward server shares too (query -> completion, the always-a-float reward,
-per-component logs, `plain`) are in `rewardsmith.integrations._protocol`.
+per-component logs) are in `rewardsmith.integrations._protocol`, which builds on this module.
 
 Absolute imports only: verl loads `verl.py` by file path (as a module outside any package),
 and that module imports this one.
@@ -15,18 +15,20 @@ import json
 import math
 import os
 import queue
+import socket
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from rewardsmith._exceptions import ConfigError
+from rewardsmith._exceptions import ConfigError, InputError
 from rewardsmith.combine import charged_value, counted, fired_veto
 from rewardsmith.engine import Engine
-from rewardsmith.integrations._protocol import plain
-from rewardsmith.models import FAILURE_STATUSES, Result
-from rewardsmith.spec import RewardSpec, load_spec
+from rewardsmith.engine._capacity import WORKERS_ENV, worker_count
+from rewardsmith.models import FAILURE_STATUSES, Result, Sample
+from rewardsmith.registry import registry
+from rewardsmith.spec import ComponentSpec, RewardSpec, load_spec
 
 __all__ = [
     "SPEC_ENV",
@@ -35,10 +37,13 @@ __all__ = [
     "check_split",
     "close_shared_engines",
     "component_values",
+    "counts_tokens",
     "failure_counts",
     "gated_scores",
     "group_scoped",
+    "missing_spec_error",
     "normalise_chat",
+    "plain",
     "shared_batcher",
     "splits_into_components",
     "without_group_transform",
@@ -47,8 +52,21 @@ __all__ = [
 SPEC_ENV = "REWARDSMITH_SPEC"
 """Environment variable naming the spec (a path, or YAML text) for file-based adapters."""
 
-WORKERS_ENV = "REWARDSMITH_WORKERS"
-"""Environment variable with the number of worker processes for file-based adapters."""
+
+def plain(value: Any) -> Any:
+    """Trainer data (numpy arrays and scalars, OmegaConf containers) as plain Python data."""
+    if isinstance(value, (str, bytes, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    tolist = getattr(value, "tolist", None)  # numpy arrays and scalars
+    if callable(tolist):
+        return plain(tolist())
+    if isinstance(value, Sequence):  # e.g. OmegaConf ListConfig
+        return [plain(v) for v in value]
+    return value
 
 
 _READABLE_PARTS = ("text", "image_url")
@@ -230,8 +248,11 @@ class Batcher:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
-    def submit(self, samples: Sequence[Any]) -> list[Future[Result]]:
-        """Queue samples (`Sample`s or dicts); one future result each."""
+    def submit(
+        self, samples: Sequence[Sample | dict[str, Any] | InputError]
+    ) -> list[Future[Result]]:
+        """Queue samples (`Sample`s, dicts, or `InputError`s for invalid ones); one future
+        result each."""
         self._ensure_thread()
         futures: list[Future[Result]] = []
         for sample in samples:
@@ -240,11 +261,11 @@ class Batcher:
             futures.append(future)
         return futures
 
-    def score(self, samples: Sequence[Any]) -> list[Result]:
+    def score(self, samples: Sequence[Sample | dict[str, Any] | InputError]) -> list[Result]:
         """Score samples, batched with whatever other callers sent meanwhile."""
         return [future.result() for future in self.submit(samples)]
 
-    async def ascore(self, samples: Sequence[Any]) -> list[Result]:
+    async def ascore(self, samples: Sequence[Sample | dict[str, Any] | InputError]) -> list[Result]:
         """`score` for coroutines: the event loop stays free while the batch runs."""
         futures = [asyncio.wrap_future(f) for f in self.submit(samples)]
         return list(await asyncio.gather(*futures))
@@ -299,17 +320,35 @@ def _spec_key(source: SpecSource) -> str:
 
 
 def _workers(workers: Any) -> int | None:
-    if workers is None and os.environ.get(WORKERS_ENV):
-        workers = os.environ[WORKERS_ENV]
+    """`workers` from a trainer's config (often a string); None leaves the engine's default
+    (`REWARDSMITH_WORKERS`, else this process's share of the node's cores)."""
     if workers is None:
         return None
     try:
-        count = int(workers)
-    except (TypeError, ValueError):
-        raise ConfigError(f"workers must be a whole number, got {workers!r}") from None
-    if count < 1:
-        raise ConfigError(f"workers must be at least 1, got {count}")
-    return count
+        return worker_count(workers)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def missing_spec_error() -> ConfigError:
+    """The error for a trainer process that has no spec, saying how to give it one."""
+    return ConfigError(
+        f"no reward spec in this process (pid {os.getpid()} on {socket.gethostname()}): "
+        f"{SPEC_ENV} is not set here. Set it to the spec file's absolute path (or pass the "
+        "spec: verl's +reward.custom_reward_function.reward_kwargs.spec=/abs/spec.yaml). The "
+        "reward function runs in Ray workers: a cluster started before the job (`ray "
+        "start`) does not see the job's environment, so export the variable before `ray "
+        "start` on every node, or pass it with the job, e.g. ray job submit "
+        f'--runtime-env-json=\'{{"env_vars": {{"{SPEC_ENV}": "/abs/spec.yaml"}}}}\''
+    )
+
+
+def counts_tokens(component: ComponentSpec) -> bool:
+    """Whether a component measures the completion in tokens (`length`, `unit: tokens`)."""
+    if component.type != "length":
+        return False
+    default = registry.get("length").params["unit"].default
+    return bool(component.params.get("unit", default) == "tokens")
 
 
 def shared_batcher(source: SpecSource | None = None, workers: Any = None) -> Batcher:
@@ -318,7 +357,8 @@ def shared_batcher(source: SpecSource | None = None, workers: Any = None) -> Bat
     Args:
         source: the spec (a path, YAML text, a dict or a `RewardSpec`); default: the
             `REWARDSMITH_SPEC` environment variable.
-        workers: worker processes; default: `REWARDSMITH_WORKERS`, else one per core.
+        workers: worker processes; default: `REWARDSMITH_WORKERS`, else this process's
+            share of the node's cores.
 
     Raises:
         ConfigError: no spec given and `REWARDSMITH_SPEC` unset, or an invalid spec.
@@ -326,10 +366,7 @@ def shared_batcher(source: SpecSource | None = None, workers: Any = None) -> Bat
     if source is None:
         source = os.environ.get(SPEC_ENV)
         if not source:
-            raise ConfigError(
-                f"no reward spec: set the {SPEC_ENV} environment variable to a spec file, "
-                "or pass the spec (e.g. verl's custom_reward_function.reward_kwargs.spec)"
-            )
+            raise missing_spec_error()
     count = _workers(workers)
     key = (os.getpid(), _spec_key(source), count)  # a forked child starts its own
     with _BATCHERS_LOCK:
@@ -344,6 +381,15 @@ def shared_batcher(source: SpecSource | None = None, workers: Any = None) -> Bat
                     "transform), but this trainer hands the reward function samples without "
                     "their group; use the TRL adapter, or drop the group-scoped transform"
                 )
+            for name, component in spec.rewards.items():
+                if counts_tokens(component):
+                    raise ConfigError(
+                        f"rewards.{name}: a length in tokens needs each completion's token "
+                        "ids, and verl and OpenRLHF hand a reward function text only, so it "
+                        "could never apply. Set unit: words or chars, or use the trainer's own "
+                        "overlong penalty (verl: the dapo reward manager's overlong_buffer_cfg; "
+                        "OpenRLHF: --reward.overlong_buffer_len)"
+                    )
             batcher = Batcher(Engine(without_group_transform(spec), workers=count))
             _BATCHERS[key] = batcher
         return batcher
@@ -357,4 +403,11 @@ def close_shared_engines() -> None:
         batcher.engine.close()
 
 
+def _forget_parent_batchers() -> None:
+    """In a forked child: the lock may have been held by a parent thread at the fork."""
+    global _BATCHERS_LOCK
+    _BATCHERS_LOCK = threading.Lock()
+
+
 atexit.register(close_shared_engines)
+os.register_at_fork(after_in_child=_forget_parent_batchers)

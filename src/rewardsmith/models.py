@@ -15,13 +15,18 @@ Output (one per input, same order)::
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
+    "DEFAULT_CAUSES",
     "FAILURE_STATUSES",
     "MAX_DATA_URL_CHARS",
+    "MAX_NESTING",
+    "OMITTED_IMAGE",
+    "Cause",
     "ContentPart",
     "ImageURL",
     "Message",
@@ -29,6 +34,7 @@ __all__ = [
     "Sample",
     "Score",
     "Status",
+    "nested_deeper_than",
 ]
 
 Status = Literal["ok", "timeout", "error", "invalid", "not_applicable"]
@@ -37,15 +43,59 @@ Status = Literal["ok", "timeout", "error", "invalid", "not_applicable"]
 FAILURE_STATUSES: tuple[Status, ...] = ("timeout", "error", "invalid")
 """Statuses that say the reward could not be computed (never to be read as a 0)."""
 
+Cause = Literal["completion", "dataset", "infrastructure"]
+"""Who made a reward fail: the policy's completion (it is charged for it), or the dataset or
+the infrastructure (the sample is left out). Set by the reward that knows, as `detail.cause`."""
+
+DEFAULT_CAUSES: dict[Status, Cause] = {
+    "timeout": "completion",
+    "error": "completion",
+    "invalid": "dataset",
+}
+"""Who caused a failure whose reward did not say. A verifier that runs past its timeout or
+crashes does so on what the policy wrote (leaving such a sample out of its group would turn
+the failure into an escape from a low reward); `invalid` is, by definition, what the dataset
+gave. Rewards whose failures come from elsewhere say so (a judge server that is down is
+`infrastructure`)."""
+
+_CAUSES = frozenset(DEFAULT_CAUSES.values()) | {"infrastructure"}
+
 REFERENCE_ALIASES = ("reference", "ground_truth", "answer", "solution", "label")
 """Names trainers use for the gold field, in priority order; each is read as `reference`."""
 
 
 _SAMPLE_KEYS = frozenset({"id", "completion", "prompt", "metadata", "group", *REFERENCE_ALIASES})
 
+MAX_NESTING = 100
+"""Deepest nesting of lists and objects in a sample. Deeper data cannot travel: pickling it to
+a worker and writing it back in a result fail a few hundred levels down."""
+
+
+def nested_deeper_than(value: Any, limit: int = MAX_NESTING) -> bool:
+    """Whether `value` nests lists, tuples or dicts more than `limit` levels deep.
+
+    Iterative, so any depth is measured without recursion.
+    """
+    containers = (dict, list, tuple)
+    stack = [(value, 1)] if isinstance(value, containers) else []
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, containers))
+    return False
+
+
 MAX_DATA_URL_CHARS = 20 * 2**20
-"""Longest ``data:`` URL an image part may carry (20 MiB of text, about 15 MB of image). A
-larger one makes the sample `invalid`: it would be copied to every worker and judge request."""
+"""Longest image URL a part may carry (20 MiB of text, about 15 MB of image as a ``data:``
+URL): a larger one would be copied to every worker and judge request. In the prompt it makes
+the sample `invalid`; in the completion the image is replaced by an `OMITTED_IMAGE` part."""
+
+OMITTED_IMAGE = "omitted_image"
+"""The type of the part that stands in a completion for an image over `MAX_DATA_URL_CHARS`:
+rewards read only text parts and judges see ``[omitted_image]``, so the policy's oversized
+image is neither scored nor sent anywhere, and never makes its sample `invalid`."""
 
 
 class ImageURL(BaseModel):
@@ -55,15 +105,6 @@ class ImageURL(BaseModel):
 
     url: str
     """Where the image is, or the image itself as a ``data:`` URL."""
-
-    @field_validator("url")
-    @classmethod
-    def _bounded(cls, url: str) -> str:
-        if url.startswith("data:") and len(url) > MAX_DATA_URL_CHARS:
-            raise ValueError(
-                f"data URL of {len(url):,} characters is over the limit of {MAX_DATA_URL_CHARS:,}"
-            )
-        return url
 
 
 class ContentPart(BaseModel):
@@ -89,6 +130,15 @@ class ContentPart(BaseModel):
         """The part as it was given (what an OpenAI-compatible server receives)."""
         return self.model_dump(exclude_unset=True)
 
+    @property
+    def oversized(self) -> str | None:
+        """Why the part's image is too large to carry (any scheme: ``DATA:`` is ``data:``),
+        else None."""
+        if self.image_url is None or len(self.image_url.url) <= MAX_DATA_URL_CHARS:
+            return None
+        size = len(self.image_url.url)
+        return f"image URL of {size:,} characters is over the limit of {MAX_DATA_URL_CHARS:,}"
+
 
 class Message(BaseModel):
     """One chat message."""
@@ -102,7 +152,16 @@ class Message(BaseModel):
     calls tools."""
     tool_calls: list[Any] | None = None
     """OpenAI-style tool calls of an assistant message, as the server returned them
-    (checked by the rewards that read them, so a malformed call is the policy's error)."""
+    (checked by the rewards that read them, so a malformed call is the policy's error).
+    Arguments nested more than `MAX_NESTING` levels deep are kept as their JSON text (a call
+    deep elsewhere, as a whole), so the sample can travel to a worker and into a result."""
+
+    @field_validator("tool_calls")
+    @classmethod
+    def _shallow_calls(cls, calls: list[Any] | None) -> list[Any] | None:
+        if calls is None or not nested_deeper_than(calls, MAX_NESTING):
+            return calls
+        return [_shallow_call(call) for call in calls]
 
     @property
     def text(self) -> str:
@@ -117,6 +176,32 @@ class Message(BaseModel):
         if not isinstance(self.content, list):
             return []
         return [p for p in self.content if p.type == "image_url"]
+
+
+def _as_text(value: Any) -> str:
+    """`value` as JSON text; a placeholder when even that is too deep to write."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (RecursionError, ValueError):
+        return f"<nested more than {MAX_NESTING} levels deep>"
+
+
+def _shallow_call(call: Any) -> Any:
+    """One tool call within `MAX_NESTING` levels (counted from the message's call list):
+    too-deep arguments become JSON text; a call still too deep becomes JSON text itself."""
+    if not nested_deeper_than(call, MAX_NESTING - 1):
+        return call
+    if isinstance(call, dict):
+        call = dict(call)
+        holder = call
+        if isinstance(call.get("function"), dict):
+            holder = call["function"] = dict(call["function"])
+        for key in ("arguments", "parameters"):
+            if nested_deeper_than(holder.get(key), MAX_NESTING - 3):
+                holder[key] = _as_text(holder[key])
+        if not nested_deeper_than(call, MAX_NESTING - 1):
+            return call
+    return _as_text(call)
 
 
 class Sample(BaseModel):
@@ -137,6 +222,13 @@ class Sample(BaseModel):
     """Free-form extras, passed through to rewards."""
     group: str | None = None
     """Samples sharing a group answer the same prompt (for group transforms)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_too_deep(cls, data: Any) -> Any:
+        if isinstance(data, dict) and nested_deeper_than(data):
+            raise ValueError(f"nested more than {MAX_NESTING} levels deep")
+        return data
 
     @model_validator(mode="before")
     @classmethod
@@ -172,6 +264,24 @@ class Sample(BaseModel):
     @classmethod
     def _ids_as_text(cls, value: Any) -> Any:
         return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @model_validator(mode="after")
+    def _images_within_the_limit(self) -> Sample:
+        """An oversized image in the prompt (the dataset's) makes the sample invalid; one in
+        the completion (the policy's side) is replaced by an `OMITTED_IMAGE` part, so what
+        the policy produced is scored, never turned into a null."""
+        for side in ("prompt", "completion"):
+            messages = getattr(self, side)
+            for i, message in enumerate(messages if isinstance(messages, list) else []):
+                parts = message.content if isinstance(message.content, list) else []
+                for j, part in enumerate(parts):
+                    problem = part.oversized
+                    if problem is None:
+                        continue
+                    if side == "prompt":
+                        raise ValueError(f"prompt[{i}].content[{j}].image_url.url: {problem}")
+                    parts[j] = ContentPart(type=OMITTED_IMAGE, reason=problem)
+        return self
 
     @property
     def text(self) -> str:
@@ -209,9 +319,23 @@ class Score(BaseModel):
         return cls(score=float(value), status="ok", detail=detail)
 
     @classmethod
-    def failed(cls, status: Status, reason: str, **detail: Any) -> Score:
-        """No score, with the reason why (`timeout`, `error`, `invalid`, `not_applicable`)."""
+    def failed(
+        cls, status: Status, reason: str, *, cause: Cause | None = None, **detail: Any
+    ) -> Score:
+        """No score, with the reason why (`timeout`, `error`, `invalid`, `not_applicable`),
+        and for a failure, who caused it when the reward knows (else `DEFAULT_CAUSES`)."""
+        if cause is not None:
+            detail["cause"] = cause
         return cls(score=None, status=status, detail={"reason": reason, **detail})
+
+    @property
+    def cause(self) -> Cause | None:
+        """Who caused this failure (`detail.cause`, else the status's default); None unless
+        the status is a failure."""
+        if self.status not in FAILURE_STATUSES:
+            return None
+        given = self.detail.get("cause")
+        return given if given in _CAUSES else DEFAULT_CAUSES[self.status]
 
     @property
     def passed(self) -> bool:
@@ -236,3 +360,17 @@ class Result(BaseModel):
     steps: list[float] | None = None
     """Per-step rewards of a process-supervised trajectory (`combine: renorm`), in step order,
     the answer step last; `reward` is their mean. Written only by ReNorm."""
+
+    @property
+    def cause(self) -> Cause | None:
+        """Who caused this result's failure; None unless its status is a failure.
+
+        `completion` when any failed component's failure is the completion's (a sample that
+        timed out one verifier is charged even if another found its reference bad), or when
+        no component failed (the combination itself failed on the scores); else the cause of
+        the first failed component.
+        """
+        if self.status not in FAILURE_STATUSES:
+            return None
+        causes = [s.cause for s in self.components.values() if s.status in FAILURE_STATUSES]
+        return "completion" if not causes or "completion" in causes else causes[0]

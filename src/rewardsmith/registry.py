@@ -12,7 +12,10 @@ spec may set); it returns the function that scores one sample::
         return score
 
 Built-in types are registered lazily as ``"module:attr"`` strings, so `import rewardsmith`
-does not import sympy. A spec may also name any importable factory as ``"package.module:attr"``.
+does not import sympy. A spec may also name a factory by its import path,
+``"package.module:attr"``; the module is imported, and the attribute must be a registered
+reward factory (decorated with `@reward`): a spec can reach only what someone made a reward,
+never any callable (``"os:system"``).
 
 A group-scoped type (``@reward("majority_vote", group_scoped=True)``) needs every sample of
 its group: its factory returns a `GroupRewardFn`, whose call reads one sample in a worker (under
@@ -33,7 +36,16 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from ._exceptions import ConfigError, UnknownRewardError
 from .models import Sample, Score
 
-__all__ = ["GroupRewardFn", "Registry", "RewardFn", "RewardInfo", "registry", "reward"]
+__all__ = [
+    "GroupRewardFn",
+    "Registry",
+    "RewardFn",
+    "RewardInfo",
+    "bounded",
+    "declared_bounds",
+    "registry",
+    "reward",
+]
 
 RewardFn = Callable[[Sample], Score]
 """Scores one sample. Runs in a worker process under a hard timeout; may raise (-> `error`)."""
@@ -55,6 +67,32 @@ class GroupRewardFn(Protocol):
 
 _GROUP_SCOPED = "__rewardsmith_group_scoped__"
 """Attribute that `reward(..., group_scoped=True)` sets on a factory."""
+
+
+def bounded(score: RewardFn, low: float, high: float) -> RewardFn:
+    """`score`, declaring that every value it returns lies in [low, high].
+
+    Combinations that must know a reward's range read it: a veto's lowest total, `product`'s
+    non-negative members, `uncertainty`'s monotonicity check and the default
+    `correct_threshold` of the length transforms. A range nobody declared is unknown (those
+    combinations then ask the spec for it), never guessed.
+    """
+    if not low <= high:
+        raise ValueError(f"bounds: low ({low}) is above high ({high})")
+    # A bound method takes no attributes of its own, and reads its function's: the range of
+    # a method is declared for every instance of its class.
+    target = getattr(score, "__func__", score)
+    target.bounds = (float(low), float(high))  # type: ignore[union-attr]
+    return score
+
+
+def declared_bounds(score: RewardFn) -> tuple[float, float] | None:
+    """The range `score` declared with `bounded`, or None."""
+    found = getattr(score, "bounds", None)
+    if isinstance(found, tuple) and len(found) == 2 and all(isinstance(v, float) for v in found):
+        return found
+    return None
+
 
 RewardFactory = Callable[..., RewardFn]
 F = TypeVar("F", bound=RewardFactory)
@@ -121,12 +159,20 @@ class Registry:
             return sorted(self._entries)
 
     def get(self, name: str) -> RewardInfo:
-        """Resolve a type name (or an importable ``"module:attr"`` path) to its info."""
+        """Resolve a type name (or the ``"module:attr"`` path of a registered factory)."""
         with self._lock:
             target = self._entries.get(name)
         if target is None:
             if ":" in name:
-                return RewardInfo(name, _import(name, name))
+                factory = _import(name, name)
+                registered = self._name_of(factory)
+                if registered is None:
+                    raise ConfigError(
+                        f"reward type {name!r} is not a reward factory: a type given by its "
+                        "import path must be registered in its module with "
+                        "@rewardsmith.reward('<name>')"
+                    )
+                return RewardInfo(name, factory, self._preload.get(registered, ()))
             hint = difflib.get_close_matches(name, self.names(), n=1)
             did_you_mean = f" Did you mean: {hint[0]}?" if hint else ""
             raise UnknownRewardError(
@@ -138,6 +184,11 @@ class Registry:
             self.register(name, factory)
             target = factory
         return RewardInfo(name, target, self._preload.get(name, ()))
+
+    def _name_of(self, factory: Any) -> str | None:
+        """The name `factory` is registered under, if it is."""
+        with self._lock:
+            return next((n for n, t in self._entries.items() if t is factory), None)
 
 
 def _defined_under(factory: Any, path: str) -> bool:
@@ -213,6 +264,10 @@ _BUILTIN = {
     "judge_group": "rewardsmith.judges:judge_group",
     "judge_reference": "rewardsmith.judges:judge_reference",
     "judge_principles": "rewardsmith.judges:judge_principles",
+    "reward_model": "rewardsmith.reward_models:reward_model",
+    "process": "rewardsmith.reward_models:process",
+    "similarity": "rewardsmith.reward_models:similarity",
+    "likelihood": "rewardsmith.reward_models:likelihood",
     "majority_vote": "rewardsmith.selection:majority_vote",
 }
 for _name, _target in _BUILTIN.items():

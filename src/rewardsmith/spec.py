@@ -12,15 +12,18 @@ A component's own keys (`type`, `weight`, `only_if`, `veto`, `transform`, `scope
 reward type's parameters (the keyword arguments of its factory). `combine`, `transform` and
 `group_transform` take a name, or a mapping with `type` and that choice's parameters. Every
 unknown key is an error that names the key and what is allowed, so a typo never silently
-falls back to a default. Everything that decides a number is in the spec, so every trainer
-adapter, the server and every backend compute the same numbers from it.
+falls back to a default; so is a key given twice (YAML would keep the last one silently), an
+infinite or NaN number, and a spec file that is not UTF-8 text. Everything that decides a
+number is in the spec, so every trainer adapter, the server and every backend compute the
+same numbers from it.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -44,8 +47,9 @@ from .combine import (
     ReNorm,
     Simple,
     Transform,
+    check_combination,
 )
-from .registry import GroupRewardFn, RewardFn, registry
+from .registry import GroupRewardFn, RewardFn, declared_bounds, registry
 from .turns import per_turn
 
 __all__ = ["CombineMode", "ComponentSpec", "RewardSpec", "load_spec"]
@@ -63,7 +67,7 @@ CombineMode = Literal[
 """How component scores become one reward (see `rewardsmith.combine`)."""
 
 _COMPONENT_KEYS = ("type", "weight", "only_if", "veto", "transform", "scope")
-_SPEC_KEYS = ("rewards", "combine", "group_transform", "timeout_s", "on_error")
+_SPEC_KEYS = ("rewards", "combine", "group_transform", "timeout_s", "on_error", "veto_value")
 _LAX = ConfigDict(arbitrary_types_allowed=True)
 
 
@@ -109,6 +113,11 @@ class ComponentSpec(BaseModel):
             )
         return fn
 
+    @functools.cached_property
+    def bounds(self) -> tuple[float, float] | None:
+        """The range the reward declares for its scores (`registry.bounded`), or None."""
+        return declared_bounds(self.build())
+
 
 class RewardSpec(BaseModel):
     """A validated reward spec. Build it with `load_spec` or `RewardSpec.from_dict`."""
@@ -123,10 +132,12 @@ class RewardSpec(BaseModel):
     """The combination with its parameters (from `combine:` given as a mapping)."""
     group_transform: Annotated[GroupTransform, Field(discriminator="type")] | None = None
     """How a group's rewards become each sample's `advantage` (None: no advantage)."""
-    timeout_s: float = Field(default=5.0, gt=0)
+    timeout_s: float = Field(default=5.0, gt=0, allow_inf_nan=False)
     """Hard wall-clock limit per sample per component; the worker is killed past it."""
-    on_error: float | None = None
+    on_error: float | None = Field(default=None, allow_inf_nan=False)
     """Total reward when a component fails (`timeout`/`error`/`invalid`); None keeps it null."""
+    veto_value: float | None = None
+    """Total reward when a veto fires; None: the lowest total the spec can produce."""
 
     @model_validator(mode="before")
     @classmethod
@@ -160,10 +171,7 @@ class RewardSpec(BaseModel):
         """This spec with another `group_transform:` (a name, YAML text or a mapping; None
         removes it), validated as in a spec file. For `--group-transform` on the command line."""
         if isinstance(value, str):
-            try:
-                value = yaml.safe_load(value)
-            except yaml.YAMLError as exc:
-                raise ConfigError(f"group_transform is not valid YAML: {exc}") from None
+            value = _parse_yaml(value, "group_transform")
         chosen = None if value is None else _choice("group_transform", value, GROUP_TRANSFORM_TYPES)
         return self.model_copy(update={"group_transform": chosen})
 
@@ -196,6 +204,9 @@ class RewardSpec(BaseModel):
             raise ConfigError(_describe(exc, "spec")) from None
         spec._check_gates()
         spec._check_references()
+        problem = check_combination(spec)
+        if problem is not None:
+            raise ConfigError(problem)
         return spec
 
     def _check_references(self) -> None:
@@ -278,7 +289,8 @@ def _component(name: str, body: Any) -> ComponentSpec:
             f"{where}: type {info.name} needs its whole group; scope: turns is not available for it"
         )
     try:  # build once here so bad parameters fail at load time, not in every worker
-        component.build_group() if info.group_scoped else component.build()
+        built = component.build_group() if info.group_scoped else component.build()
+        component.__dict__["bounds"] = declared_bounds(built)  # the cached property
     except ValidationError as exc:
         raise ConfigError(_describe(exc, f"{where} (type {info.name})")) from None
     except (TypeError, ValueError) as exc:
@@ -347,9 +359,37 @@ def load_spec(source: str | Path | dict[str, Any] | RewardSpec) -> RewardSpec:
     if "\n" not in text and path.suffix in {".yaml", ".yml", ".json"}:
         if not path.is_file():
             raise ConfigError(f"spec file not found: {path}")
-        text = path.read_text(encoding="utf-8")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"spec file {path} is not UTF-8 text: {exc}") from None
+    return RewardSpec.from_dict(_parse_yaml(text, "spec"))
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a mapping that gives the same key twice."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            if isinstance(key, Hashable) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"found duplicate key {key!r}",
+                    key_node.start_mark,
+                )
+            if isinstance(key, Hashable):
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _parse_yaml(text: str, what: str) -> Any:
+    """YAML (or JSON) text as data; a syntax error or a repeated key is a `ConfigError`."""
     try:
-        data = yaml.safe_load(text)
+        return yaml.load(text, Loader=_StrictLoader)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"spec is not valid YAML: {exc}") from None
-    return RewardSpec.from_dict(data)
+        raise ConfigError(f"{what} is not valid YAML: {exc}") from None

@@ -13,17 +13,24 @@ completion. With `scope: turns` it scores each assistant turn on its own view of
 The component's result carries one value per turn in ``detail.steps`` (what
 ``combine: renorm`` reads as per-step process rewards) and, as its score, their mean. The
 policy decides how many turns it takes, so neither count is an escape: a turn past the end of
-``turn_references`` scores 0 (with the reason), and a gold turn the trajectory never reached
-counts 0 in the mean.
+``turn_references`` scores the reward's floor (the low end of the range it declares with
+`bounded`; 0 for a reward that declares none), with the reason, and a gold turn the
+trajectory never reached counts the floor in the mean. Whatever the trajectory, the
+dataset's ``turn_references`` decide validity: a list with a null entry is `invalid` before
+any turn is scored.
+
+Views are built one at a time: each holds its whole prefix, so all of them at once would
+take memory growing with the square of the number of turns.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 from .models import FAILURE_STATUSES, Message, Sample, Score
-from .registry import RewardFn
+from .registry import RewardFn, bounded, declared_bounds
 
 __all__ = ["TURN_REFERENCES", "per_turn", "turn_views"]
 
@@ -39,37 +46,48 @@ def _as_messages(prompt: str | list[Message] | None) -> list[Message]:
     return list(prompt)
 
 
-def turn_views(sample: Sample) -> list[Sample]:
-    """One sample per assistant turn: the turn as completion, what came before as prompt.
+def _assistant_turns(sample: Sample) -> list[int]:
+    """Indices of the assistant messages of a conversation; [] for text or none."""
+    if isinstance(sample.completion, str):
+        return []
+    return [i for i, message in enumerate(sample.completion) if message.role == "assistant"]
+
+
+def turn_views(sample: Sample) -> Iterator[Sample]:
+    """One sample per assistant turn, built as it is asked for: the turn as completion, what
+    came before as prompt.
 
     A text completion, or a conversation without an assistant message, is one turn: itself.
     """
-    if isinstance(sample.completion, str):
-        return [sample]
-    turns = [i for i, message in enumerate(sample.completion) if message.role == "assistant"]
+    turns = _assistant_turns(sample)
     if not turns:
-        return [sample]
+        yield sample
+        return
     context = _as_messages(sample.prompt)
-    return [
-        sample.model_copy(
-            update={"prompt": context + sample.completion[:i], "completion": [sample.completion[i]]}
-        )
-        for i in turns
-    ]
+    completion = sample.completion
+    for i in turns:
+        prefix = context + completion[:i]  # type: ignore[operator]
+        yield sample.model_copy(update={"prompt": prefix, "completion": [completion[i]]})
 
 
 def per_turn(fn: RewardFn) -> RewardFn:
-    """`fn` applied to every assistant turn; per-turn values in ``detail.steps``."""
+    """`fn` applied to every assistant turn; per-turn values in ``detail.steps``. Missing and
+    extra turns score `fn`'s floor; the result declares `fn`'s range."""
+    declared = declared_bounds(fn)
+    floor = declared[0] if declared is not None else 0.0
 
     def score(sample: Sample) -> Score:
-        views = turn_views(sample)
         references = sample.metadata.get(TURN_REFERENCES)
         if references is not None and not isinstance(references, list):
             return Score.failed(
                 "invalid", f"metadata.{TURN_REFERENCES} must be a list, one reference per turn"
             )
+        if references is not None and None in references:
+            k = references.index(None)
+            return Score.failed("invalid", f"metadata.{TURN_REFERENCES}[{k}] is null")
+        count = max(1, len(_assistant_turns(sample)))
         scores: list[Score] = []
-        for k, view in enumerate(views):
+        for k, view in enumerate(turn_views(sample)):
             if references is None:
                 scores.append(fn(view))
             elif k < len(references):
@@ -77,18 +95,18 @@ def per_turn(fn: RewardFn) -> RewardFn:
             else:
                 reason = (
                     f"no reference for assistant turn {k}: metadata.{TURN_REFERENCES} has "
-                    f"{len(references)}, the trajectory {len(views)} turns"
+                    f"{len(references)}, the trajectory {count} turns: the reward's floor"
                 )
-                scores.append(Score.ok(0.0, reason=reason))
-        missing = max(0, len(references) - len(views)) if references is not None else 0
-        return _combine_turns(scores, missing)
+                scores.append(Score.ok(floor, reason=reason))
+        missing = max(0, len(references) - count) if references is not None else 0
+        return _combine_turns(scores, missing, floor)
 
-    return score
+    return bounded(score, *declared) if declared is not None else score
 
 
-def _combine_turns(scores: list[Score], missing: int) -> Score:
+def _combine_turns(scores: list[Score], missing: int, floor: float) -> Score:
     """The component's score from its turns' scores: the first failure decides, else the mean
-    over the turns that apply (plus `missing` unreached gold turns, which count 0)."""
+    over the turns that apply (plus `missing` unreached gold turns, which count `floor`)."""
     turns: list[dict[str, Any]] = []
     steps: list[float | None] = []
     for k, turn in enumerate(scores):
@@ -105,7 +123,7 @@ def _combine_turns(scores: list[Score], missing: int) -> Score:
     counted = [s for s in steps if s is not None]
     if not counted:
         return Score.failed("not_applicable", "no turn applies", steps=steps, turns=turns)
-    mean = math.fsum(counted) / (len(counted) + missing)
+    mean = math.fsum([*counted, *[floor] * missing]) / (len(counted) + missing)
     detail: dict[str, Any] = {"steps": steps, "turns": turns}
     if missing:
         detail["missing_turns"] = missing

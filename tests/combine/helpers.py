@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from rewardsmith import RewardSpec, Sample, Score
@@ -9,12 +10,21 @@ from rewardsmith.combine import ResultBuilder, Scored
 from rewardsmith.models import Result
 
 ECHO = "tests.combine.rewards_for_tests:echo"
+UNIT = {"low": 0.0, "high": 1.0}
+"""Component keys making an `echo` reward declare scores in [0, 1]."""
+
+
+_SPECS: dict[str, RewardSpec] = {}
 
 
 def spec(components: dict[str, dict[str, Any]], **top: Any) -> RewardSpec:
-    """A spec whose components are all `echo` rewards (keyed by their own name)."""
+    """A spec whose components are all `echo` rewards (keyed by their own name); built once
+    per distinct input (specs are frozen), so property tests stay within their deadline."""
     rewards = {name: {"type": ECHO, "key": name, **body} for name, body in components.items()}
-    return RewardSpec.from_dict({"rewards": rewards, **top})
+    key = json.dumps([rewards, top], sort_keys=True, default=str)
+    if key not in _SPECS:
+        _SPECS[key] = RewardSpec.from_dict({"rewards": rewards, **top})
+    return _SPECS[key]
 
 
 def ok(value: float, **detail: Any) -> Score:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from rewardsmith import RewardFn, Sample, Score
+from rewardsmith import RewardFn, Sample, Score, reward
+from rewardsmith.registry import bounded
 
 
-def echo(*, key: str = "score") -> RewardFn:
+@reward("tests.combine.echo")
+def echo(*, key: str = "score", low: float | None = None, high: float | None = None) -> RewardFn:
     """``metadata[key]`` as the score, ``metadata[key + "_detail"]`` as the detail.
 
-    A missing key is `not_applicable`; the value ``"error"`` is an `error`.
+    A missing key is `not_applicable`; the value ``"error"`` is an `error` (caused by the
+    completion), ``"infrastructure"`` an `error` caused by the infrastructure. With `low` and
+    `high`, the reward declares that range for its scores.
     """
 
     def score(sample: Sample) -> Score:
@@ -17,6 +21,10 @@ def echo(*, key: str = "score") -> RewardFn:
             return Score.failed("not_applicable", f"no metadata.{key}")
         if value == "error":
             return Score.failed("error", "asked to fail")
+        if value == "infrastructure":
+            return Score.failed("error", "server down", cause="infrastructure")
         return Score.ok(value, **sample.metadata.get(f"{key}_detail", {}))
 
+    if low is not None and high is not None:
+        return bounded(score, low, high)
     return score

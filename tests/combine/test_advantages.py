@@ -69,22 +69,28 @@ def test_all_equal_group_gets_exactly_zero(value, n, transform) -> None:
     assert all(math.copysign(1, a) == 1 for a in got)  # not even -0.0
 
 
-def test_failed_samples_are_left_out_with_a_null_advantage() -> None:
+def test_dataset_failures_are_left_out_and_completion_failures_charged() -> None:
     items = [
         row("g", {"r": ok(1.0)}),
         row("g", {"r": Score.failed("timeout", "slow")}),
         row("g", {"r": ok(0.0)}),
         row("g", {"r": Score.failed("not_applicable", "nothing")}),
+        row("g", {"r": Score.failed("invalid", "bad reference")}),
     ]
     results = run(grpo(epsilon=0), items)
-    assert [r.advantage for r in results] == [1.0, None, -1.0, None]
+    # the timeout enters at the group's lowest reward (0.0): values [1, 0, 0]
+    third = math.sqrt(2) / 2
+    assert [r.advantage for r in results] == pytest.approx([2 * third, -third, -third, None, None])
+    assert results[4].advantage is None
     assert all("advantage" in r.model_dump(exclude_unset=True) for r in results)
 
 
-def test_on_error_value_does_not_enter_statistics() -> None:
-    s = spec(R, group_transform="dr_grpo", on_error=0.0)
+def test_on_error_enters_statistics_no_better_than_the_worst() -> None:
+    s = spec(R, group_transform="dr_grpo", on_error=2.0)
     items = [row("g", {"r": ok(1.0)}), row("g", {"r": Score.failed("error", "x")})]
-    assert advantages(s, items) == [0.0, None]
+    assert advantages(s, items) == [0.0, 0.0]  # charged at min(2.0, 1.0): level with the worst
+    s = spec(R, group_transform="dr_grpo", on_error=-1.0)
+    assert advantages(s, items) == [1.0, -1.0]
 
 
 def test_whiten_is_batch_level_reinforce_pp() -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rewardsmith import Score
@@ -12,11 +14,15 @@ from rewardsmith.combine import combine, combine_scores
 from .helpers import ok, row, run, spec
 
 NA = Score.failed("not_applicable", "nothing to check")
+UNIT = {"low": 0.0, "high": 1.0}
 
 
 def two(combine_mode, **weights):
     return spec(
-        {"a": {"weight": weights.get("a", 1.0)}, "b": {"weight": weights.get("b", 1.0)}},
+        {
+            "a": {"weight": weights.get("a", 1.0), **UNIT},
+            "b": {"weight": weights.get("b", 1.0), **UNIT},
+        },
         combine=combine_mode,
     )
 
@@ -27,7 +33,7 @@ def two(combine_mode, **weights):
         ("average", 1.0, 0.0, 0.5),
         ("min", 1.0, 0.25, 0.25),
         ({"type": "uncertainty", "lambda": 0.5}, 1.0, 0.0, 0.5 - 0.5 * 0.25),
-        ({"type": "uncertainty", "lambda": 2}, 0.8, 0.4, 0.6 - 2 * 0.04),
+        ({"type": "uncertainty", "lambda": 1}, 0.8, 0.4, 0.6 - 0.04),
         ("uncertainty", 0.35, 0.35, 0.35),
         ({"type": "lexicographic", "tie_scale": 0.01}, 1.0, 0.5, 1.005),
         ("lexicographic", 0.0, -1.0, -0.001),
@@ -49,8 +55,8 @@ def test_lexicographic_rank_is_the_spec_position_not_the_counted_position() -> N
     assert combine(s, {"a": NA, "b": ok(1.0)}) == (pytest.approx(0.01), "ok")
 
 
-def test_veto_zeroes_the_total_only_when_the_rule_fails() -> None:
-    s = spec({"correct": {}, "safe": {"veto": True, "weight": 0.0}})
+def test_veto_gives_the_lowest_total_only_when_the_rule_fails() -> None:
+    s = spec({"correct": UNIT, "safe": {"veto": True, "weight": 0.0, **UNIT}})
     assert combine(s, {"correct": ok(1.0), "safe": ok(0.0)}) == (0.0, "ok")
     assert combine(s, {"correct": ok(1.0), "safe": ok(-1.0)}) == (0.0, "ok")
     assert combine(s, {"correct": ok(1.0), "safe": ok(1.0)}) == (1.0, "ok")
@@ -59,10 +65,11 @@ def test_veto_zeroes_the_total_only_when_the_rule_fails() -> None:
     assert combine(s, {"correct": ok(1.0), "safe": failed}) == (None, "timeout")
 
 
-def test_veto_counts_every_component_as_zero_for_gdpo() -> None:
-    s = spec({"correct": {}, "safe": {"veto": True}})
-    combined = combine_scores(s, {"correct": ok(1.0), "safe": ok(0.0)})
-    assert [c.score for c in combined.counted] == [0.0, 0.0]
+def test_veto_counts_every_component_at_its_lowest_for_gdpo() -> None:
+    s = spec({"correct": UNIT, "safe": {"veto": True, **UNIT}, "len": {"low": -1.0, "high": 0.0}})
+    combined = combine_scores(s, {"correct": ok(1.0), "safe": ok(0.0), "len": ok(-0.5)})
+    assert [c.score for c in combined.counted] == [0.0, 0.0, -1.0]
+    assert combined.reward == -1.0
 
 
 RENORM = {"type": "renorm", "process": "prm", "outcome": "correct"}
@@ -102,8 +109,9 @@ def test_renorm_rejects_what_it_cannot_normalise(steps, outcome, reason) -> None
     detail = {} if steps is None else {"steps": steps}
     s = spec({"prm": {}, "correct": {}}, combine=RENORM)
     (result,) = run(s, [row("g", {"prm": ok(0.5, **detail), "correct": ok(outcome)})])
-    assert (result.reward, result.status, result.steps) == (None, "invalid", None)
+    assert (result.reward, result.status, result.steps) == (None, "error", None)
     assert reason in result.components["prm"].detail["reason"]
+    assert result.cause == "completion"  # the rewards' output for this completion: charged
 
 
 @given(st.lists(st.floats(0, 1), min_size=1, max_size=12), st.sampled_from([0.0, 1.0]))
@@ -115,12 +123,20 @@ def test_renorm_wrong_answers_land_in_minus_one_zero_right_ones_in_zero_one(step
 
 
 members = st.lists(st.floats(-10, 10), min_size=1, max_size=6)
+WIDE = {"low": -10.0, "high": 10.0}
 
 
-@given(members, st.floats(0, 5))
-def test_ensemble_bounds(values, lam) -> None:
-    names = {f"c{i}": {} for i in range(len(values))}
+def uwo_limit(k: int, width: float) -> float:
+    """The largest lambda for which UWO over k members in a range of `width` is monotone."""
+    return math.inf if k < 2 else k / (2 * (k - 1) * width)
+
+
+@settings(deadline=None)  # a spec per example (lambda varies)
+@given(members, st.floats(0, 1))
+def test_ensemble_bounds(values, share) -> None:
+    names = {f"c{i}": WIDE for i in range(len(values))}
     scores = {f"c{i}": ok(v) for i, v in enumerate(values)}
+    lam = share * min(5.0, uwo_limit(len(values), 20.0))
     mean, _ = combine(spec(names, combine="average"), scores)
     worst, _ = combine(spec(names, combine="min"), scores)
     cautious, _ = combine(spec(names, combine={"type": "uncertainty", "lambda": lam}), scores)

@@ -10,6 +10,7 @@ import pytest
 from rewardsmith import Engine, InputError, Score
 from rewardsmith.io import write_result
 
+from .hack_table import GATE_CHAIN_SPEC
 from .helpers import ECHO
 
 SPEC = {
@@ -43,23 +44,31 @@ def engine():
         yield engine
 
 
-def test_grpo_advantages_in_the_output_with_failures_left_out(engine) -> None:
+def test_grpo_advantages_in_the_output_with_failures_charged_or_left_out(engine) -> None:
     samples = [
         sample(0, "q1", 1.0),
         sample(1, "q1", 0.0),
-        sample(2, "q1", "error"),
+        sample(2, "q1", "error"),  # the completion's doing: charged at the group's lowest
         sample(3, "q2", 1.0),
         sample(4, "q2", 1.0),
         sample(5, None, 0.0),
         {"id": "bad", "completion": 3},  # not a valid sample: keeps its place, no group
         sample(6, "q3", 0.0, fmt=0.0),
         sample(7, "q3", 1.0, fmt=0.0),
+        sample(8, "q3", "infrastructure"),  # not the completion's doing: left out
     ]
     rows = lines(engine.iter_score(samples))
-    assert [r["id"] for r in rows] == ["s0", "s1", "s2", "s3", "s4", "s5", "bad", "s6", "s7"]
-    assert [r["reward"] for r in rows] == [1.5, 0.5, None, 1.5, 1.5, 0.5, None, 0.0, 1.0]
-    assert [r["advantage"] for r in rows] == [1.0, -1.0, None, 0.0, 0.0, 0.0, None, -1.0, 1.0]
+    ids = ["s0", "s1", "s2", "s3", "s4", "s5", "bad", "s6", "s7", "s8"]
+    assert [r["id"] for r in rows] == ids
+    assert [r["reward"] for r in rows] == [1.5, 0.5, None, 1.5, 1.5, 0.5, None, 0.0, 1.0, None]
+    third = 2**0.5 / 2  # q1 enters the statistics as [1.5, 0.5, 0.5]
+    assert [r["advantage"] for r in rows] == pytest.approx(
+        [2 * third, -third, -third, 0.0, 0.0, 0.0, None, -1.0, 1.0, None]
+    )
+    assert rows[6]["advantage"] is None and rows[9]["advantage"] is None
     assert rows[2]["status"] == "error" and rows[6]["status"] == "invalid"
+    assert rows[2]["components"]["correct"]["detail"]["cause"] == "completion"
+    assert rows[9]["components"]["correct"]["detail"]["cause"] == "infrastructure"
     assert all("steps" not in r for r in rows)
 
 
@@ -122,3 +131,32 @@ def test_renorm_steps_in_the_output() -> None:
     with Engine(spec, workers=1) as engine:
         rows = lines(engine.iter_score(samples))
     assert [(r["steps"], r["reward"]) for r in rows] == [([-0.5, 0.0], -0.25), ([0.5, 1.0], 0.75)]
+
+
+def test_a_completion_that_times_out_gets_no_better_advantage_than_the_worst() -> None:
+    """Issue 17 item 1, end to end: the hung sample's worker is killed; it used to come back
+    with a null advantage (better than the honest wrong answer's negative one)."""
+    spec = {
+        "rewards": {"r": {"type": "tests.engine.rewards_for_tests:scripted"}},
+        "group_transform": {"type": "grpo", "epsilon": 0},
+        "timeout_s": 1,
+    }
+    samples = [
+        {"id": "long", "completion": "abcd", "group": "q"},
+        {"id": "short", "completion": "ab", "group": "q"},
+        {"id": "hang", "completion": "hang", "group": "q"},
+    ]
+    with Engine(spec, workers=2) as engine:
+        rows = lines(engine.iter_score(samples))
+    assert [r["status"] for r in rows] == ["ok", "ok", "timeout"]
+    assert rows[2]["reward"] is None  # no on_error: the status says what happened
+    assert rows[2]["components"]["r"]["detail"]["cause"] == "completion"
+    assert rows[2]["advantage"] == rows[1]["advantage"] < 0 < rows[0]["advantage"]
+
+
+def test_a_gate_chain_closes_when_its_first_gate_fails() -> None:
+    """Issue 17 item 5: `bonus` (only_if correct) used to open on correct's raw score while
+    `correct` itself was gated off by `safe`."""
+    with Engine(GATE_CHAIN_SPEC, workers=1) as engine:
+        unsafe, safe = engine.score([{"completion": "42 bonus"}, {"completion": "safe 42 bonus"}])
+    assert (unsafe.reward, safe.reward) == (0.0, 2.5)

@@ -8,7 +8,7 @@ import pytest
 
 from rewardsmith import Score
 
-from .helpers import ok, row, run, spec
+from .helpers import UNIT, ok, row, run, spec
 
 
 def length(n: int) -> Score:
@@ -17,7 +17,7 @@ def length(n: int) -> Score:
 
 
 def run_length(transform, samples, group="g", **top):
-    s = spec({"correct": {}, "len": {"transform": transform}}, **top)
+    s = spec({"correct": UNIT, "len": {"transform": transform}}, **top)
     return run(s, [row(group, {"correct": ok(float(c)), "len": length(n)}) for c, n in samples])
 
 
@@ -69,7 +69,7 @@ def test_kimi_equal_lengths_give_zero() -> None:
 
 
 def test_kimi_groups_are_separate() -> None:
-    s = spec({"correct": {}, "len": {"transform": {"type": "kimi", "correct": "correct"}}})
+    s = spec({"correct": UNIT, "len": {"transform": {"type": "kimi", "correct": "correct"}}})
     items = [
         row("a", {"correct": ok(1), "len": length(10)}),
         row("a", {"correct": ok(1), "len": length(20)}),
@@ -79,14 +79,14 @@ def test_kimi_groups_are_separate() -> None:
 
 
 def test_length_transforms_need_the_length_detail() -> None:
-    s = spec({"correct": {}, "len": {"transform": COSINE}})
+    s = spec({"correct": UNIT, "len": {"transform": COSINE}})
     (result,) = run(s, [row("g", {"correct": ok(1), "len": ok(0.0)})])
     assert result.status == "invalid"
     assert "detail.length" in result.components["len"].detail["reason"]
 
 
 def test_unknown_correctness_makes_the_length_reward_not_applicable() -> None:
-    s = spec({"correct": {}, "len": {"transform": COSINE}})
+    s = spec({"correct": UNIT, "len": {"transform": COSINE}})
     (result,) = run(
         s, [row("g", {"correct": Score.failed("not_applicable", "x"), "len": length(5)})]
     )
@@ -97,7 +97,7 @@ def test_unknown_correctness_makes_the_length_reward_not_applicable() -> None:
 def test_grpo_lambda_switches_the_length_reward_off_in_mostly_wrong_groups() -> None:
     s = spec(
         {
-            "correct": {},
+            "correct": UNIT,
             "len": {
                 "weight": 0.5,
                 "transform": {"type": "grpo_lambda", "correct": "correct", "threshold": 0.5},

@@ -85,7 +85,8 @@ def test_gates_and_vetoes_judge_the_raw_score() -> None:
         {
             "correct": {"transform": {"type": "mean_std", "epsilon": 0}, "veto": True},
             "fmt": {"only_if": "correct"},
-        }
+        },
+        veto_value=0.0,  # a group z-score has no fixed range, so the veto's total is given
     )
     items = [row("g", {"correct": ok(1), "fmt": ok(1)}), row("g", {"correct": ok(2), "fmt": ok(1)})]
     assert [r.reward for r in run(s, items)] == [0.0, 2.0]

@@ -12,13 +12,13 @@ from .helpers import ECHO, spec
 
 YAML = f"""
 rewards:
-  correct: {{type: "{ECHO}", key: correct}}
+  correct: {{type: "{ECHO}", key: correct, low: 0, high: 1}}
   rm:
     type: "{ECHO}"
     key: rm
     weight: 0.5
     transform: [{{type: clip, min: -5, max: 5}}, tanh]
-  safe: {{type: "{ECHO}", key: safe, veto: true, weight: 0}}
+  safe: {{type: "{ECHO}", key: safe, low: 0, high: 1, veto: true, weight: 0}}
 combine: {{type: uncertainty, lambda: 0.25}}
 group_transform: {{type: grpo, std: unbiased, epsilon: 1.0e-4}}
 """

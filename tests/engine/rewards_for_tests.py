@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import time
 
-from rewardsmith import RewardFn, Sample, Score
+from rewardsmith import RewardFn, Sample, Score, reward
 
 
+@reward("tests.engine.scripted")
 def scripted() -> RewardFn:
     """Acts out the instruction in the completion: hang, die, raise, nan, or score its length."""
 
@@ -35,6 +36,7 @@ def scripted() -> RewardFn:
     return score
 
 
+@reward("tests.engine.constant")
 def constant(*, value: float = 1.0) -> RewardFn:
     """Always `value`."""
 

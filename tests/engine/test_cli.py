@@ -187,3 +187,124 @@ def test_bad_group_transform_names_the_choices(tmp_path: Path, spec_file: Path) 
     proc = run_cli("score", "--spec", str(spec_file), "--input", str(inp), "--output",
                    str(tmp_path / "o.jsonl"), "--group-transform", "grpoo")  # fmt: skip
     assert proc.returncode == 2 and "Did you mean: grpo?" in proc.stderr
+
+
+def score_args(spec: Path, inp: Path, out: Path, *extra: str) -> list[str]:
+    return ["score", "--spec", str(spec), "--input", str(inp), "--output", str(out), *extra]
+
+
+def test_a_bad_byte_at_line_15000_of_20000_is_one_invalid_line_and_resume_passes_it(
+    tmp_path: Path, spec_file: Path
+) -> None:
+    lines = [json.dumps({"completion": "x" * (i % 9)}).encode() for i in range(20_000)]
+    lines[14_999] = b'{"completion": "caf\xe9"}'  # Latin-1, not UTF-8
+    lines[17_999] = b'{"completion": "x", "reference": ' + b"[" * 600 + b"]" * 600 + b"}"
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    inp.write_bytes(b"\n".join(lines) + b"\n")
+    proc = run_cli(*score_args(spec_file, inp, out, "--quiet"))
+    assert proc.returncode == 0, proc.stderr
+    results = read_jsonl(out)
+    assert len(results) == 20_000
+    bad = [(r["id"], r["status"]) for r in results if r["status"] != "ok"]
+    assert bad == [("15000", "invalid"), ("18000", "invalid")]
+    assert "line 15000: not UTF-8 text" in proc.stderr
+    assert "line 18000: JSON nested more than 100 levels deep" in proc.stderr
+    reason = results[14_999]["components"]["s"]["detail"]["reason"]
+    assert reason.startswith("line 15000: not UTF-8 text")
+
+    # interrupted at line 14,000: resuming reads past both bad lines to the same output
+    full = out.read_bytes()
+    cut = b"".join(full.splitlines(keepends=True)[:14_000]) + b'{"id": "140'
+    out.write_bytes(cut)
+    proc = run_cli(*score_args(spec_file, inp, out, "--quiet", "--resume"))
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_bytes() == full
+
+
+@pytest.mark.parametrize("link", ["same", "symlink", "hardlink", "relative"])
+@pytest.mark.parametrize("resume", [False, True])
+def test_an_output_that_is_the_input_is_refused_and_the_input_kept(
+    tmp_path: Path, spec_file: Path, link: str, resume: bool
+) -> None:
+    inp = tmp_path / "in.jsonl"
+    content = b'{"id": "a", "completion": "x"}\n{"id": "b", "completion": "yy"}\n'
+    inp.write_bytes(content)
+    out = {
+        "same": inp,
+        "symlink": tmp_path / "out.jsonl",
+        "hardlink": tmp_path / "out.jsonl",
+        "relative": tmp_path / "sub" / ".." / "in.jsonl",
+    }[link]
+    if link == "symlink":
+        out.symlink_to(inp)
+    elif link == "hardlink":
+        os.link(inp, out)
+    elif link == "relative":
+        (tmp_path / "sub").mkdir()
+    proc = run_cli(*score_args(spec_file, inp, out, *(["--resume"] if resume else [])))
+    assert proc.returncode == 2
+    assert "is the input file" in proc.stderr
+    assert inp.read_bytes() == content
+
+
+@pytest.mark.parametrize(
+    ("spec_text", "message"),
+    [
+        (b"rewards:\n  a: {type: math}\ntimeout_s: .inf\n", "timeout_s"),
+        (b"rewards:\n  a: {type: math}\non_error: .nan\n", "on_error"),
+        (b"rewards:\n  a: {type: math}\n  a: {type: f1}\n", "duplicate key 'a'"),
+        (b"rewards:\n  a: {type: math}  # caf\xe9\n", "not UTF-8 text"),
+        (b"rewards:\n  a: {type: 'os:system', command: 'touch pwned'}\n", "not a reward factory"),
+    ],
+)
+def test_spec_mistakes_exit_2_with_a_message(
+    tmp_path: Path, spec_text: bytes, message: str
+) -> None:
+    spec, inp = tmp_path / "spec.yaml", tmp_path / "in.jsonl"
+    spec.write_bytes(spec_text)
+    inp.write_text('{"completion": "x"}\n')
+    proc = run_cli(*score_args(spec, inp, tmp_path / "out.jsonl"), timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert not (ROOT / "pwned").exists()
+
+
+@pytest.mark.parametrize("workers", ["-1", "0", "two"])
+def test_a_bad_worker_count_exits_2(tmp_path: Path, spec_file: Path, workers: str) -> None:
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"completion": "x"}\n')
+    proc = run_cli(
+        *score_args(spec_file, inp, tmp_path / "o.jsonl", "--workers", workers), timeout=60
+    )
+    assert proc.returncode == 2 and "--workers" in proc.stderr
+
+
+def test_whole_input_whitening_warns_that_memory_grows(tmp_path: Path, spec_file: Path) -> None:
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(
+        "".join(json.dumps({"group": "g", "completion": "x" * i}) + "\n" for i in range(4))
+    )
+    out = tmp_path / "o.jsonl"
+    proc = run_cli(*score_args(spec_file, inp, out, "--group-transform", "whiten"))
+    assert proc.returncode == 0, proc.stderr
+    assert "normalises over the whole input" in proc.stderr and "batch_size" in proc.stderr
+    proc = run_cli(*score_args(spec_file, inp, out, "--group-transform", "grpo"))
+    assert "normalises over the whole input" not in proc.stderr
+
+
+def test_stdin_redirected_from_the_output_file_is_refused(tmp_path: Path, spec_file: Path) -> None:
+    out = tmp_path / "data.jsonl"
+    content = b'{"id": "a", "completion": "x"}\n'
+    out.write_bytes(content)
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
+    with out.open("rb") as stdin:
+        proc = subprocess.run(
+            [sys.executable, "-m", "rewardsmith.cli", *score_args(spec_file, Path("-"), out)],
+            stdin=stdin,
+            capture_output=True,
+            env=env,
+            cwd=ROOT,
+            timeout=60,
+        )
+    assert proc.returncode == 2 and b"is the input file" in proc.stderr
+    assert out.read_bytes() == content

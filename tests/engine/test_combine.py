@@ -18,9 +18,18 @@ def make_spec(
     combine_mode: str = "weighted_sum", on_error: float | None = None, **weights_and_gates
 ):
     rewards = {}
+    # `product` takes non-negative members only: clipping makes the custom type's range known
+    shaping = (
+        {"transform": {"type": "clip", "min": 0, "max": 1}} if combine_mode == "product" else {}
+    )
     for name, value in weights_and_gates.items():
         weight, gate = value if isinstance(value, tuple) else (value, None)
-        rewards[name] = {"type": CONSTANT, "weight": weight, **({"only_if": gate} if gate else {})}
+        rewards[name] = {
+            "type": CONSTANT,
+            "weight": weight,
+            **({"only_if": gate} if gate else {}),
+            **shaping,
+        }
     return RewardSpec.from_dict({"rewards": rewards, "combine": combine_mode, "on_error": on_error})
 
 
@@ -66,9 +75,10 @@ def test_not_applicable_components_do_not_count() -> None:
     assert combine(spec, {"a": na, "b": na}) == (None, "not_applicable")
 
 
-def test_non_finite_total_is_invalid() -> None:
+def test_non_finite_total_is_an_error_not_invalid() -> None:
+    """`invalid` is for what the dataset gives; an overflowing total is charged (an error)."""
     spec = make_spec(a=1e308, b=1e308)
-    assert combine(spec, {"a": ok(1e308), "b": ok(1e308)}) == (None, "invalid")
+    assert combine(spec, {"a": ok(1e308), "b": ok(1e308)}) == (None, "error")
 
 
 unit = st.floats(min_value=-10, max_value=10, allow_nan=False)

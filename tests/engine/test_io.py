@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -11,9 +12,14 @@ from rewardsmith import InputError
 from rewardsmith.io import count_lines, read_samples, resume_point
 
 
+def read(text: str | bytes, skip: int = 0) -> list:
+    data = text.encode() if isinstance(text, str) else text
+    return list(read_samples(io.BytesIO(data), skip=skip))
+
+
 def test_read_samples_reports_bad_lines_with_their_number() -> None:
     text = '{"completion": "a"}\n\nnot json\n[1]\n{"id": "x", "completion": "b"}\n'
-    records = list(read_samples(io.StringIO(text)))
+    records = read(text)
     assert records[0] == {"completion": "a", "id": "1"}
     assert isinstance(records[1], InputError) and records[1].line == 3
     assert "not valid JSON" in str(records[1])
@@ -23,7 +29,7 @@ def test_read_samples_reports_bad_lines_with_their_number() -> None:
 
 def test_skip_passes_over_finished_records() -> None:
     text = "".join(f'{{"completion": "{i}"}}\n' for i in range(5))
-    assert [r["id"] for r in read_samples(io.StringIO(text), skip=3)] == ["4", "5"]
+    assert [r["id"] for r in read(text, skip=3)] == ["4", "5"]
 
 
 def test_resume_point_cuts_a_partial_last_line(tmp_path) -> None:
@@ -34,14 +40,47 @@ def test_resume_point_cuts_a_partial_last_line(tmp_path) -> None:
     assert resume_point(tmp_path / "missing.jsonl") == []
 
 
-@given(st.lists(st.sampled_from(["", "  ", '{"completion": "x"}', "junk"]), max_size=30))
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (b'{"completion": "caf\xe9"}', "not UTF-8 text: invalid continuation byte at byte 20"),
+        (b"\x00\x01\x02\xff\xfe", "not UTF-8 text"),
+        (b'{"completion": "x", "reference": ' + b"[" * 600 + b"]" * 600 + b"}", "nested more"),
+        (b"[" * 100_000 + b"]" * 100_000, "nested more than 100 levels deep"),
+    ],
+    ids=["latin-1", "binary", "600-deep", "100000-deep"],
+)
+def test_a_bad_line_is_one_error_and_the_next_lines_are_read(line: bytes, message: str) -> None:
+    data = b'{"completion": "a"}\n' + line + b'\n{"completion": "b"}\n'
+    first, bad, last = read(data)
+    assert isinstance(bad, InputError) and bad.line == 2 and message in str(bad)
+    assert (first["completion"], last["completion"], last["id"]) == ("a", "b", "3")
+
+
+def test_lines_end_at_newline_only() -> None:
+    # a bare \r is JSON whitespace, \u2028 a character: neither breaks a line in JSON Lines
+    data = '{"completion":\r"a\u2028b",\r"id": "one"}\r\n{"completion": "c"}\n'.encode()
+    records = read(data)
+    assert [(r["id"], r["completion"]) for r in records] == [("one", "a\u2028b"), ("2", "c")]
+
+
+def test_a_byte_order_mark_at_the_start_is_not_part_of_the_first_sample() -> None:
+    (record,) = read(b'\xef\xbb\xbf{"completion": "a"}\n')
+    assert record == {"completion": "a", "id": "1"}
+
+
+@given(
+    st.lists(
+        st.sampled_from(["", "  ", "\r", '{"completion": "x"}', "junk", '{"a":\r1}', "\udcff"]),
+        max_size=30,
+    )
+)
 def test_count_lines_counts_what_read_samples_yields(lines) -> None:
-    text = "\n".join(lines)
-    path_text = text.encode()
+    data = "\n".join(lines).encode("utf-8", "surrogateescape")  # \udcff: the byte 0xff
     import tempfile
     from pathlib import Path
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "in.jsonl"
-        path.write_bytes(path_text)
-        assert count_lines(path) == len(list(read_samples(io.StringIO(text))))
+        path.write_bytes(data)
+        assert count_lines(path) == len(read(data))

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pydantic import ValidationError
 
 from rewardsmith import Sample, Score
+from rewardsmith.models import (
+    MAX_DATA_URL_CHARS,
+    MAX_NESTING,
+    OMITTED_IMAGE,
+    Message,
+    nested_deeper_than,
+)
 
 
 @pytest.mark.parametrize("alias", ["reference", "answer", "solution", "ground_truth", "label"])
@@ -89,6 +98,10 @@ def test_final_turn_is_the_last_assistant_message() -> None:
 OVERSIZED = {"type": "image_url", "image_url": {"url": "data:," + "A" * 21 * 2**20}}
 
 
+def oversized(scheme: str) -> dict:
+    return {"type": "image_url", "image_url": {"url": scheme + "A" * (MAX_DATA_URL_CHARS + 1)}}
+
+
 @pytest.mark.parametrize(
     "part",
     [
@@ -96,6 +109,9 @@ OVERSIZED = {"type": "image_url", "image_url": {"url": "data:," + "A" * 21 * 2**
         {"type": "image_url"},
         {"type": "image_url", "image_url": "https://x/y.png"},
         OVERSIZED,
+        oversized("DATA:image/png;base64,"),  # URL schemes are case-insensitive
+        oversized(" data:,"),
+        oversized("https://x/?q="),  # the limit is on the URL, whatever its scheme
     ],
 )
 def test_malformed_or_oversized_parts_are_invalid(part: dict) -> None:
@@ -112,6 +128,46 @@ def test_an_oversized_data_url_is_an_invalid_result() -> None:
         (result,) = engine.score([data])
     assert result.status == "invalid"
     assert "over the limit" in result.components["n"].detail["reason"]
+
+
+def test_an_oversized_image_in_the_completion_is_omitted_not_invalid() -> None:
+    """The completion is the policy's side: its oversized image is replaced by a part no
+    reward reads and no judge is sent, and the text is scored."""
+    parts = [{"type": "text", "text": "Answer: 7"}, oversized("data:image/png;base64,")]
+    data = {"id": "o", "completion": [{"role": "assistant", "content": parts}]}
+    sample = Sample.model_validate(data)
+    final = sample.final_turn
+    assert final is not None and final.images == [] and sample.text == "Answer: 7"
+    assert final.content[1].type == OMITTED_IMAGE  # type: ignore[index,union-attr]
+    assert "over the limit" in final.content[1].as_sent()["reason"]  # type: ignore[index,union-attr]
+    assert data["completion"][0]["content"][1]["type"] == "image_url"  # the input is untouched
+    from rewardsmith import Engine
+
+    spec = {"rewards": {"m": {"type": "exact_match", "extract": "after_marker"}}}
+    with Engine(spec, workers=1) as engine:
+        right, wrong = engine.score([{**data, "reference": "7"}, {**data, "reference": "8"}])
+    assert (right.status, right.reward, wrong.status, wrong.reward) == ("ok", 1.0, "ok", 0.0)
+
+
+def nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def test_tool_call_arguments_nested_too_deep_travel_as_json_text() -> None:
+    shallow = {"type": "function", "function": {"name": "f", "arguments": {"q": nested(10)}}}
+    deep = {"type": "function", "function": {"name": "f", "arguments": {"q": nested(600)}}}
+    message = Message(role="assistant", tool_calls=[shallow, deep])
+    assert message.tool_calls is not None and message.tool_calls[0] == shallow
+    arguments = message.tool_calls[1]["function"]["arguments"]
+    assert isinstance(arguments, str) and json.loads(arguments) == {"q": nested(600)}
+    assert not nested_deeper_than(message.tool_calls, MAX_NESTING)
+    deep_elsewhere = {"type": "function", "function": {"name": "f"}, "x": nested(600)}
+    (kept,) = Message(role="assistant", tool_calls=[deep_elsewhere]).tool_calls or []
+    assert isinstance(kept, str) and json.loads(kept) == deep_elsewhere
+    assert nested_deeper_than(nested(MAX_NESTING + 1)) and not nested_deeper_than(nested(100))
 
 
 def test_unknown_part_types_are_kept_and_ignored() -> None:

@@ -17,6 +17,8 @@ from rewardsmith.cli import main
 ray = pytest.importorskip("ray")
 
 ROOT = Path(__file__).resolve().parents[2]
+SOURCES = f"{ROOT}{os.pathsep}{ROOT / 'src'}"
+"""This checkout's sources, for subprocesses and actors (not whatever is installed)."""
 SPEC = {
     "rewards": {
         "s": {"type": "tests.engine.rewards_for_tests:scripted"},
@@ -40,7 +42,7 @@ def cluster() -> Iterator[str]:
         num_cpus=2,
         include_dashboard=False,
         _node_ip_address="127.0.0.1",
-        runtime_env={"env_vars": {"PYTHONPATH": str(ROOT)}},
+        runtime_env={"env_vars": {"PYTHONPATH": SOURCES}},
     )
     try:
         yield ray.get_runtime_context().gcs_address
@@ -98,7 +100,7 @@ def test_cli_score_backend_ray_joins_the_cluster(cluster: str, tmp_path: Path) -
     local, remote = tmp_path / "local.jsonl", tmp_path / "ray.jsonl"
     common = ["score", "--spec", str(spec), "--input", str(source), "--quiet"]
     assert main([*common, "--output", str(local)]) == 0
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": SOURCES}
     command = [sys.executable, "-m", "rewardsmith.cli", *common, "--output", str(remote)]
     command += ["--backend", "ray", "--ray-address", cluster]
     subprocess.run(command, cwd=ROOT, env=env, check=True, timeout=240)

@@ -50,6 +50,13 @@ def test_yaml_spec_with_inline_parameters(tmp_path) -> None:
         ({"rewards": {}}, "non-empty"),
         ({"rewards": {"a": "math"}}, "a component is a mapping"),
         ({"rewards": {"a": {"type": "no.such.module:thing"}}}, "cannot import"),
+        ({"rewards": {"a": {"type": CONSTANT}}, "timeout_s": float("inf")}, "timeout_s: Input"),
+        ({"rewards": {"a": {"type": CONSTANT}}, "on_error": float("nan")}, "on_error: Input"),
+        ({"rewards": {"a": {"type": "os:system"}}}, "'os:system' is not a reward factory"),
+        (
+            {"rewards": {"a": {"type": "subprocess:getoutput", "cmd": "true"}}},
+            "is not a reward factory",
+        ),
         ([1, 2], "a spec is a mapping"),
     ],
 )
@@ -70,3 +77,30 @@ def test_missing_file_and_bad_yaml() -> None:
         load_spec("does-not-exist.yaml")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_spec("rewards: [unclosed\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("rewards:\n  a: {type: math}\n  a: {type: f1}\n", "found duplicate key 'a'"),
+        ("rewards:\n  a: {type: math, weight: 1, weight: 5}\n", "found duplicate key 'weight'"),
+        ("rewards:\n  a: {type: math}\ntimeout_s: .inf\n", "spec.timeout_s"),
+        ("rewards:\n  a: {type: math}\non_error: .nan\n", "spec.on_error"),
+        ("rewards:\n  a: {type: 'os:system', command: 'touch /tmp/pwned'}\n", "not a reward"),
+    ],
+)
+def test_yaml_mistakes_are_refused(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_spec(text)
+
+
+def test_a_registered_factory_is_reachable_by_its_import_path() -> None:
+    spec = load_spec({"rewards": {"a": {"type": CONSTANT, "value": 2}}})
+    assert spec.rewards["a"].build()(None).score == 2.0  # type: ignore[arg-type]
+
+
+def test_a_spec_file_that_is_not_utf8_is_named(tmp_path) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_bytes(b"rewards:\n  a: {type: math}  # caf\xe9\n")
+    with pytest.raises(ConfigError, match="not UTF-8 text"):
+        load_spec(path)

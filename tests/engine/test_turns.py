@@ -15,6 +15,7 @@ import pytest
 from rewardsmith import Engine
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.models import Sample, Score
+from rewardsmith.registry import bounded, declared_bounds
 from rewardsmith.spec import load_spec
 from rewardsmith.turns import per_turn, turn_views
 
@@ -59,13 +60,13 @@ PROMPT = "What is the temperature in Paris, in Celsius?"
 
 def test_turn_views_put_what_came_before_in_the_prompt() -> None:
     sample = Sample(id="t", prompt=PROMPT, completion=trajectory("C", "Answer: 22.2"))
-    views = turn_views(sample)
+    views = list(turn_views(sample))
     assert len(views) == 3
     assert [len(v.prompt) for v in views] == [1, 3, 5]  # type: ignore[arg-type]
     assert views[0].prompt[0].role == "user" and views[0].prompt[0].text == PROMPT
     assert views[2].text == "Answer: 22.2" and views[2].prompt[-1].role == "tool"
     assert all(len(v.completion) == 1 for v in views)
-    assert turn_views(Sample(id="s", completion="plain text")) == [
+    assert list(turn_views(Sample(id="s", completion="plain text"))) == [
         Sample(id="s", completion="plain text")
     ]
 
@@ -106,6 +107,59 @@ def test_per_turn_scores(
         assert result.detail[key] == value
     if references is not None and len(texts) > len(references):
         assert "no reference for assistant turn 2" in result.detail["turns"][2]["reason"]
+
+
+def signed_length(sample: Sample) -> Score:
+    """A reward declared in [-3, 3]: a turn's length against its reference's, -3 when wrong."""
+    return Score.ok(3.0 if sample.text == sample.reference else -3.0 + len(sample.text) / 10)
+
+
+@pytest.mark.parametrize(
+    ("texts", "references", "steps", "score"),
+    [
+        # a turn past the references scores the declared floor, -3, not the middle 0
+        (["x", "y", "z"], ["x", "y"], [3.0, 3.0, -3.0], 1.0),
+        # a gold turn never reached counts the floor in the mean
+        (["x"], ["x", "y", "z"], [3.0], -1.0),
+        # padding with empty turns never beats an honest wrong turn
+        (["w", "", "", ""], ["x"], [-2.9, -3.0, -3.0, -3.0], -2.975),
+    ],
+)
+def test_missing_and_extra_turns_score_the_declared_floor(
+    texts: list[str], references: list[str], steps: list[float], score: float
+) -> None:
+    fn = per_turn(bounded(signed_length, -3.0, 3.0))
+    result = fn(Sample(id="f", completion=chat(*texts), metadata={"turn_references": references}))
+    assert result.status == "ok"
+    assert result.detail["steps"] == pytest.approx(steps) and result.score == pytest.approx(score)
+    assert declared_bounds(fn) == (-3.0, 3.0)  # the component declares its turns' range
+
+
+def test_built_in_agent_rewards_declare_their_floor() -> None:
+    floors = {
+        "tool_call": -3.0,
+        "sql": -1.0,
+        "iou": 0.0,
+        "detection": 0.0,
+        "gui_action": 0.0,
+    }
+    for name, floor in floors.items():
+        bounds = load_spec({"rewards": {"r": {"type": name}}}).rewards["r"].build()
+        assert declared_bounds(bounds) is not None and declared_bounds(bounds)[0] == floor, name
+
+
+@pytest.mark.parametrize("texts", [["x"], ["x", "y", "z"]])
+def test_a_null_turn_reference_is_invalid_however_many_turns(texts: list[str]) -> None:
+    """Whether the trajectory reaches the null entry is the policy's choice: the verdict is
+    the same either way, decided by the dataset alone."""
+    metadata = {"turn_references": ["x", "y", None]}
+    result = per_turn(length_of_turn)(Sample(id="n", completion=chat(*texts), metadata=metadata))
+    assert result.status == "invalid" and "turn_references[2] is null" in result.detail["reason"]
+
+
+def test_turn_views_are_built_one_at_a_time() -> None:
+    views = turn_views(Sample(id="g", completion=chat("a", "b")))
+    assert next(views).text == "a" and next(views).text == "b"
 
 
 def test_a_failing_turn_fails_the_component_naming_the_turn() -> None:

@@ -118,7 +118,6 @@ REAL_CASES = [
         "format",
         _gsm8k,
         {"c": {"type": "math"}, "f": {"type": "think_format", "weight": 0.2}},
-        marks=_pending(17, "think_format accepts invisible or one-dot reasoning (item 9)"),
         id="format",
     ),
     pytest.param(
@@ -131,37 +130,30 @@ REAL_CASES = [
         "empty_under_negation",
         _negated,
         {"i": {"type": "constraints"}},
-        marks=_pending(17, "an empty answer satisfies negated constraints (item 8)"),
         id="instructions",
     ),
     pytest.param(
         "f1_hedge",
         _qa,
         {"f": {"type": "f1"}},
-        marks=_pending(17, "f1 pays 2/(k+1) for k hedged candidates (item 12)"),
         id="text-f1",
     ),
     pytest.param(
         "choice_hedge",
         _choice,
         {"c": {"type": "choice"}},
-        marks=_pending(17, "'Answer: B, C' earns 1 (item 13)"),
         id="text-choice",
     ),
     pytest.param(
         "length",
         _gsm8k,
         {"c": {"type": "math"}, "l": LENGTH},
-        marks=_pending(
-            17, "words joined by U+200B or '_', and CJK text, count as one word (item 10)"
-        ),
         id="length",
     ),
     pytest.param(
         "repetition",
         _gsm8k,
         {"r": {"type": "repetition"}},
-        marks=_pending(17, "a counter in each repeat, or no spaces, dodges word n-grams (item 11)"),
         id="repetition",
     ),
     pytest.param("failure", _gsm8k, {"c": {"type": "math"}}, id="failure-math"),
@@ -169,7 +161,6 @@ REAL_CASES = [
         "failure",
         _gsm8k,
         {"j": {"type": "json"}},
-        marks=_pending(17, "deep JSON is `invalid`, a null reward: an escape (item 1, issue 10)"),
         id="failure-json",
     ),
 ]

@@ -11,7 +11,7 @@ import sys
 import tempfile
 from typing import Any
 
-from rewardsmith import RewardFn, Sample, Score
+from rewardsmith import RewardFn, Sample, Score, reward
 
 _BOX = re.compile(r"\\boxed\{([^{}]*)\}")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -35,6 +35,7 @@ def _evaluate(expression: str) -> float | None:
         return None
 
 
+@reward("tests.evaluate.weak_math")
 def weak_math() -> RewardFn:
     """The last box (or `####`, or the first number after "answer is"), evaluated: no hedge,
     restatement or finished-form checks."""
@@ -56,6 +57,7 @@ def weak_math() -> RewardFn:
     return score
 
 
+@reward("tests.evaluate.weak_judge")
 def weak_judge() -> RewardFn:
     """A stand-in for an LLM judge with no master-key guard and no fencing of the response:
     it says yes to short confident replies, to instructions addressed to it, to self-praise,
@@ -71,6 +73,7 @@ def weak_judge() -> RewardFn:
     return score
 
 
+@reward("tests.evaluate.weak_think_format")
 def weak_think_format() -> RewardFn:
     """1 when the text has a `<think>` and a `</think>` anywhere."""
 
@@ -80,6 +83,7 @@ def weak_think_format() -> RewardFn:
     return score
 
 
+@reward("tests.evaluate.weak_code")
 def weak_code() -> RewardFn:
     """Runs program + HumanEval test + `check(entry_point)` in one plain Python process and
     trusts its exit code."""
@@ -101,6 +105,7 @@ def weak_code() -> RewardFn:
     return score
 
 
+@reward("tests.evaluate.weak_no_comma")
 def weak_no_comma() -> RewardFn:
     """An instruction checker that tests form only ("no commas"): nothing has no commas."""
 
@@ -125,6 +130,7 @@ def weak_f1() -> RewardFn:
     return score
 
 
+@reward("tests.evaluate.weak_choice")
 def weak_choice() -> RewardFn:
     """The first letter after "Answer:" (or in a box) wins."""
 
@@ -135,6 +141,7 @@ def weak_choice() -> RewardFn:
     return score
 
 
+@reward("tests.evaluate.weak_length")
 def weak_length() -> RewardFn:
     """DAPO's overlong penalty over `str.split()` words (max 300, buffer 100)."""
 
@@ -145,6 +152,7 @@ def weak_length() -> RewardFn:
     return score
 
 
+@reward("tests.evaluate.weak_repetition")
 def weak_repetition() -> RewardFn:
     """Word-trigram repetition only."""
 
@@ -156,6 +164,7 @@ def weak_repetition() -> RewardFn:
     return score
 
 
+@reward("tests.evaluate.weak_json")
 def weak_json() -> RewardFn:
     """JSON validity that gives up (`invalid`) on deep nesting instead of scoring it 0."""
 

@@ -53,6 +53,38 @@ def load_openrlhf_reward_func(spec: Path, monkeypatch: pytest.MonkeyPatch) -> An
     return reward_module.reward_func
 
 
+CORPUS = [
+    "What is 2 + 2 ? The answer is \\boxed{4} .",
+    "<think> two plus two is four </think> The answer is \\boxed{4} .",
+    "What is 3 + 5 ? The answer is \\boxed{8} .",
+    "<think> three plus five </think> so 8 is the answer .",
+    "Compute 10 - 7 . The answer is 3 .",
+]
+
+
+def tiny_tokenizer():  # type: ignore[no-untyped-def]
+    """A byte-level BPE tokenizer trained here (so any text round-trips), with special tokens."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        special_tokens=["<pad>", "<eos>", "<bos>", "<unk>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tokenizer.train_from_iterator(CORPUS, trainer=trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        pad_token="<pad>",
+        eos_token="<eos>",
+        bos_token="<bos>",
+        unk_token="<unk>",
+    )
+
+
 class CountingEngine(Engine):
     """An engine that counts the batches it scores."""
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from rewardsmith import RewardFn, Sample, Score
+from rewardsmith import RewardFn, Sample, Score, reward
 
 
+@reward("tests.integrations.scripted")
 def scripted() -> RewardFn:
     """Acts out the completion: `raise`, `invalid`, `n/a`, or scores its number of words."""
 

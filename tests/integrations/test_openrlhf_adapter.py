@@ -20,6 +20,9 @@ Older versions call ``reward_func(queries, prompts, labels)`` with chunks of
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +31,10 @@ import pytest
 import rewardsmith.integrations.openrlhf as openrlhf_adapter
 from rewardsmith.integrations._protocol import completion_from_query, strip_prompt
 
-from .conftest import load_openrlhf_reward_func, require
+from .conftest import load_openrlhf_reward_func, require, tiny_tokenizer
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTED_INTEGRATIONS = "tests.integrations.rewards_for_tests:scripted"
 
 torch = require("torch")
 
@@ -100,7 +106,10 @@ def test_single_turn_executor_calls_one_sample_per_thread(reward_func: Any) -> N
             info[key] = torch.tensor([value.flatten()[0].item()])  # newer OpenRLHF
             assert value.item() == info[key].item()  # older OpenRLHF: value.item()
         rewards.append(info["reward"].item())
-        assert set(info) == {"reward", "score", "failed", "prompt_found", "correct", "format"}
+        assert set(info) == {
+            *("reward", "score", "failed", "prompt_found"),
+            *("correct", "correct_failed", "format", "format_failed"),
+        }
     assert rewards == pytest.approx([1.2, 0.0, 1.2, 1.0])
 
 
@@ -126,5 +135,95 @@ def test_failures_get_the_spec_value_and_are_flagged(monkeypatch: pytest.MonkeyP
     )
     assert rewards == [-2.0, 2.0, 0.0]  # on_error; the total; nothing applied -> 0.0
     assert logs["failed"] == [1.0, 0.0, 0.0]
-    assert logs["a"] == [0.0, 2.0, 0.0]  # no score: 0.0 (JSON has no NaN), flagged above
+    assert logs["a"] == [-2.0, 2.0, 0.0]  # failed: on_error; not applicable: 0.0
+    assert logs["a_failed"] == [1.0, 0.0, 0.0]
     assert logs["prompt_found"] == [1.0, 1.0, 1.0]
+
+
+LONG_PROMPT = (
+    "<|im_start|>system\nYou are a helpful assistant. Think step by step, then give the "
+    "final answer in \\boxed{}. Réponds en français si on te le demande.<|im_end|>\n"
+    "<|im_start|>user\nWhat is 2 + 2? Explain it twice, carefully.<|im_end|>\n"
+    "<|im_start|>assistant\n"
+)
+RESPONSE = "<think>2 + 2 = 4</think> The answer is \\boxed{4}."
+
+
+def test_a_prompt_cut_from_the_left_leaves_the_response_alone() -> None:
+    """OpenRLHF's executor cuts a long prompt's token ids from the left
+    (``prompt_token_ids[-max_prompt_length:]``) and decodes them with the response's ids
+    (``skip_special_tokens=False``); the prompt given to the reward is the whole text."""
+    tokenizer = tiny_tokenizer()
+    prompt_ids = tokenizer(text=LONG_PROMPT, add_special_tokens=False)["input_ids"]
+    action_ids = [*tokenizer.encode(RESPONSE + "<|im_end|>"), tokenizer.eos_token_id]
+    for keep in range(1, len(prompt_ids)):
+        if len(tokenizer.decode(prompt_ids[-keep:])) < 8:  # too little prompt left to tell
+            continue
+        query = tokenizer.decode(prompt_ids[-keep:] + action_ids, skip_special_tokens=False)
+        completion, found = completion_from_query(query, LONG_PROMPT)
+        assert completion == RESPONSE, (keep, query)
+        assert not found
+
+
+def test_a_cut_prompt_does_not_change_the_reward(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = {
+        "rewards": {
+            "correct": {"type": "math"},
+            "short": {"type": "length", "unit": "words", "max_length": 20, "cache_length": 6},
+        }
+    }
+    whole = LONG_PROMPT + RESPONSE + "<|im_end|>"
+    cut = LONG_PROMPT[-120:] + RESPONSE + "<|im_end|>"  # 14 more words if counted
+    rewards, _ = openrlhf_adapter.score_queries(
+        [whole, cut], [LONG_PROMPT] * 2, ["4", "4"], spec=spec, workers=1
+    )
+    assert rewards == [1.0, 1.0]  # the length penalty counts the response's words only
+
+
+def test_a_query_without_a_boundary_is_invalid_not_scored_whole() -> None:
+    spec = {"rewards": {"a": {"type": SCRIPTED_INTEGRATIONS}}, "on_error": -3.0}
+    rewards, logs = openrlhf_adapter.score_queries(
+        ["a query with nothing of its prompt", "P one"],
+        ["the prompt", "P "],
+        [None, None],
+        spec=spec,
+        workers=1,
+    )
+    assert rewards == [-3.0, 1.0]
+    assert logs["failed"] == [1.0, 0.0] and logs["a_failed"] == [1.0, 0.0]
+
+
+LOAD = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("reward_func", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+print("loaded", flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("spec_text", "message"),
+    [
+        (None, "REWARDSMITH_SPEC is not set here"),
+        ("rewards:\n  c: {type: mathh}\n", "unknown reward type 'mathh'"),
+        ("rewards:\n  n: {type: length, max_length: 9, cache_length: 3}\n", "length in tokens"),
+    ],
+)
+def test_loading_the_file_without_a_usable_spec_fails_with_the_fix(
+    tmp_path: Path, spec_text: str | None, message: str
+) -> None:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
+    env.pop("REWARDSMITH_SPEC", None)
+    if spec_text is not None:
+        (tmp_path / "spec.yaml").write_text(spec_text)
+        env["REWARDSMITH_SPEC"] = str(tmp_path / "spec.yaml")
+    proc = subprocess.run(
+        [sys.executable, "-c", LOAD, openrlhf_adapter.__file__],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode != 0 and "loaded" not in proc.stdout
+    assert "Error: " in proc.stderr and message in proc.stderr

@@ -24,6 +24,7 @@ from rewardsmith.integrations.trl import (
     samples_from_trl,
     total_reward_func,
 )
+from tests.combine.hack_table import GATE_CHAIN_SPEC
 
 from .conftest import MATH_SPEC, CountingEngine, require, scripted_spec
 
@@ -179,21 +180,28 @@ def test_a_column_of_the_wrong_length_is_refused_by_name() -> None:
         samples_from_trl(["p"], ["c"], None, {"answer": ["4", "5"]})
 
 
-def test_not_applicable_is_none_and_failures_follow_on_error() -> None:
-    completions = ["one two", "n/a", "raise", "one two three"]
+def test_not_applicable_is_none_and_failures_follow_their_cause() -> None:
+    completions = ["one two", "n/a", "raise", "one two three", "invalid"]
     with TRLRewards(scripted_spec(on_error=None), workers=1) as rewards:
         a, b = rewards.funcs
         kwargs = trl_kwargs(completions)
-        assert a(**kwargs) == [2.0, None, None, 3.0]
-        assert b(**kwargs) == [0.0, 0.0, None, -0.5]  # the failed sample has no reward at all
+        # `raise` is the completion's doing: charged the prompt's lowest total (0.0, carried
+        # by the failed component); `invalid` (a bad reference) gets no reward at all
+        assert a(**kwargs) == [2.0, None, 0.0, 3.0, None]
+        assert b(**kwargs) == [0.0, 0.0, None, -0.5, None]
+        assert trl_total(rewards.funcs, rewards.weights, kwargs) == [4.0, 0.0, 0.0, 5.75, 0.0]
         expected = [r.reward for r in rewards.engine.score(_samples(kwargs))]
-        assert expected == [4.0, 0.0, None, 5.75]
+        assert expected == [4.0, 0.0, None, 5.75, None]
     with TRLRewards(scripted_spec(on_error=-1.0), workers=1) as rewards:
         kwargs = trl_kwargs(completions)
         a_values, b_values = (f(**kwargs) for f in rewards.funcs)
         assert a_values[2] == -0.5 and b_values[2] is None  # -1 / weight 2, on the failed one
         total = trl_total(rewards.funcs, rewards.weights, kwargs)
-        assert total == [4.0, 0.0, -1.0, 5.75]  # the failed sample's total is exactly on_error
+        assert total == [4.0, 0.0, -1.0, 5.75, -1.0]  # min(on_error, lowest); on_error
+    with TRLRewards(scripted_spec(on_error=9.0), workers=1) as rewards:
+        kwargs = trl_kwargs(completions)
+        total = trl_total(rewards.funcs, rewards.weights, kwargs)
+        assert total == [4.0, 0.0, 0.0, 5.75, 9.0]  # a charge is never above the worst
 
 
 def test_logs_components_once_per_batch() -> None:
@@ -222,11 +230,12 @@ def test_a_spec_that_is_not_a_weighted_sum_needs_the_total_function() -> None:
     total = total_reward_func(spec, workers=1, name="math_reward")
     try:
         assert total.__name__ == "math_reward"
-        values = total(**trl_kwargs(["a b c", "raise"], log_metric=recorder.log_metric))
-        assert values == [-0.25, None]  # min(2 * 3, 0.5 * -0.5); a failure stays None
+        values = total(**trl_kwargs(["a b c", "raise", "invalid"], log_metric=recorder.log_metric))
+        # min(2 * 3, 0.5 * -0.5); `raise` charged the group's lowest; a bad reference: None
+        assert values == [-0.25, -0.25, None]
         metrics = dict(recorder.metrics)
         assert metrics["rewardsmith/a/mean"] == 3.0
-        assert metrics["rewardsmith/b/mean"] == -0.25  # -0.5 and 0.0 (the failed sample)
+        assert metrics["rewardsmith/b/mean"] == pytest.approx(-0.5 / 3)  # -0.5, 0.0, 0.0
     finally:
         total.rewards.close()
 
@@ -292,18 +301,19 @@ def _needs(feature: str) -> None:
         pytest.skip("this spec has no group-scoped transforms")
 
 
-def test_a_fired_veto_zeroes_the_trl_total() -> None:
+def test_a_fired_veto_gives_its_total_in_trl() -> None:
     _needs("veto")
     spec = {
         "rewards": {
             "a": {"type": "tests.integrations.rewards_for_tests:scripted", "weight": 2.0},
             "rule": {"type": "regex", "pattern": "ok", "veto": True, "weight": 0.5},
-        }
+        },
+        "veto_value": -1.0,  # the scripted reward declares no range
     }
     with TRLRewards(spec, workers=1) as rewards:
         kwargs = trl_kwargs(["ok two", "no three"])
-        assert [f(**kwargs) for f in rewards.funcs] == [[2.0, None], [1.0, 0.0]]
-        assert trl_total(rewards.funcs, rewards.weights, kwargs) == [4.5, 0.0]
+        assert [f(**kwargs) for f in rewards.funcs] == [[2.0, None], [1.0, -2.0]]
+        assert trl_total(rewards.funcs, rewards.weights, kwargs) == [4.5, -1.0]
 
 
 def test_generations_of_a_prompt_form_a_group_for_group_scoped_shaping() -> None:
@@ -340,3 +350,11 @@ def test_groups_follow_runs_of_the_same_prompt() -> None:
     assert [row["group"] for row in rows] == ["0", "0", "1", "1", "2"]
     rows = samples_from_trl(["p", "p"], ["a", "b"], None, {"group": ["x", "y"]})
     assert [row["group"] for row in rows] == ["x", "y"]  # the dataset's own groups win
+
+
+def test_a_gate_chain_closes_in_the_trl_split_too() -> None:
+    """Issue 17 item 5 in TRL: a gate reads the gated value, as the engine's total does."""
+    with TRLRewards(GATE_CHAIN_SPEC, workers=1) as rewards:
+        kwargs = trl_kwargs(["42 bonus", "safe 42 bonus"])
+        assert [f(**kwargs) for f in rewards.funcs] == [[0.0, 1.0], [None, 1.0], [None, 1.0]]
+        assert trl_total(rewards.funcs, rewards.weights, kwargs) == [0.0, 2.5]

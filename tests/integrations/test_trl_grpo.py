@@ -14,7 +14,7 @@ import pytest
 
 from rewardsmith.integrations.trl import TRLRewards
 
-from .conftest import CountingEngine, require
+from .conftest import CountingEngine, require, tiny_tokenizer
 
 pytestmark = pytest.mark.trl
 
@@ -29,36 +29,6 @@ SPEC = {
     "combine": "weighted_sum",
     "timeout_s": 10,
 }
-
-CORPUS = [
-    "What is 2 + 2 ? The answer is \\boxed{4} .",
-    "<think> two plus two is four </think> The answer is \\boxed{4} .",
-    "What is 3 + 5 ? The answer is \\boxed{8} .",
-    "<think> three plus five </think> so 8 is the answer .",
-    "Compute 10 - 7 . The answer is 3 .",
-]
-
-
-def tiny_tokenizer():  # type: ignore[no-untyped-def]
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=300,
-        special_tokens=["<pad>", "<eos>", "<bos>", "<unk>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tokenizer.train_from_iterator(CORPUS, trainer=trainer)
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer,
-        pad_token="<pad>",
-        eos_token="<eos>",
-        bos_token="<bos>",
-        unk_token="<unk>",
-    )
 
 
 def tiny_model(tokenizer):  # type: ignore[no-untyped-def]

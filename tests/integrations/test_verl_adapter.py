@@ -23,8 +23,9 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import inspect
-import math
 import os
+import subprocess
+import sys
 from collections import defaultdict
 from functools import partial
 from pathlib import Path
@@ -34,14 +35,17 @@ import pytest
 
 import rewardsmith.integrations.verl as verl_adapter
 from rewardsmith import ConfigError
+from rewardsmith.engine._capacity import node_cores
 
 from .conftest import SCRIPTED
+
+ROOT = Path(__file__).resolve().parents[2]
 
 MATH_SPEC_YAML = """\
 rewards:
   correct:  {type: math, weight: 1.0}
   format:   {type: think_format, weight: 0.2, only_if: correct}
-  overlong: {type: length, max_length: 12, cache_length: 4, unit: words}
+  overlong: {type: length, max_length: 16, cache_length: 4, unit: words}
 """
 
 SCRIPTED_SPEC = {"rewards": {"a": {"type": SCRIPTED, "weight": 2.0}}, "on_error": -1.0}
@@ -122,10 +126,12 @@ def test_per_sample_call_from_the_environment_spec(spec_file: Path) -> None:
         "score": 1.2,
         "failed": 0.0,
         "correct": 1.0,
+        "correct_failed": 0.0,
         "format": 1.0,
+        "format_failed": 0.0,
         "overlong": 0.0,
+        "overlong_failed": 0.0,
     }
-    assert results[1]["format"] == 0.0  # the raw component score, gated out of the total
     # the older naive manager gathers every key per sample: same keys everywhere
     reward_extra_info: dict[str, list[float]] = defaultdict(list)
     for result in results:
@@ -196,16 +202,32 @@ def test_spec_from_reward_kwargs_and_failures_follow_on_error(
     ok = compute_score(data_source="d", solution_str="one two", ground_truth=None, extra_info=None)
     failed = compute_score(data_source="d", solution_str="raise", ground_truth=None)
     not_applicable = compute_score(data_source="d", solution_str="n/a", ground_truth=None)
-    assert ok == {"score": 4.0, "failed": 0.0, "a": 2.0}
-    assert failed["score"] == -1.0 and failed["failed"] == 1.0 and math.isnan(failed["a"])
-    assert not_applicable["score"] == 0.0 and not_applicable["failed"] == 0.0
-    assert set(ok) == set(failed) == set(not_applicable)
+    assert ok == {"score": 4.0, "failed": 0.0, "a": 2.0, "a_failed": 0.0}
+    # a failed component gets on_error, never NaN (verl's metrics and GDPO read it)
+    assert failed == {"score": -1.0, "failed": 1.0, "a": -1.0, "a_failed": 1.0}
+    assert not_applicable == {"score": 0.0, "failed": 0.0, "a": 0.0, "a_failed": 0.0}
+
+
+def test_component_values_are_the_gated_ones_the_total_used(spec_file: Path) -> None:
+    compute_score = load_like_verl("compute_score", {})
+    # well formatted but wrong: `format` passes on its own, but its gate `correct` is 0
+    result = compute_score(
+        data_source="d", solution_str="<think>x</think> \\boxed{5}", ground_truth="4"
+    )
+    assert result["correct"] == 0.0 and result["format"] == 0.0 and result["score"] == 0.0
+
+
+def test_a_length_in_tokens_is_refused_at_the_first_call() -> None:
+    spec = {"rewards": {"n": {"type": "length", "max_length": 9, "cache_length": 3}}}
+    with pytest.raises(ConfigError, match=r"rewards\.n: a length in tokens"):
+        verl_adapter.compute_score("d", "x", "y", spec=spec)
 
 
 def test_no_spec_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("REWARDSMITH_SPEC", raising=False)
-    with pytest.raises(ConfigError, match="REWARDSMITH_SPEC"):
+    with pytest.raises(ConfigError, match="REWARDSMITH_SPEC is not set here") as info:
         verl_adapter.compute_score("d", "x", "y")
+    assert "runtime-env-json" in str(info.value)
 
 
 def test_group_scoped_shaping_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -227,3 +249,46 @@ def test_group_scoped_shaping_is_refused(monkeypatch: pytest.MonkeyPatch) -> Non
     }
     with pytest.raises(ConfigError, match="group-scoped transform"):
         verl_adapter.compute_score("d", "x", "y", spec=spec)
+
+
+WORKER = """
+import importlib.util, os, sys
+from rewardsmith.integrations._common import shared_batcher
+path = sys.argv[1]  # a reward worker starts: verl's load_module, as in load_like_verl
+spec = importlib.util.spec_from_file_location(f"custom_module_{hash(os.path.abspath(path))}", path)
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+compute_score = module.compute_score
+print("loaded", flush=True)
+sys.stdin.readline()  # every worker is up before the first batch
+compute_score(data_source="d", solution_str="\\\\boxed{1}", ground_truth="1")
+print(len(shared_batcher().engine.pool._workers), flush=True)
+"""
+
+
+def test_reward_workers_on_one_node_share_its_cores(spec_path: Path) -> None:
+    """verl starts several reward workers per node (`reward.num_workers`), each loading the
+    function; together their pools must not hold more workers than the node has cores (one
+    each at least)."""
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
+    env["REWARDSMITH_SPEC"] = str(spec_path)  # the math spec
+    env.pop("REWARDSMITH_WORKERS", None)
+    command = [sys.executable, "-c", WORKER, verl_adapter.__file__]
+    workers = [
+        subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
+        for _ in range(4)
+    ]
+    try:
+        for worker in workers:
+            assert worker.stdout is not None and worker.stdout.readline() == "loaded\n"
+        for worker in workers:
+            assert worker.stdin is not None
+            worker.stdin.write("go\n")
+            worker.stdin.flush()
+        sizes = [int(worker.stdout.readline()) for worker in workers]  # type: ignore[union-attr]
+    finally:
+        for worker in workers:
+            worker.kill()
+            worker.communicate()
+    assert all(size >= 1 for size in sizes)
+    assert sum(sizes) <= max(node_cores(), len(workers)), sizes

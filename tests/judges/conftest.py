@@ -15,6 +15,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,10 +30,30 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+SLOW_S = 900.0
+"""The judge deadline of tests on the embedded model: they check what it answers, not how
+fast, on a 2-core machine other work shares (speed lives in benchmarks/judge_bench.py)."""
+
+ON_LOCAL_MODEL = {
+    "backend": "local",
+    "cache": False,
+    "n_ctx": 1024,
+    "parse_retries": 1,
+    "deadline_s": SLOW_S,
+}
+"""Judge settings of the tests that run the embedded model (add `runtime`)."""
+
+RUNTIMES = {"transformers": "transformers", "llama_cpp": "llama_cpp"}
+"""The embedded model's runtimes -> the module each needs."""
+
+
 @pytest.fixture(scope="session")
 def model_path() -> str:
-    pytest.importorskip("llama_cpp", reason="pip install 'rewardsmith[local]'")
-    from rewardsmith.judges._backends import BackendError, default_local_model
+    """The embedded model's GGUF file (the default runtime, transformers, installed)."""
+    pytest.importorskip("transformers", reason="pip install torch==2.13.0 'rewardsmith[local]'")
+    pytest.importorskip("gguf", reason="pip install 'rewardsmith[local]'")
+    from rewardsmith.judges._backends import BackendError
+    from rewardsmith.judges._local import default_local_model
 
     try:
         return default_local_model()
@@ -40,9 +61,17 @@ def model_path() -> str:
         pytest.skip(str(exc))
 
 
+@pytest.fixture(params=sorted(RUNTIMES))
+def runtime(request: pytest.FixtureRequest, model_path: str) -> str:
+    """Each runtime of the embedded model in turn."""
+    pytest.importorskip(RUNTIMES[request.param], reason=f"runtime {request.param} not installed")
+    return str(request.param)
+
+
 @pytest.fixture(scope="session")
 def llama_server(model_path: str) -> Iterator[str]:
     """`python -m llama_cpp.server` on a free loopback port; yields its /v1 base URL."""
+    pytest.importorskip("llama_cpp", reason="pip install 'rewardsmith[llama_cpp]'")
     pytest.importorskip("uvicorn", reason="pip install 'llama-cpp-python[server]'")
     port = _free_port()
     log = tempfile.TemporaryFile()  # noqa: SIM115 (closed at teardown)
@@ -145,7 +174,7 @@ def _proxy_server(llama_server: str) -> Iterator[Proxy]:
                 if fail is not None:
                     self._send(fail, json.dumps({"error": f"injected {fail}"}).encode())
                     return
-                conn = http.client.HTTPConnection(target, timeout=120)
+                conn = http.client.HTTPConnection(target, timeout=SLOW_S)
                 conn.request("POST", self.path, body, {"Content-Type": "application/json"})
                 response = conn.getresponse()
                 data = response.read()
@@ -201,3 +230,27 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> Callable[..., ScriptedBackend]:
         return backend
 
     return install
+
+
+@pytest.fixture(scope="session")
+def canned_judges() -> Iterator[dict[str, str]]:
+    """Two stand-in judge servers (`canned_judge.py`, not models), each its own process:
+    one always says YES, the other NO. Yields verdict -> /v1 base URL."""
+    script = str(Path(__file__).with_name("canned_judge.py"))
+    processes: list[subprocess.Popen[str]] = []
+    urls: dict[str, str] = {}
+    try:
+        for verdict in ("YES", "NO"):
+            process = subprocess.Popen(
+                [sys.executable, script, verdict], stdout=subprocess.PIPE, text=True
+            )
+            processes.append(process)
+            assert process.stdout is not None
+            urls[verdict] = f"http://127.0.0.1:{process.stdout.readline().strip()}/v1"
+        yield urls
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait()
+            if process.stdout is not None:
+                process.stdout.close()

@@ -4,6 +4,7 @@ a counting proxy), the local backend in-process; the cache; retries; deadlines."
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,10 @@ from rewardsmith import Sample, score
 from rewardsmith.judges import judge_group, rubric
 from rewardsmith.judges._backends import BackendConfig, JudgeRequest, OpenAIBackend
 
-from .conftest import Proxy
+from .conftest import SLOW_S, Proxy
+
+SLOW = {"request_timeout_s": SLOW_S, "deadline_s": SLOW_S}
+"""Tests against the real llama.cpp server check what it answers, not how fast."""
 
 RUBRIC = [
     {
@@ -48,6 +52,7 @@ def test_openai_backend_against_llama_server(proxy: Proxy, tmp_path: Path) -> No
         aggregate="healthbench",
         backend="openai",
         base_url=proxy.url,
+        **SLOW,
         cache=str(tmp_path / "c.sqlite3"),
     )
     result = fn(SAMPLES[0])
@@ -57,8 +62,16 @@ def test_openai_backend_against_llama_server(proxy: Proxy, tmp_path: Path) -> No
     assert "axis:accuracy" in result.detail["tag_scores"]
 
 
-def test_local_backend_in_process(model_path: str, tmp_path: Path) -> None:
-    fn = rubric(rubric=RUBRIC, aggregate="explicit", backend="local", cache=False, n_ctx=1024)
+def test_local_backend_in_process(runtime: str) -> None:
+    fn = rubric(
+        rubric=RUBRIC,
+        aggregate="explicit",
+        backend="local",
+        runtime=runtime,
+        cache=False,
+        n_ctx=1024,
+        deadline_s=SLOW_S,
+    )
     result = fn(SAMPLES[0])
     _check_verdicts(result)
     assert result.detail["usage"]["calls"] >= len(RUBRIC)
@@ -74,12 +87,16 @@ def test_cache_second_run_makes_no_backend_call(proxy: Proxy, tmp_path: Path) ->
         "backend": "openai",
         "base_url": proxy.url,
         "cache": cache,
+        **SLOW,
     }
     first = [rubric(**params)(s) for s in SAMPLES]
     assert all(r.status == "ok" for r in first)
     made = proxy.calls
     assert made >= 2 * len(RUBRIC)
-    spec = {"rewards": {"judged": {"type": "rewardsmith.judges:rubric", **params}}, "timeout_s": 60}
+    spec = {
+        "rewards": {"judged": {"type": "rewardsmith.judges:rubric", **params}},
+        "timeout_s": SLOW_S + 60,
+    }
     results = score(SAMPLES, spec, workers=2)
     assert proxy.calls == made, "the rerun reached the server"
     for before, after in zip(first, results, strict=True):
@@ -93,7 +110,9 @@ def test_cache_second_run_makes_no_backend_call(proxy: Proxy, tmp_path: Path) ->
 
 def test_transport_retries_then_success(proxy: Proxy, tmp_path: Path) -> None:
     proxy.fail_with.extend([503, 429])
-    backend = OpenAIBackend(BackendConfig(kind="openai", base_url=proxy.url, backoff_s=0.01))
+    backend = OpenAIBackend(
+        BackendConfig(kind="openai", base_url=proxy.url, backoff_s=0.01, request_timeout_s=SLOW_S)
+    )
     request = JudgeRequest(messages=(("user", "Say YES."),), max_tokens=2)
 
     async def go():
@@ -132,6 +151,7 @@ def test_unparseable_reply_retried_then_invalid(proxy: Proxy) -> None:
         cache=False,
         parse_retries=2,
         structured_output="json_object",
+        **SLOW,
     )
     result = fn(SAMPLES[0])
     assert result.status == "invalid" and result.score is None
@@ -144,7 +164,12 @@ def test_unparseable_then_structured_retry_recovers(proxy: Proxy) -> None:
     llama.cpp server refuses it, the backend switches to `json_object` + schema)."""
     proxy.garbage = 1
     fn = rubric(
-        rubric=RUBRIC[:1], backend="openai", base_url=proxy.url, cache=False, parse_retries=2
+        rubric=RUBRIC[:1],
+        backend="openai",
+        base_url=proxy.url,
+        cache=False,
+        parse_retries=2,
+        **SLOW,
     )
     result = fn(SAMPLES[0])
     assert result.status == "ok", result.detail
@@ -158,7 +183,12 @@ def test_bounded_concurrency(proxy: Proxy) -> None:
         {"criterion": f"The response mentions the number {n}.", "weight": 1} for n in range(6)
     ]
     fn = rubric(
-        rubric=criteria, backend="openai", base_url=proxy.url, cache=False, max_concurrency=2
+        rubric=criteria,
+        backend="openai",
+        base_url=proxy.url,
+        cache=False,
+        max_concurrency=2,
+        **SLOW,
     )
     result = fn(SAMPLES[0])
     assert result.status in ("ok", "invalid")
@@ -187,6 +217,7 @@ def test_structured_output_group_ranking_on_server(proxy: Proxy) -> None:
         cache=False,
         structured=True,
         model="SmolLM2-135M-Instruct.Q4_1.gguf",
+        **SLOW,
     )
     sample = Sample(
         id="b",
@@ -207,3 +238,44 @@ def test_guard_makes_no_call(proxy: Proxy, backend: str, model_path: str) -> Non
     assert result.status == "ok" and result.score == 0.0
     assert result.detail["guard"] == "generic_opener"
     assert proxy.calls == 0
+
+
+def test_local_runtime_holds_the_reply_to_a_schema(runtime: str) -> None:
+    """Sampled (temperature 0.7), the reply still follows the ranking's schema (llama.cpp: as
+    JSON; transformers: its bare form, "R2, R1, R3"), and the same seed gives the same reply."""
+    from rewardsmith.judges._backends import run_sync
+    from rewardsmith.judges._local import LocalBackend
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "ranking": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["R1", "R2", "R3"]},
+                "minItems": 3,
+                "maxItems": 3,
+            }
+        },
+        "required": ["ranking"],
+    }
+    backend = LocalBackend(BackendConfig(runtime=runtime, n_ctx=1024))
+    request = JudgeRequest(
+        messages=(("user", "Rank R1 (Paris), R2 (Lyon), R3 (Nice) as the capital of France."),),
+        max_tokens=40,
+        temperature=0.7,
+        seed=7,
+        schema=schema,
+    )
+    first = run_sync(backend.complete(request), SLOW_S)
+    again = run_sync(backend.complete(request), SLOW_S)
+    json_form = r'\{ ?"ranking" ?: ?\[ ?"R\d", ?"R\d", ?"R\d" ?\] ?\}'
+    form = json_form if runtime == "llama_cpp" else r"R\d, ?R\d, ?R\d"
+    assert re.fullmatch(form, first.text.strip()), first.text
+    assert again.text == first.text
+
+
+def test_local_prompt_longer_than_the_context_is_an_error(runtime: str) -> None:
+    fn = rubric(rubric=RUBRIC[:1], runtime=runtime, cache=False, n_ctx=256)
+    result = fn(SAMPLES[0].model_copy(update={"completion": "Paris is lovely. " * 100}))
+    assert result.status == "error" and result.score is None
+    assert "context" in result.detail["reason"]

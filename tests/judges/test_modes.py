@@ -17,6 +17,8 @@ from rewardsmith.judges import (
 )
 from rewardsmith.judges._backends import JudgeReply, JudgeRequest
 
+from .conftest import ON_LOCAL_MODEL
+
 SAMPLE = Sample(id="me", prompt="Capital of France?", completion="Paris.", reference="Paris")
 
 
@@ -184,8 +186,8 @@ def test_principles_voting(scripted) -> None:
     ],
     ids=["pointwise", "pairwise", "group", "reference", "principles"],
 )
-def test_modes_on_local_model(model_path, factory, params, sample) -> None:
-    result = factory(backend="local", cache=False, n_ctx=1024, parse_retries=1, **params)(sample)
+def test_modes_on_local_model(runtime, factory, params, sample) -> None:
+    result = factory(runtime=runtime, **ON_LOCAL_MODEL, **params)(sample)
     # the 135M model is no judge: the point is the machinery. Either a score, or an honest
     # `invalid` after bounded retries; never an error, never a silent 0.
     assert result.status in ("ok", "invalid"), result.detail

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "test-token-123"
+STARTUP_S = 180.0
+"""How long a server may take to answer /health (a bound, not a speed target: a loaded
+machine starts sympy-preloading workers slowly)."""
 SPEC = """\
 rewards:
   s: {type: "tests.engine.rewards_for_tests:scripted"}
@@ -41,7 +44,8 @@ class Server:
 
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        # this checkout's sources, not whatever rewardsmith is installed
+        env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
         env.pop("REWARDSMITH_TOKEN", None)
         command = [sys.executable, "-m", "rewardsmith.cli", "serve", "--spec", str(spec)]
         command += ["--port", str(self.port), "--log-level", "warning", *args]
@@ -51,7 +55,7 @@ class Server:
         self.process = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT
         )
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + STARTUP_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"server exited {self.process.returncode}: {self.output()}")
@@ -62,7 +66,7 @@ class Server:
                 pass
             time.sleep(0.1)
         self.stop()
-        raise RuntimeError("server did not become healthy in 60 s")
+        raise RuntimeError(f"server did not become healthy in {STARTUP_S:g} s")
 
     def output(self) -> str:
         self.log.seek(0)

@@ -96,3 +96,33 @@ def test_two_drivers_give_the_same_results() -> None:
     assert [[r.reward for r in g] for j, g in enumerate(got) if j != 2] == [
         [float(i + j) for i in range(3)] for j in range(6) if j != 2
     ]
+
+
+class PoisonedEngine(Engine):
+    """An engine that fails any batch holding a sample whose completion is "poison"."""
+
+    def iter_score(self, samples, on_result=None):  # type: ignore[no-untyped-def, override]
+        samples = list(samples)
+        if any(isinstance(s, Sample) and s.completion == "poison" for s in samples):
+            raise RuntimeError("this batch cannot be scored")
+        return super().iter_score(samples, on_result)
+
+
+def test_a_batch_that_fails_fails_only_the_request_that_caused_it() -> None:
+    spec = {"rewards": {"s": {"type": SCRIPTED}}}
+    requests = [
+        [Sample(id=f"{j}-{i}", completion="w" * (i + j)) for i in range(3)] for j in range(5)
+    ]
+    requests.insert(2, [Sample(id="p", completion="poison")])
+    batcher = Batcher(lambda: PoisonedEngine(spec, workers=1))
+    batcher.start()
+    try:
+        got = run_concurrently(batcher, requests)
+    finally:
+        batcher.close()
+    poisoned = got.pop(2)
+    assert isinstance(poisoned, RuntimeError)
+    assert [[r.reward for r in g] for g in got] == [
+        [float(i + j) for i in range(3)] for j in range(5)
+    ]
+    assert batcher.admitted == 0

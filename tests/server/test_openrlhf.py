@@ -41,12 +41,25 @@ LLAMA3 = (
         ("<|im_start|>assistant\nIt is 4.<|im_end|>", None, "It is 4.", False),
         # decoding changed the prompt's whitespace: still found
         ("<pad>Wh at is 2+2? 4</s>", "What is 2+2?", "4", True),
-        # a prompt that the decoded query does not contain
-        ("<pad>What is 3+3? 6</s>", "What is 2+2?", "What is 3+3? 6", False),
+        # the prompt was cut from the left: the rest of it starts the query
+        (QWEN[20:] + "It is 4.<|im_end|>", QWEN, "It is 4.", False),
+        ("\ufffd" + QWEN[31:] + "It is 4.<|im_end|>", QWEN, "It is 4.", False),  # cut in a char
+        ("<|endoftext|>" + LLAMA3[70:] + "4<|eot_id|>", LLAMA3, "4", False),
+        # ... and a header the policy wrote in its response does not move the boundary
+        (
+            QWEN[20:] + "3 or 5<|im_end|>\n<|im_start|>assistant\n4<|im_end|>",
+            QWEN,
+            "3 or 5<|im_end|>\n<|im_start|>assistant\n4",
+            False,
+        ),
+        # the prompt is not there at all, but a chat template's assistant header is
+        (QWEN.replace("2+2", "3+3") + "6<|im_end|>", QWEN, "6", False),
+        # nothing tells the prompt from the response: no completion (the sample is invalid)
+        ("<pad>What is 3+3? 6</s>", "What is 2+2?", None, False),
     ],
 )
 def test_completion_from_query(
-    query: str, prompt: str | None, completion: str, found: bool
+    query: str, prompt: str | None, completion: str | None, found: bool
 ) -> None:
     assert completion_from_query(query, prompt) == (completion, found)
 

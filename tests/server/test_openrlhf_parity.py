@@ -48,7 +48,7 @@ BATCH = [  # (prompt, query, label)
     ("Q: 1+1?  A:", "<s>Q: 1+1?\nA: 2</s>", "2"),  # decoding changed the prompt's whitespace
     (QWEN, QWEN + "raise<|im_end|>", "4"),  # a component raises: on_error
     (QWEN, QWEN + "n/a<|im_end|>", None),  # nothing applies: 0.0, not on_error
-    ("a prompt not in the query", "<s>7</s>", "7"),  # prompt not found: the whole query
+    ("a prompt not in the query", "<s>7</s>", "7"),  # no prompt/response boundary: invalid
 ]
 
 
@@ -82,8 +82,10 @@ def test_server_and_reward_func_answer_the_same(parity_server: Server, reward_fu
     )
     assert response.status_code == 200
     served = response.json()
-    assert served["rewards"] == pytest.approx([1.26, 0.04, 1.23, 1.03, 1.01, -1.5, 0.0, 1.01])
-    assert served["extra_logs"]["failed"] == [0, 0, 0, 0, 0, 1, 0, 0]
+    assert served["rewards"] == pytest.approx([1.26, 0.04, 1.23, 1.03, 1.01, -1.5, 0.0, -1.5])
+    assert served["extra_logs"]["failed"] == [0, 0, 0, 0, 0, 1, 0, 1]
+    assert served["extra_logs"]["words_failed"] == [0, 0, 0, 0, 0, 1, 0, 1]
+    assert served["extra_logs"]["format"] == [1, 0, 1, 0, 0, 0, 0, -1.5]  # gated by `correct`
     assert served["extra_logs"]["prompt_found"] == [1, 1, 1, 1, 1, 1, 1, 0]
 
     # The plain lists the adapter builds are the server's JSON, byte for byte.

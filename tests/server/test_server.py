@@ -142,16 +142,17 @@ def test_openrlhf_request_is_answered_with_a_float_per_sample(client: httpx.Clie
         "<|endoftext|><|endoftext|>" + prompt + "hello<|im_end|>\n<|endoftext|>",  # 5 chars
         prompt + "raise<|im_end|>",  # the reward raises: the failure value, 0.0
         prompt + "n/a<|im_end|>",  # nothing applicable: also 0.0
-        "<s>a different prompt</s>abc</s>",  # prompt not found: the whole query, stripped
+        "<s>a different prompt</s>abc</s>",  # no prompt/response boundary: invalid, 0.0
     ]
     body = {"query": queries, "prompts": [prompt] * 4, "labels": ["x", "y", None, "z"]}
     response = client.post("/get_reward", json=body)
     assert response.status_code == 200
     answer = response.json()
-    assert answer["rewards"] == [5.0, 0.0, 0.0, float(len("a different prompt</s>abc"))]
+    assert answer["rewards"] == [5.0, 0.0, 0.0, 0.0]
     assert answer["scores"] == answer["rewards"]
-    assert answer["extra_logs"]["s"] == [5.0, 0.0, 0.0, 25.0]
-    assert answer["extra_logs"]["failed"] == [0.0, 1.0, 0.0, 0.0]
+    assert answer["extra_logs"]["s"] == [5.0, 0.0, 0.0, 0.0]
+    assert answer["extra_logs"]["s_failed"] == [0.0, 1.0, 0.0, 1.0]
+    assert answer["extra_logs"]["failed"] == [0.0, 1.0, 0.0, 1.0]
     assert answer["extra_logs"]["prompt_found"] == [1.0, 1.0, 1.0, 0.0]
     # The oldest OpenRLHF sends only the queries.
     legacy = client.post("/get_reward", json={"query": ["abc<|im_end|>"]})

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import json
+import random
+import statistics
 from typing import Any
 
 import pytest
 
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.models import Sample, Score
-from rewardsmith.registry import registry
-from rewardsmith.verifiers.agents.boxes import detection, find_boxes, iou, iou_reward
+from rewardsmith.registry import declared_bounds, registry
+from rewardsmith.verifiers.agents.boxes import (
+    Labelled,
+    detection,
+    detection_score,
+    find_boxes,
+    iou,
+    iou_reward,
+)
 
 GOLD = [0, 0, 10, 10]  # area 100
 
@@ -66,6 +75,11 @@ def test_thresholded_iou(box: list[float], threshold: float, expected: float) ->
         ("<think>maybe [5, 5, 15, 15]</think><answer>[0, 0, 10, 10]</answer>", 1.0),
         ("[0, 0, 10, 10] and again [0, 0, 10, 10]", 1.0),  # the same box twice
         ("[0, 0, 10, 10] or [5, 5, 15, 15]", 0.0),  # a hedge: two different boxes
+        ("<box>(0,0),(10,10)</box> or [5, 5, 15, 15]", 0.0),  # a hedge across formats
+        # a JSON bbox_2d answer is the answer: other boxes in the text are not read
+        ('{"bbox_2d": [0, 0, 10, 5]} or [5, 5, 15, 15]', 0.5),
+        ('{"bbox_2d": [0, 0, 10, 5]} {"bbox_2d": [5, 5, 15, 15]}', 0.5),  # the first value
+        ('[{"bbox_2d": [0, 0, 10, 5]}, {"bbox_2d": [5, 5, 15, 15]}]', 0.0),  # two in it
         ("<answer>no idea</answer>", 0.0),
         ("", 0.0),
         ("[1e999, 0, 10, 10]", 0.0),  # not a number the parser reads
@@ -109,6 +123,10 @@ def test_a_degenerate_prediction_says_so() -> None:
     assert result.score == 0 and "degenerate" in result.detail["reason"]
 
 
+HUGE = 10**400
+"""A JSON integer too large for a float (`float()` raises OverflowError on it)."""
+
+
 @pytest.mark.parametrize(
     ("reference", "metadata"),
     [
@@ -118,6 +136,8 @@ def test_a_degenerate_prediction_says_so() -> None:
         ({"boxes": [[0, 0, 10, 10]]}, {}),
         ({"box": GOLD}, {"image_size": [100, 100]}),  # only one of the two sizes
         ({"box": GOLD}, {"image_size": [100, 0], "model_image_size": [100, 100]}),
+        ({"box": [0, 0, HUGE, 10]}, {}),  # an integer beyond a float: infinite, no area
+        ({"box": GOLD}, {"image_size": [HUGE, 100], "model_image_size": [100, 100]}),
     ],
 )
 def test_bad_iou_references_are_invalid(reference: Any, metadata: dict) -> None:
@@ -207,6 +227,69 @@ def test_detection_rescales() -> None:
 def test_bad_detection_references_are_invalid(reference: dict) -> None:
     sample = Sample(id="d", completion="[0, 0, 10, 10]", reference=reference)
     assert detection()(sample).status == "invalid"
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        f'{{"bbox_2d": [{HUGE}, 0, 1, 1]}}',
+        f'[{{"bbox_2d": [0, 0, {HUGE}, 1], "label": "x"}}]',
+        f"[0, 0, {HUGE}, 1]",
+        f"<box>(0, 0), ({HUGE}, 1)</box>",
+        f'{{"bbox_2d": [-{HUGE}, 0, 1, 1]}}',
+    ],
+)
+def test_numbers_beyond_a_float_are_degenerate_boxes(completion: str) -> None:
+    for fn, reference in ((iou_reward(), {"box": A}), (detection(), {"boxes": [A]})):
+        result = fn(Sample(id="h", completion=completion, reference=reference))
+        assert (result.status, result.score) == ("ok", 0.0), completion
+
+
+def test_many_predicted_boxes_stay_cheap_and_match_greedily() -> None:
+    """12,000 boxes (192 kB) against 50 gold boxes: each distinct box meets the gold once,
+    pairs that cannot reach the threshold are skipped before any IoU; the matching is the
+    greedy one (every gold matched once, the rest false alarms)."""
+    gold = [[i * 10, i * 10, i * 10 + 8, i * 10 + 8] for i in range(50)]
+    text = "".join(f"[{k % 500}, {k % 500}, {k % 500 + 8}, {k % 500 + 8}]" for k in range(12_000))
+    result = detection()(Sample(id="m", completion=text, reference={"boxes": gold}))
+    assert result.detail["miss_rate"] == 0 and len(result.detail["matches"]) == 50
+    assert [m["pred"] for m in result.detail["matches"]] == [k * 10 for k in range(50)]
+    assert result.detail["false_alarm_rate"] == pytest.approx(11_950 / 12_000)
+
+
+def test_a_fixed_grid_of_boxes_earns_what_vlm_r1s_formula_gives() -> None:
+    """Documented, not fixed: completeness caps what false alarms cost at 0.15, so one fixed
+    grid of boxes, the same for every image, earns 0.20 over random gold sets; a model that
+    finds two boxes of three, each shifted by a tenth of its size, earns 0.54."""
+    grid = [
+        Labelled((x, y, x + size, y + size))
+        for size in (64, 128, 256, 512)
+        for x in range(0, 1000 - size + 1, size // 2)
+        for y in range(0, 1000 - size + 1, size // 2)
+    ]
+    rng = random.Random(0)
+    attack, weak = [], []
+    for _ in range(200):
+        gold = []
+        for _ in range(rng.randint(1, 6)):
+            w, h = rng.uniform(50, 400), rng.uniform(50, 400)
+            x, y = rng.uniform(0, 1000 - w), rng.uniform(0, 1000 - h)
+            gold.append(Labelled((x, y, x + w, y + h)))
+        attack.append(detection_score(grid, gold)[0])
+        found = []
+        for g in gold:
+            if rng.random() < 0.67:
+                x1, y1, x2, y2 = g.box
+                dx, dy = (x2 - x1) / 10, (y2 - y1) / 10
+                found.append(Labelled((x1 + dx, y1 + dy, x2 + dx, y2 + dy)))
+        weak.append(detection_score(found, gold)[0] if found else 0.0)
+    assert len(grid) == 1136
+    assert statistics.mean(attack) == pytest.approx(0.20, abs=0.005)
+    assert statistics.mean(weak) == pytest.approx(0.54, abs=0.005)
+
+
+def test_detection_and_iou_declare_their_range() -> None:
+    assert declared_bounds(detection()) == (0.0, 1.0) == declared_bounds(iou_reward())
 
 
 def test_find_boxes_is_bounded_on_bracket_heavy_text() -> None:

@@ -192,6 +192,26 @@ def test_json_round_trip_is_valid(value: Any) -> None:
 
 
 @pytest.mark.parametrize("extract", ["whole", "first_object"])
-def test_json_too_deep_to_parse_is_not_a_zero(extract: str) -> None:
+def test_json_too_deep_to_parse_is_wrong_not_invalid(extract: str) -> None:
     result = json_valid(extract=extract)(sample('{"a":' * 10_000 + "1" + "}" * 10_000))
-    assert (result.status, result.score) == ("invalid", None)
+    assert (result.status, result.score) == ("ok", 0.0)  # the policy wrote it: never a null
+    assert "nested too deeply" in result.detail["reason"]
+
+
+def test_think_format_minimum_words_are_configurable() -> None:
+    reward = think_format(min_reasoning_words=3, min_answer_words=2)
+    assert reward(sample("<think>one two</think>x y")).detail["rule"] == "reasoning"
+    assert reward(sample("<think>one two three</think>x")).detail["rule"] == "answer"
+    assert reward(sample("<think>one two three</think>x y")).score == 1.0
+    with pytest.raises(ConfigError, match="at least 1"):
+        think_format(min_reasoning_words=0)
+
+
+def test_json_refuses_a_schema_with_a_format_nobody_checks() -> None:
+    with pytest.raises(ConfigError, match="no checker for format 'shoe-size'"):
+        json_valid(schema={"type": "string", "format": "shoe-size"})
+    # a property named "format" is not the format keyword
+    schema = {"type": "object", "properties": {"format": {"type": "string"}}}
+    assert json_valid(schema=schema)(sample('{"format": "A4"}')).score == 1.0
+    dated = json_valid(schema={"type": "string", "format": "date"})
+    assert [dated(sample(t)).score for t in ('"2024-02-29"', '"2024-02-30"')] == [1.0, 0.0]

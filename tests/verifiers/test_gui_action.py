@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from rewardsmith.models import Sample
-from rewardsmith.registry import registry
+from rewardsmith.registry import declared_bounds, registry
 from rewardsmith.verifiers.agents.gui import gui_action, parse_action
 
 CLICK = {"action": "click", "box": [100, 200, 300, 260]}
@@ -121,6 +121,22 @@ def test_parse_is_bounded_and_safe() -> None:
     assert parse_action("{" * 100_000) == []
     assert parse_action("[" + "(" * 50_000 + "]") == []
     assert parse_action("{'action': __import__('os').system('true')}") == []
+    assert parse_action("[" * 3_000 + "]" * 3_000) == []  # too deep for json: not an error
+    deep = "[" * 200 + "]" * 200
+    assert parse_action(f"{{'action': 'type', 'text': {deep}}}") == []  # over MAX_NESTING
+
+
+@pytest.mark.parametrize("point", [f"[{10**400}, 150]", f"[150, -{10**400}]", f'"{10**400}, 150"'])
+def test_a_point_beyond_a_float_is_no_point(point: str) -> None:
+    completion = ui_r1(f"{{'action': 'click', 'coordinate': {point}}}")
+    result = gui_action()(Sample(id="o", completion=completion, reference=CLICK))
+    assert (result.status, result.score) == ("ok", 2.0)  # action and format, no argument
+    assert result.detail["reason"] == "no click point [x, y]"
+
+
+def test_gui_action_declares_its_range() -> None:
+    assert declared_bounds(gui_action()) == (0.0, 3.0)
+    assert declared_bounds(gui_action(format_weight=-1.0)) == (-1.0, 2.0)
 
 
 def test_registered() -> None:

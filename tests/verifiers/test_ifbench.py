@@ -164,10 +164,11 @@ def test_kwarg_upstream_would_draw_at_random_is_invalid() -> None:
     assert result.status == "invalid" and "count:numbers" in result.detail["reason"]
 
 
-def test_checker_crash_is_not_followed_and_reported() -> None:
+def test_checker_crash_is_an_error_charged_to_the_completion_never_a_verdict() -> None:
     # words:alphabet indexes the first word: punctuation-only text crashes upstream.
     result = _score("words:alphabet", {}, "!!!")
-    assert result.status == "ok" and result.detail["follow_instruction_list"] == [False]
+    assert (result.status, result.score, result.cause) == ("error", None, "completion")
+    assert result.detail["follow_instruction_list"] == [None]
     assert "IndexError" in result.detail["checker_errors"][0]
 
 

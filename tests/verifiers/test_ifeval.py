@@ -202,3 +202,19 @@ def test_import_loads_no_nltk_and_downloads_nothing() -> None:
         "assert r.status == 'ok', r\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_training_example_spec_scores_contentless_replies_zero() -> None:
+    """examples/ifeval_spec.yaml documents `training: true` as the setting to train with."""
+    from pathlib import Path
+
+    from rewardsmith import load_spec
+
+    spec = load_spec(str(Path(__file__).resolve().parents[2] / "examples" / "ifeval_spec.yaml"))
+    reward = spec.rewards["instructions"].build()
+    reference = {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}
+    prompt = "Write a short story about a lighthouse. Do not use any commas."
+    story = "The keeper lit the lamp at dusk and watched the ships pass the dark rocks below."
+    for reply, expected in [("OK", 0.0), ("\u200b", 0.0), (story, 1.0)]:
+        result = reward(Sample(id="s", completion=reply, prompt=prompt, reference=reference))
+        assert (result.status, result.score) == ("ok", expected), reply

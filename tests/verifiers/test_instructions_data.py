@@ -112,3 +112,49 @@ def test_langdetect_rs_gives_langdetect_results_on_the_real_responses() -> None:
         return found
 
     assert detect_all(langdetect_rs) == detect_all(langdetect)
+
+
+def _training_cases(folder: Path, prompts: str, responses: str) -> list[tuple[dict, str]]:
+    answers = {}
+    for row in _lines(folder / responses):
+        answers[row["prompt"]] = row["response"]
+        answers.setdefault(row["prompt"].strip(), row["response"])
+    rows = _lines(folder / prompts)
+    return [(row, answers.get(row["prompt"], answers.get(row["prompt"].strip()))) for row in rows]
+
+
+@pytest.mark.skipif(not IFBENCH.exists() or not IFEVAL.exists(), reason="no IFEval/IFBench data")
+@pytest.mark.parametrize(
+    ("factory", "folder", "prompts", "responses", "changed"),
+    [
+        (ifeval, IFEVAL, "input_data.jsonl", "input_response_data_gpt4_20231107_145030.jsonl", 1),
+        (ifbench, IFBENCH, "IFBench_test.jsonl", "sample_output.jsonl", 0),
+    ],
+)
+def test_training_option_pays_no_contentless_reply_and_keeps_real_responses(
+    factory, folder, prompts, responses, changed
+) -> None:
+    """Issue 17 item 7 on the real prompts: "", "OK", "\\u200b" and the instructions'
+    keywords earn 0 on every prompt (up to 0.44 on average officially), while the real
+    responses keep their official reward, but for IFEval 2359, which only repeats the
+    request it was asked to repeat before answering (see BENCHMARKS.md)."""
+    official, training = factory(), factory(training=True)
+    moved = []
+    for row, real in _training_cases(folder, prompts, responses):
+        reference = {"instruction_id_list": row["instruction_id_list"], "kwargs": row["kwargs"]}
+        keywords = " ".join(
+            str(v) for kwargs in row["kwargs"] for k, v in kwargs.items() if "keyword" in k and v
+        )
+        for reply in ("", "OK", "\u200b", keywords):
+            result = training(
+                Sample(id="s", completion=reply, prompt=row["prompt"], reference=reference)
+            )
+            if UNREPRODUCIBLE & set(row["instruction_id_list"]):  # no tagger data: error
+                assert result.status == "error", (row["key"], reply, result)
+            else:
+                assert (result.status, result.score) == ("ok", 0.0), (row["key"], reply, result)
+        sample = Sample(id="s", completion=real, prompt=row["prompt"], reference=reference)
+        before, after = official(sample), training(sample)
+        if (before.status, before.score) != (after.status, after.score):
+            moved.append(row["key"])
+    assert len(moved) == changed, moved

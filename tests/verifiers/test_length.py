@@ -79,7 +79,7 @@ LENGTH_SOURCES = [
         2,
         "text",
     ),
-    ("words", "<think>a b</think>c", {}, 2, "text"),  # "<think>a", "b</think>c"
+    ("words", "<think>a b</think>c", {}, 5, "text"),  # think a b think c: tags are text too
     ("chars", "<think>a", {}, 8, "text"),  # reasoning counts: it was generated
 ]
 
@@ -240,7 +240,8 @@ def test_repetition_counts_reasoning_too() -> None:
     looped = "<think>" + "I will check again. " * 50 + "</think>42"
     result = repetition()(sample(looped))
     assert result.score is not None and result.score < -0.9
-    assert result.detail["ngrams"] == 201 - 2  # 200 looped words, then "</think>42"
+    # 199 word trigrams over "<think>I will check again. I will ... again.</think>42": 6 distinct
+    assert result.detail["word_repetition"] == pytest.approx(1 - 6 / 199)
 
 
 @pytest.mark.parametrize(
@@ -269,3 +270,52 @@ def test_repetition_penalty_is_bounded(text: str, n: int, max_penalty: float) ->
     assert -max_penalty <= score <= 0.0
     if len(text.split()) < n:
         assert score == 0.0
+
+
+def test_turns_all_measures_every_assistant_turn_and_last_only_the_last() -> None:
+    conversation = [
+        {"role": "assistant", "content": "one two three"},
+        {"role": "user", "content": "not counted at all"},
+        {"role": "assistant", "content": "four"},
+    ]
+    every = length(max_length=10, cache_length=5, unit="words")(sample(conversation))
+    last = length(max_length=10, cache_length=5, unit="words", turns="last")(sample(conversation))
+    assert (every.detail["length"], last.detail["length"]) == (4, 1)
+
+
+def test_each_repetition_measure_can_be_turned_off() -> None:
+    loop = "hmm" * 2000
+    assert repetition()(sample(loop)).score == -1.0
+    only_words = repetition(char_ngram=0, min_compression=0)(sample(loop))
+    assert only_words.score == 0.0 and only_words.detail["compressed_ratio"] is None
+    with pytest.raises(ConfigError, match="min_compression"):
+        repetition(min_compression=1.5)
+
+
+def _real_responses() -> list[str]:
+    found = [
+        json.loads(line)["response"]
+        for path in (
+            DATA / "ifeval" / "input_response_data_gpt4_20231107_145030.jsonl",
+            DATA / "ifbench" / "sample_output.jsonl",
+        )
+        for line in path.read_text(encoding="utf-8").splitlines()
+    ]
+    for line in (DATA / "qwen25math" / "math_cot_100.jsonl").read_text().splitlines():
+        found += json.loads(line)["code"]
+    return [text for text in found if len(text) >= 200]
+
+
+@pytest.mark.skipif(not (DATA / "qwen25math").exists(), reason=f"no real data at {DATA}")
+def test_the_new_measures_leave_real_responses_as_the_word_measure_does() -> None:
+    """The character and compression measures catch loops, not prose: on 1,500 real IFEval,
+    IFBench and Qwen2.5-Math responses, compression never adds a penalty and the character
+    measure stays below the word measure's 99th percentile."""
+    texts = _real_responses()
+    assert len(texts) > 1400
+    results = [repetition()(sample(text)).detail for text in texts]
+    assert max(r["compression_repetition"] for r in results) == 0.0
+    word = sorted(r["word_repetition"] for r in results)
+    char = sorted(r["char_repetition"] for r in results)
+    p99 = int(0.99 * (len(results) - 1))
+    assert char[p99] <= word[p99]

@@ -2,14 +2,15 @@
 `gui_action`, `scope: turns` under `combine: renorm`, and images in the data contract.
 
 One row per attack, written as a policy paid for every unit of reward would try it. Each row
-says what the attack earns today, what an honest wrong answer earns, and what the attack
-should earn; the test asserts the last. Rows marked `xfail(strict=True)` are open holes: they
-fail today and flip loudly when fixed. The other rows are attacks that correctly fail today
-(regression guards), or documented behaviour pinned as it is.
+says what the attack earned when the red team wrote it (`today`), what an honest wrong answer
+earns, and what the attack should earn; the test asserts the last. The 22 rows that were open
+holes then (their `today` is a null reward, a crash or a gain) are fixed and stay as
+regression tests; the others are attacks that failed from the start, or documented behaviour
+pinned as it is.
 
-Rows that need the engine's hard timeout set `timeout_s: 1` and an input that takes many
-seconds today (quadratic parsing, a single SQLite function that the progress handler cannot
-interrupt): the assertion is on the status, never on a duration.
+Rows that need the engine's hard timeout set `timeout_s: 1` and an input that took many
+seconds before the fix (quadratic parsing, a single SQLite function that the progress handler
+cannot interrupt): the assertion is on the status, never on a duration.
 """
 
 from __future__ import annotations
@@ -391,19 +392,13 @@ class Attack:
     run: Callable[[Env], Outcome]
 
 
-def hole(attack: Attack, reason: str) -> Any:
-    return pytest.param(
-        attack, id=attack.target, marks=pytest.mark.xfail(strict=True, reason=f"redteam: {reason}")
-    )
-
-
 def guard(attack: Attack) -> Any:
     return pytest.param(attack, id=attack.target)
 
 
 ATTACKS = [
     # ---------------------------------------------------------------- sql
-    hole(
+    guard(
         Attack(
             "sql-instr-one-vm-step",
             "instr() over 80,000 characters in one VM step, 20 times in a row: the progress "
@@ -412,10 +407,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=("ok", 0.0),
             run=lambda env: sql_engine(env, fenced(INSTR_HANG)),
-        ),
-        "a single SQLite function call outruns time_limit_s: timeout instead of 0",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "sql-trim-one-vm-step",
             "trim(X, Y) with 40,000 characters each: quadratic inside one VM step",
@@ -423,10 +417,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=("ok", 0.0),
             run=lambda env: sql_engine(env, fenced(TRIM_HANG)),
-        ),
-        "trim() outruns time_limit_s in one VM step: timeout instead of 0",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "sql-memory-counts-characters",
             "30 rows of 240,000 four-byte characters (29 MB as UTF-8, 29 MB in Python) under "
@@ -435,10 +428,9 @@ ATTACKS = [
             honest_wrong="-",
             should=("failed",),
             run=sql_memory_accounting,
-        ),
-        "'all values together at most memory_mb' counts characters, not bytes",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "sql-fence-regex-quadratic",
             "20,000 lines '```x' (100 kB): the fence regex rescans to the end from every line",
@@ -446,10 +438,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=("ok", 0.0),
             run=lambda env: sql_engine(env, "```x\n" * 20_000),
-        ),
-        "sql fence extraction is quadratic: a 100 kB answer times out",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "sql-skyrl-think-regex-quadratic",
             "extract: skyrl; one <solution> then '<think>' x 14,000 (100 kB), never closed",
@@ -459,8 +450,7 @@ ATTACKS = [
             run=lambda env: sql_engine(
                 env, "<solution>SELECT 1</solution>" + "<think>" * 14_000, "skyrl"
             ),
-        ),
-        "skyrl's <think> check is quadratic: a 100 kB answer times out",
+        )
     ),
     guard(
         Attack(
@@ -522,7 +512,7 @@ ATTACKS = [
         )
     ),
     # ---------------------------------------------------------------- tool_call
-    hole(
+    guard(
         Attack(
             "tool_call-nested-300-crashes-cli",
             "a parameter value nested 300 deep: the result cannot be written as JSON, "
@@ -531,10 +521,9 @@ ATTACKS = [
             honest_wrong="ok 2 (wrong value)",
             should=("written", 3, True),
             run=cli_writes_every_result,
-        ),
-        "a nested call in detail breaks JSON output: the CLI run stops",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "tool_call-nested-600-respawn-loop",
             "a parameter value nested 600 deep: the worker dies pickling the result, the task "
@@ -543,10 +532,9 @@ ATTACKS = [
             honest_wrong="ok 2 (wrong value)",
             should=("scored",),
             run=engine_survives_deep_call,
-        ),
-        "an unpicklable result kills workers forever: the batch never finishes",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "tool_call-format-regex-quadratic",
             "'<think>' then '</think>\\n<tool_call>\\n' x 8,000 (168 kB): ToolRL's layout "
@@ -557,10 +545,9 @@ ATTACKS = [
             run=lambda env: quick_engine(
                 "tool_call", "<think>" + "</think>\n<tool_call>\n" * 8_000, TOOL_GOLD
             ),
-        ),
-        "tool_call's layout regex is quadratic: a 168 kB answer times out",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "tool_call-block-regex-quadratic",
             "'</tool_call>' x 8,000 then '<tool_call>' x 8,000 (184 kB): balanced counts, and "
@@ -571,10 +558,9 @@ ATTACKS = [
             run=lambda env: quick_engine(
                 "tool_call", "</tool_call>" * 8_000 + "<tool_call>" * 8_000, TOOL_GOLD, think=False
             ),
-        ),
-        "<tool_call> block extraction is quadratic: a 184 kB answer times out",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "tool_call-bool-written-as-int",
             "gold {flag: true}; the answer writes {flag: 1}",
@@ -586,8 +572,7 @@ ATTACKS = [
                 {"tool_calls": [{"name": "f", "parameters": {"flag": True}}]},
                 think=False,
             ),
-        ),
-        "values compare with Python ==, so 1 and 1.0 count as true (README: exactly equal)",
+        )
     ),
     guard(
         Attack(
@@ -651,7 +636,7 @@ ATTACKS = [
         )
     ),
     # ---------------------------------------------------------------- iou / detection / gui
-    hole(
+    guard(
         Attack(
             "iou-integer-too-large-for-float",
             "a bbox_2d corner written as a 401-digit integer: float() raises OverflowError",
@@ -661,10 +646,9 @@ ATTACKS = [
             run=lambda env: overflow_outcome(
                 "iou", f'{{"bbox_2d": [{BIG_INT}, 0, 1, 1]}}', BOX_GOLD
             ),
-        ),
-        "a huge JSON integer in a box raises OverflowError: error instead of 0",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "detection-integer-too-large-for-float",
             "the same 401-digit corner in a detection answer",
@@ -676,10 +660,9 @@ ATTACKS = [
                 f'[{{"bbox_2d": [{BIG_INT}, 0, 1, 1], "label": "x"}}]',
                 {"boxes": [[10, 10, 50, 50]]},
             ),
-        ),
-        "a huge JSON integer in a detection box raises OverflowError: error instead of 0",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "gui-integer-too-large-for-float",
             "a click coordinate written as a 401-digit integer",
@@ -692,10 +675,9 @@ ATTACKS = [
                 f"[{BIG_INT}, 150]}}</answer>",
                 GUI_GOLD,
             ),
-        ),
-        "a huge integer click point raises OverflowError: error instead of a score",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "iou-box-tag-regex-quadratic",
             "'<box>' x 20,000 (100 kB), never closed: the <box> regex rescans from every tag",
@@ -703,10 +685,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=("ok", 0.0),
             run=lambda env: quick_engine("iou", "<box>" * 20_000, BOX_GOLD),
-        ),
-        "<box> extraction is quadratic: a 100 kB answer times out",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "detection-answer-tag-regex-quadratic",
             "'<answer>' x 12,500 (100 kB), never closed (shared by iou, detection, gui_action)",
@@ -716,10 +697,9 @@ ATTACKS = [
             run=lambda env: quick_engine(
                 "detection", "<answer>" * 12_500, {"boxes": [[10, 10, 50, 50]]}
             ),
-        ),
-        "<answer> extraction is quadratic: a 100 kB answer times out",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "gui-format-regex-quadratic",
             "'<think>' then '</think><answer>' x 10,000 (160 kB): the format regex backtracks "
@@ -730,8 +710,20 @@ ATTACKS = [
             run=lambda env: quick_engine(
                 "gui_action", "<think>" + "</think><answer>" * 10_000, GUI_GOLD
             ),
-        ),
-        "gui_action's format regex is quadratic: a 160 kB answer times out",
+        )
+    ),
+    guard(
+        Attack(
+            "detection-empty-answer-regex-quadratic (found by fix16)",
+            "'[]', 40,000 spaces, then a word: the explicitly-empty check backtracked through "
+            "the spaces once per space",
+            today="timeout (null reward)",
+            honest_wrong="ok 0",
+            should=("ok", 0.0),
+            run=lambda env: quick_engine(
+                "detection", "[]" + " " * 40_000 + "x", {"boxes": [[10, 10, 50, 50]]}
+            ),
+        )
     ),
     guard(
         Attack(
@@ -814,7 +806,7 @@ ATTACKS = [
         )
     ),
     # ---------------------------------------------------------------- scope: turns, renorm
-    hole(
+    guard(
         Attack(
             "turns-padding-past-references",
             "the honest wrong trajectory plus 20 empty assistant turns: a turn past "
@@ -825,10 +817,9 @@ ATTACKS = [
             run=lambda env: turns_gain(
                 [*WRONG_TRAJECTORY, *[{"role": "assistant", "content": ""}] * 20]
             ),
-        ),
-        "a turn past turn_references scores 0, above a wrong turn when the range goes below 0",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "turns-skip-gold-turns",
             "one assistant turn, no tool call: the unreached gold turn counts 0",
@@ -836,10 +827,9 @@ ATTACKS = [
             honest_wrong="ok -2",
             should=("no gain",),
             run=lambda env: turns_gain([{"role": "assistant", "content": "Answer: 22.2"}]),
-        ),
-        "an unreached gold turn counts 0, above a wrong turn when the range goes below 0",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "turns-views-quadratic-memory",
             "4,000 one-letter assistant turns: every turn's view copies the whole prefix",
@@ -847,8 +837,7 @@ ATTACKS = [
             honest_wrong="-",
             should=("linear",),
             run=turns_memory_growth,
-        ),
-        "scope: turns builds every prefix at once: memory grows with the square of the turns",
+        )
     ),
     guard(
         Attack(
@@ -898,7 +887,7 @@ ATTACKS = [
         )
     ),
     # ---------------------------------------------------------------- images
-    hole(
+    guard(
         Attack(
             "contract-nested-tool-call-object",
             "tool-call arguments as an object nested 600 deep: the engine cannot pickle the "
@@ -907,10 +896,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=("scored", 2),
             run=contract_nested_object,
-        ),
-        "a deeply nested tool_calls object in the contract crashes the whole batch",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "image-oversized-in-completion",
             "a wrong answer plus a data URL one byte over the limit in the completion's own "
@@ -919,10 +907,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=("ok", 0.0),
             run=oversized_image_in_completion,
-        ),
-        "an image in the completion makes the sample invalid: null beats an honest 0",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "image-uppercase-data-url",
             "a 20 MiB image as 'DATA:image/png;base64,...' (URL schemes are case-insensitive)",
@@ -930,8 +917,7 @@ ATTACKS = [
             honest_wrong="-",
             should=("rejected",),
             run=uppercase_data_url,
-        ),
-        "the 20 MiB data URL limit checks a lowercase 'data:' prefix only",
+        )
     ),
     guard(
         Attack(

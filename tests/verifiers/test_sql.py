@@ -4,7 +4,11 @@ be refused or stopped within their limits, the database file byte-identical afte
 from __future__ import annotations
 
 import hashlib
+import signal
 import sqlite3
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +19,15 @@ import pytest
 from rewardsmith import Engine
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.models import Sample, Score
-from rewardsmith.verifiers.agents.sql import order_matters, sql, sql_prediction
+from rewardsmith.registry import declared_bounds
+from rewardsmith.verifiers.agents import sql_exec
+from rewardsmith.verifiers.agents.sql import (
+    QueryFailed,
+    order_matters,
+    run_query,
+    sql,
+    sql_prediction,
+)
 
 SINGERS = [
     # id, name, country, age (duplicates names and NULLs on purpose)
@@ -250,6 +262,122 @@ def test_hostile_queries_under_the_engine(db: Path) -> None:
     with Engine(unbounded, workers=1) as engine:
         (result,) = engine.score(samples[:1])
     assert result.status == "timeout" and time.monotonic() - started < 60
+
+
+# One SQLite function call doing quadratic work: the progress handler, which runs between VM
+# instructions, never fires inside it (about 30 s here without the kill).
+ONE_CALL_HANG = (
+    "WITH s(a) AS (SELECT replace(hex(zeroblob(20000)), '0', 'a')) "
+    "SELECT length(trim(a, replace(hex(zeroblob(20000)), '0', 'b') || 'a')) FROM s"
+)
+ENDLESS = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT max(n) FROM r"
+
+
+def test_one_long_sqlite_call_is_killed_at_the_time_limit(db: Path) -> None:
+    limits = {"time_limit_s": 0.5, "max_rows": 10, "memory_mb": 64}
+    assert run_query(db, "SELECT count(*) FROM singer", **limits) == [(10,)]
+    first = sql_exec._PROCESS._proc
+    assert first is not None
+    with pytest.raises(QueryFailed, match=r"time limit of 0\.5 s"):
+        run_query(db, ONE_CALL_HANG, **limits)
+    assert first.returncode == -signal.SIGKILL  # killed, not finished
+    assert run_query(db, "SELECT count(*) FROM singer", **limits) == [(10,)]
+    second = sql_exec._PROCESS._proc
+    assert second is not None and second.pid != first.pid
+    assert run_query(db, "SELECT 1", **limits) == [(1,)]
+    assert sql_exec._PROCESS._proc is second  # one process serves query after query
+
+
+def test_a_query_process_killed_from_outside_is_replaced(db: Path) -> None:
+    """Killed between two queries, or during one (e.g. by the OOM killer): the query runs
+    again in a new process, so only a query that kills its process twice fails for it."""
+    limits = {"time_limit_s": 1.0, "max_rows": 10, "memory_mb": 64}
+    run_query(db, "SELECT 1", **limits)
+    idle = sql_exec._PROCESS._proc
+    assert idle is not None
+    idle.kill()
+    idle.wait()
+    assert run_query(db, "SELECT count(*) FROM singer", **limits) == [(10,)]
+    busy = sql_exec._PROCESS._proc
+    assert busy is not None and busy.pid != idle.pid
+    threading.Timer(0.3, busy.kill).start()
+    with pytest.raises(QueryFailed, match="time limit"):  # ran again in full, not "died"
+        run_query(db, ENDLESS, **limits)
+    assert busy.returncode == -signal.SIGKILL
+
+
+@pytest.mark.parametrize("query", [ENDLESS, ONE_CALL_HANG])
+def test_the_query_process_dies_with_its_worker(db: Path, tmp_path: Path, query: str) -> None:
+    """A worker killed by the engine's hard timeout takes its running query with it, even
+    one inside a single long SQLite call."""
+    script = tmp_path / "worker.py"
+    script.write_text(
+        "import sys\n"
+        "from rewardsmith.verifiers.agents.sql_exec import run_query\n"
+        "print('started', flush=True)\n"
+        "run_query(sys.argv[1], sys.argv[2], time_limit_s=600, max_rows=10, memory_mb=64)\n"
+    )
+    worker = subprocess.Popen(
+        [sys.executable, str(script), str(db), query], stdout=subprocess.PIPE, text=True
+    )
+    assert worker.stdout is not None and worker.stdout.readline() == "started\n"
+    children: list[int] = []
+    for _ in range(600):  # the query process starts; wait until it is there
+        children = [
+            int(pid)
+            for task in Path(f"/proc/{worker.pid}/task").iterdir()
+            for pid in (task / "children").read_text().split()
+        ]
+        if children:
+            break
+        time.sleep(0.1)
+    (child,) = children
+    time.sleep(0.5)
+    assert _alive(child)
+    worker.kill()
+    worker.wait()
+    worker.stdout.close()
+    for _ in range(300):
+        if not _alive(child):
+            break
+        time.sleep(0.1)
+    assert not _alive(child)
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie waiting for its reaper does not)."""
+    try:
+        status = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return status.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+@pytest.mark.parametrize(
+    ("value", "fails"),
+    [
+        ("replace(hex(zeroblob(120000)), '0', char(128512))", True),  # 4 bytes a character
+        ("replace(hex(zeroblob(120000)), '0', 'a')", False),  # 1 byte a character
+    ],
+)
+def test_the_row_budget_counts_real_bytes(db: Path, value: str, fails: bool) -> None:
+    """Ten rows of 240,000 characters under memory_mb=8: 9.6 MB of four-byte characters
+    fail; 2.4 MB of ASCII pass."""
+    query = (
+        "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 10) "
+        f"SELECT {value}, i FROM c"
+    )
+    limits = {"time_limit_s": 30.0, "max_rows": 100, "memory_mb": 8}
+    if fails:
+        with pytest.raises(QueryFailed, match="more than 8 MB"):
+            run_query(db, query, **limits)
+    else:
+        assert len(run_query(db, query, **limits)) == 10
+
+
+def test_sql_declares_its_range() -> None:
+    assert declared_bounds(sql()) == (-1.0, 1.0)
+    assert declared_bounds(sql(bad_format_score=0)) == (0.0, 1.0)
 
 
 def test_the_gold_query_failing_is_invalid(db: Path) -> None:

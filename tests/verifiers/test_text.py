@@ -333,11 +333,11 @@ def test_regex_invalid_pattern_names_the_parameter() -> None:
         regex(pattern="(unclosed")
 
 
-def test_regex_refuses_text_over_the_cap() -> None:
+def test_regex_does_not_run_over_the_cap_and_the_text_is_wrong_not_invalid() -> None:
     reward_fn = regex(pattern=r"(a+)+$")  # catastrophic on long runs of "a" then "b"
     assert reward_fn(sample("a" * MAX_REGEX_CHARS)).score == 1.0
     result = reward_fn(sample("a" * (MAX_REGEX_CHARS + 1) + "b"))
-    assert (result.status, result.score) == ("invalid", None)
+    assert (result.status, result.score) == ("ok", 0.0)  # the policy wrote it: never a null
     assert str(MAX_REGEX_CHARS) in result.detail["reason"]
 
 
@@ -401,3 +401,19 @@ def test_choice_is_linear_on_adversarial_text(completion: str) -> None:
     start = time.perf_counter()
     assert choice()(sample(completion, "A")).status == "ok"
     assert time.perf_counter() - start < 0.5
+
+
+def test_f1_hedge_detection_can_be_turned_off_for_plain_squad_f1() -> None:
+    hedge = sample("Paris or London", "Paris")
+    assert f1()(hedge).score == 0.0
+    assert f1(reject_hedges=False)(hedge).score == 0.5  # 2 * (1/3 * 1) / (1/3 + 1)
+    assert f1()(sample("salt or pepper", "salt or pepper")).score == 1.0  # the gold's own "or"
+    assert f1()(sample("9/11", "9/11")).score == 1.0  # a slash between digits is no hedge
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Answer: B, because it fits.", "The answer is B. A is a distractor.", "Answer: (B)"],
+)
+def test_choice_separators_do_not_turn_prose_into_a_hedge(text: str) -> None:
+    assert choice()(sample(text, "B")).score == 1.0

@@ -9,15 +9,25 @@ comment of each case gives S / S_max.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rewardsmith._exceptions import ConfigError
-from rewardsmith.models import Sample
-from rewardsmith.registry import registry
+from rewardsmith.models import MAX_NESTING, Sample
+from rewardsmith.registry import declared_bounds, registry
 from rewardsmith.verifiers.agents.tool_calls import calls_from_text
-from rewardsmith.verifiers.agents.tools import correctness_match, jaccard, tool_call
+from rewardsmith.verifiers.agents.tools import (
+    Gold,
+    _layout_ok,
+    correctness_match,
+    jaccard,
+    same_value,
+    tool_call,
+)
 
 Calls = list[tuple[str, dict[str, Any]]]
 
@@ -420,3 +430,127 @@ def test_config_errors_and_registration() -> None:
     with pytest.raises(ConfigError):
         tool_call(correct_min=3, correct_max=-3)
     assert registry.get("tool_call").factory is tool_call
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "equal"),
+    [
+        (True, True, True),
+        (True, 1, False),  # Python's == says True == 1
+        (False, 0, False),
+        (1, 1.0, True),  # JSON does not tell 1 from 1.0
+        (1, "1", False),
+        (None, 0, False),
+        (None, None, True),
+        ([1, True], [1, 1], False),
+        ({"a": [True]}, {"a": [1]}, False),
+        ({"a": [1.0]}, {"a": [1]}, True),
+        ({"a": 1}, {"a": 1, "b": 2}, False),
+        ([1, 2], [2, 1], False),
+        ("x", "x", True),
+    ],
+)
+def test_values_are_equal_with_their_json_types(a: Any, b: Any, equal: bool) -> None:
+    assert same_value(a, b) is equal and same_value(b, a) is equal
+
+
+def test_a_boolean_written_as_a_number_is_a_wrong_value() -> None:
+    gold = reference([call("toggle", flag=True, level=2)])
+    wrong = tool_call(think=False)(
+        Sample(
+            id="b",
+            completion=toolrl_text([call("toggle", flag=1, level=2.0)], think=False),
+            reference=gold,
+        )
+    )
+    assert wrong.detail["correctness"] == pytest.approx(6 * 3 / 4 - 3)  # level counts, flag not
+    for granularity in ("intermediate", "coarse"):
+        fn = tool_call(think=False, granularity=granularity)
+        text = toolrl_text([call("toggle", flag=1, level=2)], think=False)
+        assert fn(Sample(id="b", completion=text, reference=gold)).detail["correctness"] < 3
+
+
+def test_arguments_nested_too_deep_are_unparseable_and_not_echoed() -> None:
+    deep: Any = []
+    for _ in range(MAX_NESTING + 5):
+        deep = [deep]
+    text = toolrl_text([call("f", q=deep)], think=False)
+    result = tool_call(think=False)(Sample(id="d", completion=text, reference=reference(W)))
+    assert result.detail["correctness"] == -3.0 and result.detail["calls"] == []
+    assert "nested more than" in result.detail["reason"]
+    deep_gold = {"tool_calls": [{"name": "f", "parameters": {"q": deep}}]}
+    gold_result = tool_call()(Sample(id="g", completion=text, reference=deep_gold))
+    assert gold_result.status == "invalid"
+
+
+def old_layout_ok(text: str, gold_calls: bool, response: bool, think: bool) -> bool:
+    """ToolRL's layout check as the regex it was before the linear scan (the oracle)."""
+    head = r"^<think>.*?</think>\n" if think else "^"
+    block = r"<tool_call>\n.*?\n</tool_call>"
+    reply = r"<response>.*?</response>"
+    counts: dict[str, int] = {}
+    if gold_calls and response:
+        pattern, counts = head + block + r"\n" + reply + "$", {"<tool_call>": 1, "<response>": 1}
+    elif gold_calls:
+        pattern, counts = head + block + "$", {"<tool_call>": 1}
+    elif response:
+        pattern, counts = head + reply + "$", {"<response>": 1}
+    else:
+        pattern = r"^<think>.*?</think>$" if think else r"^(?!.*<tool_call>).*$"
+    if re.search(pattern, text, re.DOTALL) is None:
+        return False
+    return all(
+        text.count(tag) == n and text.count(tag.replace("<", "</")) == n
+        for tag, n in counts.items()
+    )
+
+
+LAYOUT_PIECES = ["<think>", "</think>", "<tool_call>", "</tool_call>", "<response>"]
+LAYOUT_PIECES += ["</response>", "\n", " ", "x", "{}"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(LAYOUT_PIECES), max_size=14).map("".join),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+)
+def test_layout_scan_matches_toolrl_regex(
+    text: str, gold_calls: bool, response: bool, think: bool
+) -> None:
+    gold = Gold([call("f")] if gold_calls else [], response)
+    text = text.strip()
+    assert _layout_ok(text, gold, think) == old_layout_ok(text, gold_calls, response, think)
+
+
+def test_tool_call_declares_its_range() -> None:
+    assert declared_bounds(tool_call()) == (-3.0, 4.0)
+    assert declared_bounds(tool_call(correct_min=0, correct_max=1, format_weight=0)) == (0, 1)
+    # linear: [-2, 2] + [-2, 2] at step 0, [-1, 1] + [-3, 3] from step 150
+    assert declared_bounds(tool_call(schedule="linear")) == (-4.0, 4.0)
+    assert declared_bounds(tool_call(schedule="two_stage")) == (-3.0, 3.5)  # format halves
+
+
+@pytest.mark.parametrize(
+    ("options", "hedge", "honest"),
+    [
+        ({}, 6 * 4.25 / 5 - 3, 6 * 4 / 5 - 3),  # names J = 1/4, the exact call 1 + 3: 2.1
+        ({"strict_lists": True}, 6 * 4 / 5 - 3, 6 * 4 / 5 - 3),  # names 0: no gain
+        ({"granularity": "coarse"}, -3.0, -3.0),
+    ],
+)
+def test_calls_covering_guesses_of_two_values(
+    options: dict[str, Any], hedge: float, honest: float
+) -> None:
+    """Four calls of one tool, both guesses for two uncertain values of three, against one
+    call with one value wrong (README: ToolRL's formula pays the hedge; strict_lists does
+    not)."""
+    gold = reference([call("f", a=1, b=2, c=3)])
+    guesses = [call("f", a=a, b=b, c=3) for a in (1, 9) for b in (2, 8)]
+    fn = tool_call(think=False, **options)
+    scores = [
+        fn(Sample(id="h", completion=toolrl_text(calls, think=False), reference=gold))
+        for calls in (guesses, [call("f", a=9, b=2, c=3)])
+    ]
+    assert [s.detail["correctness"] for s in scores] == pytest.approx([hedge, honest])

@@ -7,8 +7,19 @@ samples for the engine.
 
 from ._advantages import DrGrpo, Entry, Gdpo, Grpo, Rank, Rloo, Whiten
 from ._base import Counted, Scored
-from ._combine import COMBINERS, Combined, Simple, combine, combine_scores
+from ._bounds import Bounds, check_combination, component_bounds, lowest_total
+from ._combine import (
+    COMBINERS,
+    Combined,
+    Simple,
+    combine,
+    combine_scores,
+    counted,
+    fired_veto,
+    passes,
+)
 from ._ensemble import Uncertainty
+from ._failures import charged_value
 from ._groups import GroupOrder, ResultBuilder
 from ._length import Cosine, GrpoLambda, Kimi
 from ._lexicographic import Lexicographic
@@ -56,6 +67,7 @@ __all__ = [
     "COMBINE_TYPES",
     "GROUP_TRANSFORM_TYPES",
     "TRANSFORM_TYPES",
+    "Bounds",
     "Combined",
     "Combiner",
     "Contestant",
@@ -68,6 +80,13 @@ __all__ = [
     "Scored",
     "Simple",
     "Transform",
+    "charged_value",
+    "check_combination",
     "combine",
     "combine_scores",
+    "component_bounds",
+    "counted",
+    "fired_veto",
+    "lowest_total",
+    "passes",
 ]

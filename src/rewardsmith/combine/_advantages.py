@@ -1,9 +1,11 @@
 """Group transforms (`group_transform:`): rewards of a group of samples become advantages.
 
-A group is the samples sharing `group` (a sample without one is a group of its own). Only
-samples whose status is `ok` take part: a failed or not-applicable sample is left out of
-every statistic and its `advantage` is null (a failure is never read as a 0, not even by an
-on_error value). A group whose rewards are all equal gets exactly 0.0 (see `_stats`).
+A group is the samples sharing `group` (a sample without one is a group of its own). Samples
+whose status is `ok` take part with their reward; a sample whose failure the completion
+caused takes part too, charged at a value no better than the group's worst (see
+`_failures`); a not-applicable sample, or one failed by the dataset or the infrastructure, is
+left out of every statistic and its `advantage` is null. A group whose values are all equal
+gets exactly 0.0 (see `_stats`).
 
 Batch-level steps (REINFORCE++ whitening, GDPO's final normalisation) run over a batch: the
 samples of one engine call (what a trainer passes), or runs of at least `batch_size` samples
@@ -39,17 +41,16 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One scored sample of a group (status `ok`, reward set)."""
+    """One sample taking part in its group's statistics."""
 
     sample: Sample
     result: Result
     counted: tuple[Counted, ...]
-
-    @property
-    def reward(self) -> float:
-        """The sample's combined reward."""
-        assert self.result.reward is not None
-        return self.result.reward
+    """The components that counted (for a charged sample: each at the group's lowest)."""
+    reward: float
+    """The value the statistics see: the combined reward, or a charged failure's value."""
+    charged: bool = False
+    """A failure the completion caused (its result has no reward of its own)."""
 
 
 @dataclass(frozen=True, slots=True)

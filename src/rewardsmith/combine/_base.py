@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from ..models import Sample, Score, Status
+from ..models import Cause, Sample, Score, Status
 
 __all__ = ["Choice", "Counted", "Scored", "shaped", "withdrawn"]
 
@@ -43,9 +43,11 @@ def shaped(score: Score, value: float, **detail: object) -> Score:
     return Score(score=value, status="ok", detail={**score.detail, **detail, "raw_score": raw})
 
 
-def withdrawn(score: Score, status: Status, reason: str) -> Score:
-    """`score` without a value (`status`, with the reason); its detail and value are kept."""
+def withdrawn(score: Score, status: Status, reason: str, cause: Cause | None = None) -> Score:
+    """`score` without a value (`status`, with the reason and, for a failure, who caused
+    it); its detail and value are kept."""
     raw = score.detail.get("raw_score", score.score)
-    return Score(
-        score=None, status=status, detail={**score.detail, "reason": reason, "raw_score": raw}
-    )
+    detail = {**score.detail, "reason": reason, "raw_score": raw}
+    if cause is not None:
+        detail["cause"] = cause
+    return Score(score=None, status=status, detail=detail)

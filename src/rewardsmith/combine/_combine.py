@@ -3,11 +3,15 @@
 The order of decisions is fixed, and it is what keeps failures honest:
 
 1. A component that failed (`timeout`, `error`, `invalid`) decides the total: the spec's
-   `on_error` value (None by default, so the reward is null), with the failing status.
-2. Components that do not apply, and components whose gate (`only_if`) did not pass,
-   do not count.
+   `on_error` value (None by default, so the reward is null), with the failing status. Each
+   failed component's `detail.cause` says who caused it (`Score.cause`), which decides
+   whether the sample is charged in its group (see `_groups`).
+2. Components that do not apply, and components whose gate (`only_if`) is closed, do not
+   count. A gate is open when its component counts (its own gate is open) and passes: gates
+   read the gated value, so a chain `bonus -> correct -> safe` closes when `safe` fails.
 3. A counted component marked `veto: true` that did not pass (score <= 0: a failed hard rule)
-   zeroes the total: reward 0.0, status `ok`.
+   gives the lowest total the spec can produce (`veto_value` when the spec sets one; never
+   more than the other components would have given), status `ok`.
 4. The remaining components go to the combiner named by `combine:`.
    Nothing left to count means the sample is `not_applicable`.
 
@@ -24,13 +28,23 @@ from typing import TYPE_CHECKING, Literal
 
 from ..models import FAILURE_STATUSES, Score, Status
 from ._base import Choice, Counted, withdrawn
+from ._bounds import Bounds, component_bounds, lowest_total, sum_floor
 from ._ensemble import ensemble_mean
 from ._renorm import ReNorm
 
 if TYPE_CHECKING:
     from ..spec import RewardSpec
 
-__all__ = ["COMBINERS", "Combined", "Simple", "combine", "combine_scores"]
+__all__ = [
+    "COMBINERS",
+    "Combined",
+    "Simple",
+    "combine",
+    "combine_scores",
+    "counted",
+    "fired_veto",
+    "passes",
+]
 
 Weighted = Sequence[tuple[float, float]]
 """(weight, score) pairs of the components that count, in spec order."""
@@ -50,7 +64,11 @@ def minimum(items: Weighted) -> float:
 
 
 def product(items: Weighted) -> float:
-    """Product of weighted scores: multiplicative penalties (a 0 anywhere zeroes the total)."""
+    """Product of weighted scores: multiplicative penalties (a 0 anywhere zeroes the total).
+
+    Defined for non-negative members only (the spec is refused otherwise): there the product
+    never falls when a member rises. With two negative members it would be a bonus.
+    """
     return math.prod(w * s for w, s in items)
 
 
@@ -85,6 +103,14 @@ class Simple(Choice):
         """The combined reward of the counted components."""
         return COMBINERS[self.type]([(c.weight, c.score) for c in items])
 
+    def lowest(self, members: Sequence[tuple[str, Bounds]]) -> float:
+        """A total no sample scores below, given each component's weighted range."""
+        if self.type == "weighted_sum":
+            return sum_floor([b for _, b in members])
+        if self.type == "product":  # members are non-negative (`check_combination`)
+            return 0.0
+        return min(b.low for _, b in members)  # min, average, first_pass: one of them
+
 
 @dataclass(frozen=True, slots=True)
 class Combined:
@@ -93,9 +119,9 @@ class Combined:
     reward: float | None
     status: Status
     components: dict[str, Score]
-    """The scores, as shown in the output (ReNorm may mark its process component invalid)."""
+    """The scores, as shown in the output (ReNorm may withdraw its process component's)."""
     counted: tuple[Counted, ...] = ()
-    """Components that counted (all scored 0.0 when a veto fired)."""
+    """Components that counted (each at its lowest score when a veto fired)."""
     steps: tuple[float, ...] | None = None
     """Per-step rewards (ReNorm)."""
 
@@ -108,34 +134,85 @@ def passed(spec: RewardSpec, name: str, score: Score) -> bool:
     return (score.score if raw is None else raw) > 0
 
 
+def passes(spec: RewardSpec, name: str, scores: Mapping[str, Score]) -> bool:
+    """Whether component `name` opens a gate: it counts (its own gate is open) and passed."""
+    gate = spec.rewards[name].only_if
+    return passed(spec, name, scores[name]) and (gate is None or passes(spec, gate, scores))
+
+
+def counted(spec: RewardSpec, scores: Mapping[str, Score]) -> tuple[Counted, ...]:
+    """The components that count for one sample: `ok`, with their gate (if any) open."""
+    return tuple(
+        Counted(name, position, component.weight, score.score)
+        for position, (name, component) in enumerate(spec.rewards.items())
+        if (score := scores[name]).status == "ok"
+        and score.score is not None
+        and (component.only_if is None or passes(spec, component.only_if, scores))
+    )
+
+
+def fired_veto(
+    spec: RewardSpec, scores: Mapping[str, Score], items: Sequence[Counted]
+) -> str | None:
+    """The first counted component marked `veto` that did not pass, or None."""
+    return next(
+        (
+            c.name
+            for c in items
+            if spec.rewards[c.name].veto and not passed(spec, c.name, scores[c.name])
+        ),
+        None,
+    )
+
+
+def _with_causes(components: dict[str, Score]) -> dict[str, Score]:
+    """The scores, each failure carrying its resolved `detail.cause` for the output."""
+    return {
+        name: score
+        if score.cause is None or "cause" in score.detail
+        else score.model_copy(update={"detail": {**score.detail, "cause": score.cause}})
+        for name, score in components.items()
+    }
+
+
+def _vetoed(spec: RewardSpec, items: tuple[Counted, ...]) -> tuple[float, tuple[Counted, ...]]:
+    """A fired veto's total, and the counted components as GDPO then sees them.
+
+    The total is the lowest the spec can produce (or `veto_value`), and never more than the
+    counted components would have given: a veto only ever takes reward away. Each counted
+    component then scores its own lowest value (0.0 when its range is unknown). A spec whose
+    lowest total is unknown and sets no `veto_value` is refused at load; built without that
+    check, it gets at most 0.
+    """
+    floor = spec.veto_value if spec.veto_value is not None else lowest_total(spec)
+    total = spec.combiner.total(items)  # type: ignore[union-attr]  # no veto under renorm
+    worst = []
+    for c in items:
+        b = component_bounds(spec, c.name)
+        low = b.low if c.weight >= 0 else b.high
+        worst.append(c._replace(score=low if math.isfinite(low) else 0.0))
+    return min(0.0 if floor is None else floor, total), tuple(worst)
+
+
 def combine_scores(spec: RewardSpec, scores: Mapping[str, Score]) -> Combined:
     """The total reward of one sample from its (shaped) component scores."""
     components = {name: scores[name] for name in spec.rewards}
     for score in components.values():
         if score.status in FAILURE_STATUSES:
-            return Combined(spec.on_error, score.status, components)
-    counted = tuple(
-        Counted(name, position, component.weight, score.score)
-        for position, (name, component) in enumerate(spec.rewards.items())
-        if (score := components[name]).status == "ok"
-        and score.score is not None
-        and (
-            component.only_if is None or passed(spec, component.only_if, scores[component.only_if])
-        )
-    )
-    if not counted:
+            return Combined(spec.on_error, score.status, _with_causes(components))
+    items = counted(spec, components)
+    if not items:
         return Combined(None, "not_applicable", components)
-    if any(
-        spec.rewards[c.name].veto and not passed(spec, c.name, components[c.name]) for c in counted
-    ):
-        return Combined(0.0, "ok", components, tuple(c._replace(score=0.0) for c in counted))
+    if fired_veto(spec, components, items) is not None:
+        reward, worst = _vetoed(spec, items)
+        return Combined(reward, "ok", components, worst)
     combiner = spec.combiner
     if isinstance(combiner, ReNorm):
-        return _renorm(spec, combiner, components, counted)
-    total = combiner.total(counted)
-    if not math.isfinite(total):
-        return Combined(spec.on_error, "invalid", components, counted)
-    return Combined(total, "ok", components, counted)
+        return _renorm(spec, combiner, components, items)
+    total = combiner.total(items)
+    if not math.isfinite(total):  # the combination overflowed on these scores
+        return Combined(spec.on_error, "error", components, items)
+    return Combined(total, "ok", components, items)
 
 
 def _renorm(
@@ -145,9 +222,9 @@ def _renorm(
     if renorm.process not in names or renorm.outcome not in names:
         return Combined(None, "not_applicable", components, counted)
     steps = renorm.steps(components[renorm.process], components[renorm.outcome])
-    if isinstance(steps, str):
-        failed = withdrawn(components[renorm.process], "invalid", steps)
-        return Combined(spec.on_error, "invalid", {**components, renorm.process: failed})
+    if isinstance(steps, str):  # the rewards' output, read from this completion: charged
+        failed = withdrawn(components[renorm.process], "error", steps, cause="completion")
+        return Combined(spec.on_error, "error", {**components, renorm.process: failed})
     return Combined(renorm.reward(steps), "ok", components, counted, tuple(steps))
 
 

@@ -21,7 +21,8 @@ training step may reuse them.
 
 Inputs that are not valid samples (`invalid` results made by the engine) belong to no group:
 they do not close the current group and keep their place in the output. With a
-`group_transform:`, every result carries `advantage` (null for samples that did not score).
+`group_transform:`, every result carries `advantage`: a number for scored samples and for
+failures the completion caused (charged, see `_failures`), null for the rest.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from ..models import Result, Sample, Score
 from ._advantages import Entry
 from ._base import Scored
 from ._combine import combine_scores
+from ._failures import cap_charged, charged_counted, charged_value
 from ._shaping import shape
 
 if TYPE_CHECKING:
@@ -44,6 +46,10 @@ __all__ = ["GroupOrder", "ResultBuilder"]
 
 Pending = Scored | Result
 """A scored sample waiting for its group, or an input that failed before scoring."""
+
+Finished = tuple[Result, float | None, bool]
+"""A result, its group-step value, and whether that value is the lowest of its batch (a
+charged failure whose group gave nothing to compare with, known only at the batch step)."""
 
 
 class GroupOrder:
@@ -80,7 +86,7 @@ class ResultBuilder:
         self._pending: list[Pending] = []
         self._group: str | None = None
         self._order = GroupOrder()
-        self._batch: list[tuple[Result, float | None]] = []
+        self._batch: list[Finished] = []
         self._group_rewards = {
             name: component.build_group()
             for name, component in spec.rewards.items()
@@ -121,13 +127,13 @@ class ResultBuilder:
         self._group = None
         return self._emit(self._finish(items))
 
-    def _finish(self, items: Sequence[Pending]) -> list[tuple[Result, float | None]]:
+    def _finish(self, items: Sequence[Pending]) -> list[Finished]:
         """Shape, combine and (group step of the transform) one group."""
         scored = self._group_step([item for item in items if isinstance(item, Scored)])
         shaped = iter(shape(self._spec, scored))
         results: list[Result] = []
-        entries: list[Entry] = []
-        positions: list[int] = []
+        entries: list[tuple[int, Entry]] = []
+        charged: list[tuple[int, Scored, Result]] = []
         for item in items:
             if isinstance(item, Result):
                 results.append(item)
@@ -142,14 +148,28 @@ class ResultBuilder:
             if combined.steps is not None:
                 result.steps = list(combined.steps)
             if combined.status == "ok" and combined.reward is not None:
-                entries.append(Entry(item.sample, result, combined.counted))
-                positions.append(len(results))
+                entry = Entry(item.sample, result, combined.counted, combined.reward)
+                entries.append((len(results), entry))
+            elif result.cause == "completion":
+                charged.append((len(results), item, result))
             results.append(result)
-        values: list[float | None] = [None] * len(results)
-        if self._transform is not None and entries:
-            for position, value in zip(positions, self._transform.advantages(entries), strict=True):
-                values[position] = value
-        return list(zip(results, values, strict=True))
+        finished: list[Finished] = [(r, None, False) for r in results]
+        if self._transform is None or not (entries or charged):
+            return finished
+        lowest = min((e.reward for _, e in entries), default=None)
+        value = charged_value(self._spec, lowest)
+        worst = charged_counted([e for _, e in entries])
+        for position, item, result in charged:
+            entry = Entry(item.sample, result, worst, 0.0 if value is None else value, True)
+            entries.append((position, entry))
+        entries.sort(key=lambda pair: pair[0])
+        group = [e for _, e in entries]
+        values = cap_charged(group, self._transform.advantages(group))
+        deferred = value is None and self._batch_step is not None and not self._batch_step.centred
+        for (position, entry), v in zip(entries, values, strict=True):
+            to_batch = deferred and entry.charged
+            finished[position] = (results[position], None if to_batch else v, to_batch)
+        return finished
 
     def _group_step(self, scored: list[Scored]) -> list[Scored]:
         """Group-scoped reward types turn the group's per-sample scores into final ones."""
@@ -175,9 +195,9 @@ class ResultBuilder:
             for i, item in enumerate(scored)
         ]
 
-    def _emit(self, finished: list[tuple[Result, float | None]]) -> list[Result]:
+    def _emit(self, finished: list[Finished]) -> list[Result]:
         if self._batch_step is None:
-            return [self._with_advantage(result, value) for result, value in finished]
+            return [self._with_advantage(result, value) for result, value, _ in finished]
         self._batch.extend(finished)
         size = self._batch_step.size
         return self._flush_batch() if size is not None and len(self._batch) >= size else []
@@ -186,7 +206,7 @@ class ResultBuilder:
         if self._batch_step is None or not self._batch:
             return []
         batch, self._batch = self._batch, []
-        scored = [(i, v) for i, (_, v) in enumerate(batch) if v is not None]
+        scored = [(i, v) for i, (_, v, _) in enumerate(batch) if v is not None]
         whitened = dict(
             zip(
                 (i for i, _ in scored),
@@ -194,8 +214,10 @@ class ResultBuilder:
                 strict=True,
             )
         )
+        lowest = min(whitened.values(), default=0.0)
         return [
-            self._with_advantage(result, whitened.get(i)) for i, (result, _) in enumerate(batch)
+            self._with_advantage(result, lowest if to_batch else whitened.get(i))
+            for i, (result, _, to_batch) in enumerate(batch)
         ]
 
     def _with_advantage(self, result: Result, value: float | None) -> Result:

@@ -3,7 +3,10 @@
 The length itself is measured by the `length` reward type (DAPO's soft overlong penalty lives
 there, and is not repeated here): these transforms read the `detail.length` it reports and
 replace its score. Each names the component that says whether the answer is correct
-(`correct:`), judged on that component's raw score (> 0 is correct).
+(`correct:`), judged on that component's raw score: correct when it reaches `correct_threshold`
+(default: the top of that reward's range, 1.0 for the 0-1 rewards). A partial score is not a
+correct answer: with `correct: f1`, the hedge "Paris or London" (F1 0.67 against "Paris") is
+on the wrong branch, where any score > 0 would have paid it as correct.
 
     rewards:
       correct: {type: math}
@@ -24,6 +27,7 @@ from pydantic import Field
 
 from ..models import Score
 from ._base import Choice, shaped, withdrawn
+from ._bounds import Bounds
 from ._shaping import PerSample, Row, replaced
 
 __all__ = ["Cosine", "GrpoLambda", "Kimi"]
@@ -56,6 +60,7 @@ class Cosine(PerSample):
 
     type: Literal["cosine"] = "cosine"
     correct: str
+    correct_threshold: float | None = None
     max_length: int = Field(gt=0)
     correct_at_0: float = 1.0
     correct_at_max: float = 0.5
@@ -63,11 +68,21 @@ class Cosine(PerSample):
     wrong_at_max: float = -0.5
     exceed: float = -1.0
 
+    def bounds(self, given: Bounds) -> Bounds:
+        values = (
+            self.correct_at_0,
+            self.correct_at_max,
+            self.wrong_at_0,
+            self.wrong_at_max,
+            self.exceed,
+        )
+        return Bounds(min(values), max(values))
+
     def one(self, score: Score, row: Row) -> Score:
         n = _length(score, "cosine")
         if isinstance(n, Score):
             return n
-        correct = row.correct(self.correct)
+        correct = row.correct(self.correct, self.correct_threshold)
         if correct is None:
             return _unknown(score, self.correct, "cosine")
         if n > self.max_length:
@@ -92,6 +107,10 @@ class Kimi(Choice):
 
     type: Literal["kimi"] = "kimi"
     correct: str
+    correct_threshold: float | None = None
+
+    def bounds(self, given: Bounds) -> Bounds:
+        return Bounds(-0.5, 0.5)
 
     @property
     def group_scoped(self) -> bool:
@@ -106,7 +125,7 @@ class Kimi(Choice):
             if score.status != "ok":
                 continue
             n = _length(score, "kimi")
-            correct = row.correct(self.correct)
+            correct = row.correct(self.correct, self.correct_threshold)
             if isinstance(n, Score):
                 new[i] = n
             elif correct is None:
@@ -135,7 +154,11 @@ class GrpoLambda(Choice):
 
     type: Literal["grpo_lambda"] = "grpo_lambda"
     correct: str
+    correct_threshold: float | None = None
     threshold: float = Field(default=0.5, ge=0, le=1)
+
+    def bounds(self, given: Bounds) -> Bounds:
+        return given
 
     @property
     def group_scoped(self) -> bool:
@@ -143,7 +166,11 @@ class GrpoLambda(Choice):
         return True
 
     def apply(self, name: str, rows: Sequence[Row]) -> list[Score]:
-        verdicts = [v for row in rows if (v := row.correct(self.correct)) is not None]
+        verdicts = [
+            v
+            for row in rows
+            if (v := row.correct(self.correct, self.correct_threshold)) is not None
+        ]
         ratio = sum(verdicts) / len(verdicts) if verdicts else 0.0
         if verdicts and ratio >= self.threshold:
             return replaced(name, rows, {})

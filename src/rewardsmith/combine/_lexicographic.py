@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field
 
 from ._base import Choice, Counted
+from ._bounds import Bounds, sum_floor
 
 __all__ = ["Lexicographic"]
 
@@ -35,3 +36,8 @@ class Lexicographic(Choice):
     def total(self, items: Sequence[Counted]) -> float:
         """The combined reward of the counted components."""
         return math.fsum(self.tie_scale**c.position * c.weight * c.score for c in items)
+
+    def lowest(self, members: Sequence[tuple[str, Bounds]]) -> float:
+        """A total no sample scores below, given each component's weighted range."""
+        scales = [self.tie_scale**position for position in range(len(members))]
+        return sum_floor([b for _, b in members], scales)

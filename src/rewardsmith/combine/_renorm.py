@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Literal
 
 from ..models import Score
 from ._base import Choice
+from ._bounds import Bounds
 
 __all__ = ["ReNorm"]
 
@@ -53,3 +55,7 @@ class ReNorm(Choice):
     def reward(steps: list[float]) -> float:
         """The scalar reward of a trajectory: the mean of its step rewards."""
         return math.fsum(steps) / len(steps)
+
+    def lowest(self, members: Sequence[tuple[str, Bounds]]) -> float:
+        """A reward no trajectory scores below: a step is at least ``-beta``, the last 0."""
+        return min(0.0, -self.beta)

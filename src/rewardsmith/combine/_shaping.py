@@ -6,6 +6,9 @@ left as it is. The shaped score keeps the reward's own value as `detail.raw_scor
 vetoes and `correct:` references judge that raw value: shaping changes magnitudes, not
 whether a component passed.
 
+Each transform also maps the range of its input to the range of its output (`bounds`), so
+the spec knows every component's range after shaping (`_bounds`).
+
 Transforms that need group statistics (min-max and mean-std without fixed bounds, and the
 group length rewards in `_length`) see every sample of the sample's `group`; statistics are
 over the samples whose component is `ok`.
@@ -22,6 +25,7 @@ from pydantic import Field, model_validator
 
 from ..models import Sample, Score
 from ._base import Choice, Scored, shaped, withdrawn
+from ._bounds import UNKNOWN, Bounds, correct_threshold
 from ._stats import all_equal, standardised
 
 if TYPE_CHECKING:
@@ -51,18 +55,23 @@ class Row:
     """Current scores (transforms of earlier components already applied)."""
     raw: Mapping[str, Score]
     """Scores as the rewards returned them."""
+    spec: RewardSpec
 
-    def correct(self, name: str) -> bool | None:
-        """Whether component `name` passed (its raw score > 0); None when it has no score."""
+    def correct(self, name: str, threshold: float | None = None) -> bool | None:
+        """Whether component `name`'s answer is correct: its raw score reaches `threshold`
+        (default: the top of its range, 1.0 for scores in [0, 1], so a partial score such
+        as F1's 0.67 for a hedge is not correct); None when it has no score."""
         score = self.raw[name]
         if score.status != "ok" or score.score is None:
             return None
-        return score.score > 0
+        needed = correct_threshold(self.spec, name, threshold)
+        assert needed is not None  # the spec was refused otherwise
+        return score.score >= needed
 
 
 def shape(spec: RewardSpec, items: Sequence[Scored]) -> list[dict[str, Score]]:
     """Every component's transforms applied, in spec order, over one group of samples."""
-    rows = [Row(item.sample, dict(item.scores), item.scores) for item in items]
+    rows = [Row(item.sample, dict(item.scores), item.scores, spec) for item in items]
     for name, component in spec.rewards.items():
         for transform in component.transform:
             for row, score in zip(rows, transform.apply(name, rows), strict=True):
@@ -119,14 +128,19 @@ class Clip(PerSample):
             raise ValueError(f"clip: min ({self.min}) is above max ({self.max})")
         return self
 
-    def one(self, score: Score, row: Row) -> Score:
-        value = score.score
-        assert value is not None
+    def clipped(self, value: float) -> float:
         if self.min is not None:
             value = max(value, self.min)
         if self.max is not None:
             value = min(value, self.max)
-        return shaped(score, value)
+        return value
+
+    def one(self, score: Score, row: Row) -> Score:
+        assert score.score is not None
+        return shaped(score, self.clipped(score.score))
+
+    def bounds(self, given: Bounds) -> Bounds:
+        return given.mapped(self.clipped)
 
 
 class Tanh(PerSample):
@@ -142,6 +156,9 @@ class Tanh(PerSample):
     def one(self, score: Score, row: Row) -> Score:
         assert score.score is not None
         return shaped(score, math.tanh(score.score / self.scale))
+
+    def bounds(self, given: Bounds) -> Bounds:
+        return given.mapped(lambda x: math.tanh(x / self.scale))
 
 
 class MinMax(Choice):
@@ -168,6 +185,12 @@ class MinMax(Choice):
     def group_scoped(self) -> bool:
         """Statistics come from the group when no fixed bounds are given."""
         return self.min is None
+
+    def bounds(self, given: Bounds) -> Bounds:
+        if self.min is None or self.max is None:
+            return Bounds(0.0, 1.0)
+        low, high = self.min, self.max
+        return given.mapped(lambda x: (x - low) / (high - low))
 
     def apply(self, name: str, rows: Sequence[Row]) -> list[Score]:
         values = ok_values(name, rows)
@@ -211,6 +234,12 @@ class MeanStd(Choice):
         """Statistics come from the group when no fixed mean and std are given."""
         return self.mean is None
 
+    def bounds(self, given: Bounds) -> Bounds:
+        if self.mean is None or self.std is None:
+            return UNKNOWN  # a z-score within a group is not bounded by a fixed number
+        m, s = self.mean, self.std + self.epsilon
+        return given.mapped(lambda x: (x - m) / s)
+
     def apply(self, name: str, rows: Sequence[Row]) -> list[Score]:
         values = ok_values(name, rows)
         if self.mean is not None and self.std is not None:
@@ -249,6 +278,9 @@ class Par(PerSample):
 
     type: Literal["par"] = "par"
     key: str = "reference_rewards"
+
+    def bounds(self, given: Bounds) -> Bounds:
+        return Bounds(0.0, 1.0)
 
     def one(self, score: Score, row: Row) -> Score:
         refs = row.sample.metadata.get(self.key)

@@ -24,7 +24,7 @@ class Contestant(NamedTuple):
 
 
 Comparator = Callable[[Contestant, Contestant], float]
-"""> 0 when the first wins, < 0 when the second does, 0 for a tie (settled by the seeded coin)."""
+"""> 0 when the first wins, < 0 when the second does, 0 for a tie (tied players end level)."""
 
 
 def by_reward(a: Contestant, b: Contestant) -> float:
@@ -53,9 +53,12 @@ def run_bracket(
 
     The bracket is a seeded shuffle; in a round with an odd number of players the last one
     has a bye (advances without playing). Every match eliminates one player, so N players
-    take exactly N - 1 comparisons.
+    take exactly N - 1 comparisons. A tie is not settled by chance: a seeded coin picks which
+    of the two goes on (someone must), and the other is credited with whatever the one that
+    went on goes on to survive, so tied players end level (an all-tied group exactly so).
     """
     survived = [0] * len(contestants)
+    tied_with: dict[int, int] = {}
     alive = list(range(len(contestants)))
     rng.shuffle(alive)
     matches = 0
@@ -65,13 +68,36 @@ def run_bracket(
             verdict = compare(contestants[a], contestants[b])
             matches += 1
             first_wins = verdict > 0 or (verdict == 0 and rng.random() < 0.5)
-            advancing.append(a if first_wins else b)
+            winner, loser = (a, b) if first_wins else (b, a)
+            if verdict == 0:
+                tied_with[loser] = winner
+            advancing.append(winner)
         if len(alive) % 2:
             advancing.append(alive[-1])
         for player in advancing:
             survived[player] += 1
         alive = advancing
-    return survived, matches
+    return [survived[_last_tied(i, tied_with)] for i in range(len(contestants))], matches
+
+
+def _last_tied(player: int, tied_with: dict[int, int]) -> int:
+    """The player at the end of `player`'s chain of ties (itself when it lost no tie)."""
+    while player in tied_with:
+        player = tied_with[player]
+    return player
+
+
+def _charged_lose(compare: Comparator, charged: set[int]) -> Comparator:
+    """`compare`, except that a charged failure loses to any scored sample (without a call)
+    and ties another charged failure."""
+
+    def play(a: Contestant, b: Contestant) -> float:
+        a_charged, b_charged = id(a) in charged, id(b) in charged
+        if a_charged or b_charged:
+            return float(b_charged) - float(a_charged)
+        return compare(a, b)
+
+    return play
 
 
 class Tournament(GroupTransform):
@@ -88,6 +114,10 @@ class Tournament(GroupTransform):
     the order groups are processed in. `compare` is ``reward`` (higher combined reward wins)
     or an importable ``"module:function"`` taking two `Contestant`s (sample and result), e.g.
     an LLM judge; it runs in the engine's process, once per match.
+
+    A tie is not settled by chance: tied players end level (`run_bracket`), so a group whose
+    comparisons all tie gets exactly 0. A sample charged for a failure its completion caused
+    loses to every scored sample without a comparison, and ties another charged one.
     """
 
     type: Literal["tournament"] = "tournament"
@@ -107,5 +137,6 @@ class Tournament(GroupTransform):
             return []
         rng = random.Random(f"{self.seed}:{group[0].sample.group}")
         contestants = [Contestant(e.sample, e.result) for e in group]
-        survived, _ = run_bracket(contestants, _load(self.compare), rng)
+        charged = {id(c) for c, e in zip(contestants, group, strict=True) if e.charged}
+        survived, _ = run_bracket(contestants, _charged_lose(_load(self.compare), charged), rng)
         return standardised(survived, std="population", epsilon=self.epsilon)

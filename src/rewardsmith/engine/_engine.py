@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal, Protocol
@@ -20,6 +21,7 @@ from ..combine import GroupOrder, ResultBuilder, Scored
 from ..models import Result, Sample, Score
 from ..registry import registry
 from ..spec import RewardSpec, load_spec
+from ._capacity import register_process, worker_count
 from ._pool import Task, TimeoutPool
 
 __all__ = ["Backend", "Engine", "Pool", "ascore", "invalid_result", "score"]
@@ -76,22 +78,39 @@ class Engine:
 
         Args:
             spec: a `RewardSpec`, its dict form, a YAML string or a path to a YAML file.
-            workers: worker processes, or Ray actors (default: one per core).
+            workers: worker processes, or Ray actors (at least 1). Default: local, the
+                `REWARDSMITH_WORKERS` environment variable, else this process's share of
+                the node's cores; Ray, one actor per CPU of the cluster.
             window: most samples in flight at once (bounds memory on large inputs).
             backend: `local` (a process pool on this machine) or `ray` (actors on a cluster).
             ray_address: the Ray cluster to join (backend `ray`; default: start a local one).
         """
         self.spec = load_spec(spec)
-        self._workers = workers
+        self._workers = None if workers is None else worker_count(workers)
         self._window = window
         self._backend = backend
         self._ray_address = ray_address
         self._pool: Pool | None = None
         self._lock = threading.Lock()
+        self._pid = os.getpid()
+        register_process()  # before any pool starts, so that pools on the node share cores
+
+    def _forget_parent_pool(self) -> None:
+        """In a process forked after this engine was built: the pool is the parent's.
+
+        Its workers, pipes and lock belong to the parent (the lock may even have been held
+        by one of its threads at the fork), so they are dropped, never closed or killed;
+        this process starts its own pool on first use.
+        """
+        if os.getpid() != self._pid:
+            self._pid = os.getpid()
+            self._pool = None
+            self._lock = threading.Lock()
 
     @property
     def pool(self) -> Pool:
         """The worker pool, started on first use."""
+        self._forget_parent_pool()
         if self._pool is None:
             preload = {m for c in self.spec.rewards.values() for m in registry.get(c.type).preload}
             if self._backend == "ray":
@@ -116,6 +135,7 @@ class Engine:
         a group's results come once the group is complete, and a group must be contiguous in
         the input: a group id seen again after other groups raises `InputError`.
         """
+        self._forget_parent_pool()
         with self._lock:
             finished = False
             try:
@@ -203,6 +223,7 @@ class Engine:
 
     def close(self) -> None:
         """Stop the workers."""
+        self._forget_parent_pool()
         if self._pool is not None:
             self._pool.close()
             self._pool = None

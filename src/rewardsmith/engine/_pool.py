@@ -10,7 +10,15 @@ by a fork of a preloaded server; the task gets a `timeout` score and every other
 held goes back to the queue.
 
 Tasks go out in batches and results come back in batches (flushed at least every
-`_FLUSH_S`), so IPC costs a few messages per batch rather than several per task.
+`_FLUSH_S`), so IPC costs a few messages per batch rather than several per task. Before a
+batch's first task, a reward with a `prefetch` method (the model rewards) is shown every sample
+of the batch it will score, so one model call can serve them all. A task that
+cannot be sent (a sample that does not pickle, or nests too deep for it) is `invalid` on its
+own; the rest of its batch goes out.
+
+Workers die with the engine's process, and a process forked from it gets its own fork
+server and workers (`_lifetime`). A pool whose size is not given takes its share of the
+node's cores (`_capacity`).
 """
 
 from __future__ import annotations
@@ -18,16 +26,20 @@ from __future__ import annotations
 import math
 import multiprocessing as mp
 import os
+import pickle
 import time
 import traceback
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 from ..models import Sample, Score
 from ..registry import RewardFn
+from ._capacity import default_workers, worker_count
+from ._lifetime import die_with_parent, track_worker
 
 __all__ = ["Task", "TimeoutPool", "default_workers"]
 
@@ -41,14 +53,8 @@ _MAX_TRACEBACK_CHARS = 2_000
 """Length kept of an exception's traceback in `detail`."""
 _IDLE = -1.0
 """Progress value of a worker between tasks."""
-
-
-def default_workers() -> int:
-    """One worker per usable core."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+_UNSENDABLE = (pickle.PicklingError, RecursionError, TypeError, AttributeError, ValueError)
+"""What pickling a task may raise when its sample cannot be sent to a worker."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,7 @@ class _Worker:
 
 def _worker_main(conn: Connection, progress: Any, plan: dict[str, Any]) -> None:
     """Build the reward functions once, then score batches until the pipe closes."""
+    die_with_parent()
     rewards: dict[str, RewardFn] = {name: component.build() for name, component in plan.items()}
     conn.send(("ready", os.getpid()))
     while True:
@@ -85,6 +92,7 @@ def _worker_main(conn: Connection, progress: Any, plan: dict[str, Any]) -> None:
             batch: list[tuple[int, str, Sample]] = conn.recv()
         except (EOFError, OSError):
             return
+        _prefetch(rewards, batch)
         done: list[tuple[int, tuple[float | None, str, dict[str, Any]]]] = []
         flushed = time.monotonic()
         for seq, component, sample in batch:
@@ -97,6 +105,24 @@ def _worker_main(conn: Connection, progress: Any, plan: dict[str, Any]) -> None:
                 done, flushed = [], time.monotonic()
         progress[0] = _IDLE
         conn.send(done)
+
+
+def _prefetch(rewards: dict[str, RewardFn], batch: list[tuple[int, str, Sample]]) -> None:
+    """Show each reward that batches (one with a `prefetch` method: the model rewards) every
+    sample of this batch it is about to score, so one model call can serve them all.
+
+    `prefetch` only sends work and returns: no task's timeout has started yet. If it raises,
+    nothing is lost but the batching: each sample is then sent on its own, and a failure that
+    persists is reported on that sample.
+    """
+    for name, fn in rewards.items():
+        prefetch = getattr(fn, "prefetch", None)
+        samples = [sample for _, component, sample in batch if component == name]
+        if prefetch is not None and samples:
+            try:
+                prefetch(samples)
+            except Exception:
+                continue
 
 
 def _run_one(fn: RewardFn, sample: Sample) -> Score:
@@ -126,16 +152,18 @@ class TimeoutPool:
 
         Args:
             plan: component name -> object with a `build() -> RewardFn` method (picklable).
-            workers: process count; default one per core.
+            workers: process count (at least 1); default `REWARDSMITH_WORKERS`, else this
+                process's share of the node's cores (`_capacity`).
             preload: modules the fork server imports once, so every worker (and every
                 replacement after a kill) starts with them loaded.
         """
         self._plan = plan
-        self._size = workers or default_workers()
+        self._size = default_workers() if workers is None else worker_count(workers)
         self._context = mp.get_context("forkserver")
         modules = {type(c).__module__ for c in plan.values()} | {__name__, *preload}
         self._context.set_forkserver_preload(sorted(modules))
         self._pending: deque[Task] = deque()
+        self._rejected: list[tuple[Any, Score]] = []
         self._workers: list[_Worker] = []
         self._seq = 0
         self.replaced = 0
@@ -154,6 +182,7 @@ class TimeoutPool:
             name="rewardsmith-worker",
         )
         process.start()
+        track_worker(process)
         child.close()
         return _Worker(process, parent, progress)
 
@@ -183,32 +212,43 @@ class TimeoutPool:
     def poll(self, max_wait_s: float = 0.1) -> list[tuple[Any, Score]]:
         """Dispatch queued tasks and return the results that arrive within `max_wait_s`."""
         self._dispatch()
-        done: list[tuple[Any, Score]] = []
+        done, self._rejected = self._rejected, []
         active = [w for w in self._workers if w.outstanding]
         if not active:
             return done
         now = time.monotonic()
-        wait_s = min([max_wait_s] + [self._deadline(w) - now for w in active])
+        wait_s = min([max_wait_s] + [self._deadline(w, w.running()) - now for w in active])
         by_conn = {id(w.conn): w for w in active}
-        for conn in wait([w.conn for w in active], timeout=max(0.0, wait_s)):
+        for conn in wait([w.conn for w in active], timeout=0.0 if done else max(0.0, wait_s)):
             self._drain(by_conn[id(conn)], done)
         now = time.monotonic()
         for index, worker in enumerate(self._workers):
-            if worker.outstanding and now > self._deadline(worker):
-                self._expire(index, done)
+            if not worker.outstanding:
+                continue
+            running = worker.running()  # read once: the kill decision and the verdict use it
+            if now > self._deadline(worker, running):
+                self._expire(index, running, done)
         self._dispatch()
+        done += self._rejected
+        self._rejected = []
         return done
 
-    def _deadline(self, worker: _Worker) -> float:
-        running = worker.running()
+    def _deadline(self, worker: _Worker, running: tuple[int, float] | None) -> float:
         if running is None:  # between two tasks for a moment: look again soon
             return math.inf
         seq, started = running
         return started + worker.outstanding[seq].timeout_s
 
-    def _expire(self, index: int, done: list[tuple[Any, Score]]) -> None:
+    def _expire(
+        self, index: int, running: tuple[int, float] | None, done: list[tuple[Any, Score]]
+    ) -> None:
+        """Kill a worker past the deadline of `running`, the task it was seen on.
+
+        The task is `timeout` only if the worker was still on it when it died (its progress
+        after the kill is final). If it had finished and the worker moved on meanwhile, no
+        task gets `timeout`: both go back to the queue with the worker's other tasks.
+        """
         worker = self._workers[index]
-        running = worker.running()
         _kill(worker)
         if running is not None and worker.running() == running:
             task = worker.outstanding.pop(running[0])
@@ -262,9 +302,28 @@ class TimeoutPool:
                 worker.outstanding[self._seq] = task
                 message.append((self._seq, task.component, task.sample))
             try:
-                worker.conn.send(message)
+                payload = bytes(ForkingPickler.dumps(message))
+            except _UNSENDABLE:
+                payload = self._sendable(worker, message)
+            try:
+                if payload:
+                    worker.conn.send_bytes(payload)
             except OSError:  # died while idle: its batch goes back to the queue
                 self._replace(index)
+
+    def _sendable(self, worker: _Worker, message: list[tuple[int, str, Sample]]) -> bytes:
+        """The batch without the tasks that cannot be pickled; those are `invalid`."""
+        kept = []
+        for item in message:
+            try:
+                ForkingPickler.dumps(item)
+            except _UNSENDABLE as exc:
+                task = worker.outstanding.pop(item[0])
+                reason = f"the sample cannot be sent to a worker: {type(exc).__name__}: {exc}"
+                self._rejected.append((task.key, Score.failed("invalid", reason[:500])))
+            else:
+                kept.append(item)
+        return bytes(ForkingPickler.dumps(kept)) if kept else b""
 
     def close(self) -> None:
         """Stop every worker now."""

@@ -1,7 +1,7 @@
 """What the trainer adapters share: per-component values, shared engines and their batcher.
 
 Conversions the reward server shares too (query -> completion, the always-a-float reward,
-per-component logs, `plain`) are in `rewardsmith.integrations._protocol`.
+per-component logs) are in `rewardsmith.integrations._protocol`, which builds on this module.
 
 Absolute imports only: verl loads `verl.py` by file path (as a module outside any package),
 and that module imports this one.
@@ -15,27 +15,35 @@ import json
 import math
 import os
 import queue
+import socket
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from rewardsmith._exceptions import ConfigError
+from rewardsmith._exceptions import ConfigError, InputError
+from rewardsmith.combine import charged_value, counted, fired_veto
 from rewardsmith.engine import Engine
-from rewardsmith.integrations._protocol import plain
-from rewardsmith.models import FAILURE_STATUSES, Result
-from rewardsmith.spec import RewardSpec, load_spec
+from rewardsmith.engine._capacity import WORKERS_ENV, worker_count
+from rewardsmith.models import FAILURE_STATUSES, Result, Sample
+from rewardsmith.registry import registry
+from rewardsmith.spec import ComponentSpec, RewardSpec, load_spec
 
 __all__ = [
     "SPEC_ENV",
     "WORKERS_ENV",
+    "charged_rewards",
     "check_split",
     "close_shared_engines",
     "component_values",
+    "counts_tokens",
     "failure_counts",
+    "gated_scores",
     "group_scoped",
+    "missing_spec_error",
     "normalise_chat",
+    "plain",
     "refuse_groups",
     "shared_batcher",
     "splits_into_components",
@@ -45,8 +53,21 @@ __all__ = [
 SPEC_ENV = "REWARDSMITH_SPEC"
 """Environment variable naming the spec (a path, or YAML text) for file-based adapters."""
 
-WORKERS_ENV = "REWARDSMITH_WORKERS"
-"""Environment variable with the number of worker processes for file-based adapters."""
+
+def plain(value: Any) -> Any:
+    """Trainer data (numpy arrays and scalars, OmegaConf containers) as plain Python data."""
+    if isinstance(value, (str, bytes, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    tolist = getattr(value, "tolist", None)  # numpy arrays and scalars
+    if callable(tolist):
+        return plain(tolist())
+    if isinstance(value, Sequence):  # e.g. OmegaConf ListConfig
+        return [plain(v) for v in value]
+    return value
 
 
 _READABLE_PARTS = ("text", "image_url")
@@ -76,53 +97,76 @@ def normalise_chat(value: Any) -> Any:
     return messages
 
 
-def _passed(spec: RewardSpec, name: str, result: Result) -> bool:
-    """A gate or veto judges a component on its own score, before its `transform:` (the
-    shaped score keeps the raw one in `detail.raw_score`), as the engine's combination does."""
-    score = result.components[name]
-    if score.status != "ok" or score.score is None:
-        return False
-    shaped = bool(getattr(spec.rewards[name], "transform", ()))
-    raw = score.detail.get("raw_score", score.score) if shaped else score.score
-    return bool(raw > 0)
+def gated_scores(spec: RewardSpec, result: Result) -> dict[str, float | None]:
+    """Each component's value as the total used it: its (shaped) score when it counted, None
+    when it did not apply, failed or its `only_if` gate was closed (a gate reads the gated
+    value: `bonus -> correct -> safe` is closed when `safe` fails). Every adapter reports
+    per-component values through this one function, so they agree with the engine's total."""
+    values: dict[str, float | None] = dict.fromkeys(spec.rewards)
+    for c in counted(spec, result.components):
+        values[c.name] = c.score
+    return values
 
 
-def component_values(spec: RewardSpec, result: Result) -> list[float | None]:
+def charged_rewards(
+    spec: RewardSpec, results: Sequence[Result], groups: Sequence[Any] | None = None
+) -> list[float | None]:
+    """For each result whose failure the completion caused, the reward it is charged (see
+    `rewardsmith.combine._failures`); None for every other result.
+
+    The charge is ``min(on_error, the lowest reward of the sample's group)`` (whichever
+    exists, else the lowest total the spec can produce), so a failure never earns a trainer's
+    group baseline more than the group's worst answer. `groups` gives each result's group
+    (None: each result is a group of its own).
+    """
+    keys = list(groups) if groups is not None else [object() for _ in results]
+    lowest: dict[Any, float] = {}
+    for key, result in zip(keys, results, strict=True):
+        if result.status == "ok" and result.reward is not None:
+            lowest[key] = min(result.reward, lowest.get(key, result.reward))
+    return [
+        charged_value(spec, lowest.get(key)) if result.cause == "completion" else None
+        for key, result in zip(keys, results, strict=True)
+    ]
+
+
+def _carried(spec: RewardSpec, first: Sequence[str], total: float | None) -> list[float | None]:
+    """Values whose weighted sum is exactly `total`: ``total / weight`` on the first of
+    `first` (then of all components) with a non-zero weight, None elsewhere."""
+    names = list(spec.rewards)
+    values: list[float | None] = [None] * len(names)
+    carrier = next((n for n in [*first, *names] if spec.rewards[n].weight != 0), None)
+    if total is not None and carrier is not None:
+        values[names.index(carrier)] = total / spec.rewards[carrier].weight
+    return values
+
+
+def component_values(
+    spec: RewardSpec, result: Result, charged: float | None = None
+) -> list[float | None]:
     """The result split into one value per component, in spec order, for trainers that sum.
 
     Trainers such as TRL compute ``sum(weight_i * value_i)`` over the values that are not
     None. These values make that sum equal the spec's `weighted_sum` total:
 
-    - a component that is `ok` (and whose `only_if` gate passed) gives its (shaped) score;
-    - a component that does not apply, or whose gate did not pass, gives None (not counted);
-    - when a `veto` component fired (it counted and did not pass), the total is 0: the veto
-      component gives 0.0 and the others None;
-    - a failed sample (a component `timeout`/`error`/`invalid`) gives None everywhere when
-      the spec's `on_error` is null (the trainer sees no reward for it at all), or, when
-      `on_error` is set, ``on_error / weight`` on the failed component (the first failed one
-      with a non-zero weight) and None elsewhere, so the weighted sum is exactly `on_error`.
+    - a component that counted gives its (shaped) score (`gated_scores`);
+    - a component that does not apply, or whose gate is closed, gives None (not counted);
+    - when a `veto` fired, the total is the veto's (the lowest the spec can produce), carried
+      by the veto component: ``total / weight`` there, None elsewhere;
+    - a failed sample carries, on its first failed component, `charged` when the completion
+      caused the failure (`charged_rewards`), else the spec's `on_error`; when that is None,
+      every value is None and the trainer sees no reward for it at all.
     """
-    names = list(spec.rewards)
     components = result.components
-    values: list[float | None] = [None] * len(names)
     if result.status in FAILURE_STATUSES:
-        if spec.on_error is None:
-            return values
-        failed = [n for n in names if components[n].status in FAILURE_STATUSES]
-        carrier = next((n for n in [*failed, *names] if spec.rewards[n].weight != 0), None)
-        if carrier is not None:
-            values[names.index(carrier)] = spec.on_error / spec.rewards[carrier].weight
-        return values
-    for i, (name, component) in enumerate(spec.rewards.items()):
-        score = components[name]
-        gate = component.only_if
-        if score.status == "ok" and (gate is None or _passed(spec, gate, result)):
-            values[i] = score.score
-    for i, name in enumerate(names):
-        vetoes = values[i] is not None and getattr(spec.rewards[name], "veto", False)
-        if vetoes and not _passed(spec, name, result):  # a failed hard rule: the total is 0
-            return [0.0 if j == i else None for j in range(len(names))]
-    return values
+        failed = [n for n in spec.rewards if components[n].status in FAILURE_STATUSES]
+        total = charged if result.cause == "completion" else spec.on_error
+        return _carried(spec, failed, total)
+    veto = fired_veto(spec, components, counted(spec, components))
+    if veto is not None:
+        return _carried(spec, [veto], result.reward)
+    values = gated_scores(spec, result)
+    return [values[name] for name in spec.rewards]
 
 
 def splits_into_components(spec: RewardSpec) -> str | None:
@@ -162,12 +206,15 @@ def refuse_groups(spec: RewardSpec, how: str) -> None:
         )
 
 
-def check_split(spec: RewardSpec, result: Result, values: Sequence[float | None]) -> None:
-    """Fail loudly when the weighted sum of `values` is not the spec's total for `result`."""
+def check_split(
+    spec: RewardSpec, result: Result, values: Sequence[float | None], charged: float | None = None
+) -> None:
+    """Fail loudly when the weighted sum of `values` is not the spec's total for `result`
+    (for a charged failure: the charge)."""
     pairs = zip(spec.rewards.values(), values, strict=True)
-    counted = [component.weight * v for component, v in pairs if v is not None]
-    total = math.fsum(counted) if counted else None
-    expected = result.reward
+    parts = [component.weight * v for component, v in pairs if v is not None]
+    total = math.fsum(parts) if parts else None
+    expected = result.reward if charged is None else charged
     if total is None and expected is None:
         return
     if (
@@ -216,8 +263,11 @@ class Batcher:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
-    def submit(self, samples: Sequence[Any]) -> list[Future[Result]]:
-        """Queue samples (`Sample`s or dicts); one future result each."""
+    def submit(
+        self, samples: Sequence[Sample | dict[str, Any] | InputError]
+    ) -> list[Future[Result]]:
+        """Queue samples (`Sample`s, dicts, or `InputError`s for invalid ones); one future
+        result each."""
         self._ensure_thread()
         futures: list[Future[Result]] = []
         for sample in samples:
@@ -226,11 +276,11 @@ class Batcher:
             futures.append(future)
         return futures
 
-    def score(self, samples: Sequence[Any]) -> list[Result]:
+    def score(self, samples: Sequence[Sample | dict[str, Any] | InputError]) -> list[Result]:
         """Score samples, batched with whatever other callers sent meanwhile."""
         return [future.result() for future in self.submit(samples)]
 
-    async def ascore(self, samples: Sequence[Any]) -> list[Result]:
+    async def ascore(self, samples: Sequence[Sample | dict[str, Any] | InputError]) -> list[Result]:
         """`score` for coroutines: the event loop stays free while the batch runs."""
         futures = [asyncio.wrap_future(f) for f in self.submit(samples)]
         return list(await asyncio.gather(*futures))
@@ -285,17 +335,35 @@ def _spec_key(source: SpecSource) -> str:
 
 
 def _workers(workers: Any) -> int | None:
-    if workers is None and os.environ.get(WORKERS_ENV):
-        workers = os.environ[WORKERS_ENV]
+    """`workers` from a trainer's config (often a string); None leaves the engine's default
+    (`REWARDSMITH_WORKERS`, else this process's share of the node's cores)."""
     if workers is None:
         return None
     try:
-        count = int(workers)
-    except (TypeError, ValueError):
-        raise ConfigError(f"workers must be a whole number, got {workers!r}") from None
-    if count < 1:
-        raise ConfigError(f"workers must be at least 1, got {count}")
-    return count
+        return worker_count(workers)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def missing_spec_error() -> ConfigError:
+    """The error for a trainer process that has no spec, saying how to give it one."""
+    return ConfigError(
+        f"no reward spec in this process (pid {os.getpid()} on {socket.gethostname()}): "
+        f"{SPEC_ENV} is not set here. Set it to the spec file's absolute path (or pass the "
+        "spec: verl's +reward.custom_reward_function.reward_kwargs.spec=/abs/spec.yaml). The "
+        "reward function runs in Ray workers: a cluster started before the job (`ray "
+        "start`) does not see the job's environment, so export the variable before `ray "
+        "start` on every node, or pass it with the job, e.g. ray job submit "
+        f'--runtime-env-json=\'{{"env_vars": {{"{SPEC_ENV}": "/abs/spec.yaml"}}}}\''
+    )
+
+
+def counts_tokens(component: ComponentSpec) -> bool:
+    """Whether a component measures the completion in tokens (`length`, `unit: tokens`)."""
+    if component.type != "length":
+        return False
+    default = registry.get("length").params["unit"].default
+    return bool(component.params.get("unit", default) == "tokens")
 
 
 def shared_batcher(source: SpecSource | None = None, workers: Any = None) -> Batcher:
@@ -304,7 +372,8 @@ def shared_batcher(source: SpecSource | None = None, workers: Any = None) -> Bat
     Args:
         source: the spec (a path, YAML text, a dict or a `RewardSpec`); default: the
             `REWARDSMITH_SPEC` environment variable.
-        workers: worker processes; default: `REWARDSMITH_WORKERS`, else one per core.
+        workers: worker processes; default: `REWARDSMITH_WORKERS`, else this process's
+            share of the node's cores.
 
     Raises:
         ConfigError: no spec given and `REWARDSMITH_SPEC` unset, or an invalid spec.
@@ -312,10 +381,7 @@ def shared_batcher(source: SpecSource | None = None, workers: Any = None) -> Bat
     if source is None:
         source = os.environ.get(SPEC_ENV)
         if not source:
-            raise ConfigError(
-                f"no reward spec: set the {SPEC_ENV} environment variable to a spec file, "
-                "or pass the spec (e.g. verl's custom_reward_function.reward_kwargs.spec)"
-            )
+            raise missing_spec_error()
     count = _workers(workers)
     key = (os.getpid(), _spec_key(source), count)  # a forked child starts its own
     with _BATCHERS_LOCK:
@@ -324,6 +390,15 @@ def shared_batcher(source: SpecSource | None = None, workers: Any = None) -> Bat
             if isinstance(source, Mapping) and not isinstance(source, dict):
                 source = plain(source)
             spec = load_spec(os.fspath(source) if isinstance(source, os.PathLike) else source)
+            for name, component in spec.rewards.items():
+                if counts_tokens(component):
+                    raise ConfigError(
+                        f"rewards.{name}: a length in tokens needs each completion's token "
+                        "ids, and verl and OpenRLHF hand a reward function text only, so it "
+                        "could never apply. Set unit: words or chars, or use the trainer's own "
+                        "overlong penalty (verl: the dapo reward manager's overlong_buffer_cfg; "
+                        "OpenRLHF: --reward.overlong_buffer_len)"
+                    )
             batcher = Batcher(Engine(without_group_transform(spec), workers=count))
             _BATCHERS[key] = batcher
         return batcher
@@ -337,4 +412,11 @@ def close_shared_engines() -> None:
         batcher.engine.close()
 
 
+def _forget_parent_batchers() -> None:
+    """In a forked child: the lock may have been held by a parent thread at the fork."""
+    global _BATCHERS_LOCK
+    _BATCHERS_LOCK = threading.Lock()
+
+
 atexit.register(close_shared_engines)
+os.register_at_fork(after_in_child=_forget_parent_batchers)

@@ -6,18 +6,21 @@ server's `POST /get_reward`. Both call `openrlhf_samples` and `openrlhf_response
 same query gets the same completion, reward and logs through either; verl shares
 `trainer_reward` and `component_logs`.
 
-This module lives under `integrations/` and imports neither an engine nor FastAPI: the server
-imports it (server -> integrations -> models/spec), never the other way round. Absolute
-imports only: trainers load the adapter files by path.
+This module lives under `integrations/` and never imports FastAPI: the server imports it
+(server -> integrations -> engine/models/spec), never the other way round. Absolute imports
+only: trainers load the adapter files by path.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
+from rewardsmith._exceptions import ConfigError, InputError
+from rewardsmith.integrations._common import component_values, plain
 from rewardsmith.models import FAILURE_STATUSES, Result, Sample
 from rewardsmith.spec import RewardSpec
 
@@ -29,7 +32,6 @@ __all__ = [
     "failure_reward",
     "openrlhf_response",
     "openrlhf_samples",
-    "plain",
     "strip_prompt",
     "strip_special_tokens",
     "trainer_reward",
@@ -46,29 +48,22 @@ _TOKEN = (
     r"|<｜[^｜<>]{1,40}｜>"  # DeepSeek: <｜end▁of▁sentence｜> <｜Assistant｜>
     r"|</?s>|<pad>|<unk>|<eos>|<bos>|<end_of_turn>|\[PAD\]|\[CLS\]|\[SEP\]"
 )
-_HEADER = (  # an assistant turn header, when the prompt was templated without one
-    r"(?:<\|im_start\|>|<start_of_turn>)(?:assistant|model)\n"
-    r"|<\|start_header_id\|>assistant<\|end_header_id\|>\s*"
-    r"|<\|assistant\|>\n?"
+_HEADER = (  # the header that opens an assistant turn in common chat templates
+    r"(?:<\|im_start\|>|<start_of_turn>)(?:assistant|model)\n"  # ChatML (Qwen), Gemma
+    r"|<\|start_header_id\|>assistant<\|end_header_id\|>\s*"  # Llama 3
+    r"|<\|assistant\|>\n?"  # Phi-3, Zephyr
+    r"|<｜Assistant｜>"  # DeepSeek
+    r"|\[/INST\]"  # Llama 2, Mistral
 )
+_HEADERS = re.compile(_HEADER)
 _LEADING = re.compile(rf"\A(?:\s*(?:{_HEADER}|{_TOKEN}))*\s*")
 _TRAILING = re.compile(rf"(?:\s*(?:{_TOKEN}))+\s*\Z")
-
-
-def plain(value: Any) -> Any:
-    """Trainer data (numpy arrays and scalars, OmegaConf containers) as plain Python data."""
-    if isinstance(value, (str, bytes, int, float, bool)) or value is None:
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    tolist = getattr(value, "tolist", None)  # numpy arrays and scalars
-    if callable(tolist):
-        return plain(tolist())
-    if isinstance(value, Sequence):  # e.g. OmegaConf ListConfig
-        return [plain(v) for v in value]
-    return value
+_PROBE = 8
+"""Characters of the query's start looked up in the prompt to find a truncated prompt's end."""
+_MAX_GARBLED = 4
+"""Characters a left cut inside a multi-byte character may leave at the query's start."""
+_MIN_PROMPT_END = 8
+"""Shortest end of a truncated prompt trusted as the prompt/response boundary."""
 
 
 def strip_special_tokens(text: str) -> str:
@@ -104,16 +99,61 @@ def strip_prompt(query: str, prompt: str | None) -> tuple[str, bool]:
     return query, False
 
 
-def completion_from_query(query: str, prompt: str | None) -> tuple[str, bool]:
-    """The response inside an OpenRLHF query, and whether the prompt was found in it.
+def completion_from_query(query: str, prompt: str | None) -> tuple[str | None, bool]:
+    """The response inside an OpenRLHF query, and whether the whole prompt was found in it.
 
     OpenRLHF decodes prompt + response with `skip_special_tokens=False`: left padding, the
-    templated prompt, the response, end-of-turn and end-of-text tokens. The prompt is cut
-    (`strip_prompt`), then the special tokens at the ends of what is left
-    (`strip_special_tokens`).
+    templated prompt, the response, end-of-turn and end-of-text tokens; a prompt too long
+    for `max_len` is cut from the left first. The response starts after, in order:
+
+    1. the prompt, where it occurs in the query, up to whitespace (`strip_prompt`);
+    2. the end of the prompt that starts the query, when the prompt was cut from the left;
+    3. the last assistant turn header of a chat template (`<|im_start|>assistant`, ...).
+
+    Then the special tokens at the ends of the response are trimmed
+    (`strip_special_tokens`). When none of these finds the boundary the response is None:
+    the sample cannot be scored (`invalid`), and is never scored as if the prompt and its
+    chat markup were part of the completion. Without a prompt the query is the response
+    (after its last assistant header, if it has one).
     """
     response, found = strip_prompt(query, prompt)
+    if not found:
+        at = _prompt_end(query, prompt) if prompt else None
+        if at is None:
+            at = _after_last_header(query)
+        if at is None and prompt:
+            return None, False
+        response = query[at or 0 :]
     return strip_special_tokens(response), found
+
+
+def _prompt_end(query: str, prompt: str) -> int | None:
+    """Where the response starts when the query begins with the end of the prompt.
+
+    A left-truncated prompt leaves its last tokens at the start of the query, possibly
+    behind padding and a character or two garbled by a cut inside a character. The longest
+    end of the prompt that starts the query there marks the boundary; an end shorter than
+    `_MIN_PROMPT_END` characters is not trusted.
+    """
+    lead = _LEADING.match(query)
+    last_start = min(len(query), (lead.end() if lead else 0) + _MAX_GARBLED)
+    for skip in range(last_start + 1):
+        probe = query[skip : skip + _PROBE]
+        if not probe:
+            break
+        at = prompt.find(probe)
+        while at >= 0:  # the earliest match is the longest end of the prompt
+            end = prompt[at:]
+            if len(end) >= min(_MIN_PROMPT_END, len(prompt)) and query.startswith(end, skip):
+                return skip + len(end)
+            at = prompt.find(probe, at + 1)
+    return None
+
+
+def _after_last_header(query: str) -> int | None:
+    """The position after the last assistant turn header in the query, if it has one."""
+    headers = list(_HEADERS.finditer(query))
+    return headers[-1].end() if headers else None
 
 
 def check_columns(n: int, **columns: Sequence[Any] | None) -> None:
@@ -128,29 +168,44 @@ def openrlhf_samples(
     prompts: Sequence[Any] | None,
     labels: Sequence[Any] | None,
     metas: Sequence[Mapping[str, Any] | None] | None = None,
-) -> tuple[list[Sample], list[bool]]:
+) -> tuple[list[Sample | InputError], list[bool]]:
     """One sample per query (ids 1, 2, ...), and whether each query's prompt was found.
 
     The label is the sample's `reference`, a meta its `metadata`; a prompt that is not text
-    is neither cut from the query nor kept.
+    is neither cut from the query nor kept. A query whose response cannot be told from its
+    prompt, or whose label is not a valid reference (nested too deep), is an `InputError`
+    in its place: the engine scores it `invalid`.
     """
     check_columns(len(queries), prompts=prompts, labels=labels, metas=metas)
-    samples, found = [], []
+    samples: list[Sample | InputError] = []
+    found: list[bool] = []
     for i, query in enumerate(queries):
         prompt = prompts[i] if prompts is not None else None
         prompt = prompt if isinstance(prompt, str) else None
         completion, ok = completion_from_query(str(query), prompt)
+        found.append(ok)
+        if completion is None:
+            samples.append(
+                InputError(
+                    f"sample {i + 1}: the response cannot be told apart from the prompt (the "
+                    "prompt is not in the query, nor its end, nor an assistant turn header)"
+                )
+            )
+            continue
         meta = metas[i] if metas is not None else None
-        samples.append(
-            Sample(
+        try:
+            sample = Sample(
                 id=str(i + 1),
                 completion=completion,
                 prompt=prompt,
                 reference=plain(labels[i]) if labels is not None else None,
                 metadata=dict(meta) if meta else {},
             )
-        )
-        found.append(ok)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            samples.append(InputError(f"sample {i + 1}: invalid sample: {error['msg']}"))
+            continue
+        samples.append(sample)
     return samples, found
 
 
@@ -173,20 +228,48 @@ def trainer_reward(spec: RewardSpec, result: Result) -> float:
     return 0.0
 
 
-def _log_key(name: str) -> str:
-    return f"component_{name}" if name in _RESERVED_LOG_KEYS else name
+def log_keys(spec: RewardSpec) -> dict[str, tuple[str, str]]:
+    """Per component, its two log keys: its value and its failure flag (`<name>_failed`).
 
+    A component named like a reserved key (`reward`, `score`, `failed`, `prompt_found`) is
+    logged as `component_<name>`.
 
-def component_logs(spec: RewardSpec, result: Result, missing: float = math.nan) -> dict[str, float]:
-    """Per-sample numbers for a trainer's logs: `failed` (1.0 when the sample failed) and
-    each component's score (`missing` when it has none). The same keys for every sample; a
-    component named like a reserved key (`reward`, `score`, `failed`, `prompt_found`) is
-    logged as `component_<name>`."""
-    logs = {"failed": 1.0 if result.status in FAILURE_STATUSES else 0.0}
+    Raises:
+        ConfigError: two components would share a log key.
+    """
+    keys: dict[str, tuple[str, str]] = {}
+    taken = set(_RESERVED_LOG_KEYS)
     for name in spec.rewards:
-        score = result.components[name]
-        ok = score.status == "ok" and score.score is not None
-        logs[_log_key(name)] = float(score.score) if ok else missing  # type: ignore[arg-type]
+        value = f"component_{name}" if name in _RESERVED_LOG_KEYS else name
+        pair = (value, f"{value}_failed")
+        if taken & set(pair):
+            raise ConfigError(
+                f"rewards.{name}: its log keys {pair} clash with another component's; "
+                "rename one of them"
+            )
+        taken.update(pair)
+        keys[name] = pair
+    return keys
+
+
+def component_logs(spec: RewardSpec, result: Result) -> dict[str, float]:
+    """Per-sample numbers for a trainer's logs, and for verl's per-component advantages
+    (GDPO reads them): always numbers, never NaN, the same keys for every sample.
+
+    - `failed`: 1.0 when the sample failed;
+    - `<component>`: the value the total used for it: its score after gates and vetoes (as
+      the TRL adapter splits the total, `component_values`), 0.0 where it does not count
+      (not applicable, gate closed); for a component that failed, the spec's `on_error`,
+      else 0.0;
+    - `<component>_failed`: 1.0 when that component failed (`timeout`, `error`, `invalid`).
+    """
+    failure = failure_reward(spec)
+    counted = component_values(spec, result.model_copy(update={"status": "ok"}))
+    logs = {"failed": 1.0 if result.status in FAILURE_STATUSES else 0.0}
+    for (name, (value_key, failed_key)), value in zip(log_keys(spec).items(), counted, strict=True):
+        failed = result.components[name].status in FAILURE_STATUSES
+        logs[value_key] = failure if failed else float(value or 0.0)
+        logs[failed_key] = 1.0 if failed else 0.0
     return logs
 
 
@@ -196,12 +279,11 @@ def openrlhf_response(
     """`{"rewards", "scores", "extra_logs"}` as lists of floats, one per sample.
 
     `rewards` and `scores` are `trainer_reward`. `extra_logs` is `component_logs` per key,
-    with 0.0 where a component has no score (JSON has no NaN, and OpenRLHF averages the logs
-    over the batch), plus `prompt_found` (1.0 where the prompt was found in the query).
+    plus `prompt_found` (1.0 where the whole prompt was found in the query).
     """
     rewards = [trainer_reward(spec, r) for r in results]
-    rows = [component_logs(spec, r, missing=0.0) for r in results]
-    keys = ["failed", *(_log_key(name) for name in spec.rewards)]
+    rows = [component_logs(spec, r) for r in results]
+    keys = ["failed", *(k for pair in log_keys(spec).values() for k in pair)]
     logs = {key: [row[key] for row in rows] for key in keys}
     logs["prompt_found"] = [float(f) for f in prompt_found]
     return {"rewards": rewards, "scores": list(rewards), "extra_logs": logs}

@@ -17,17 +17,27 @@ older versions call it with chunks of `micro_rollout_batch_size` from a Ray task
   drive the advantages, `scores` the dynamic filtering, and each `extra_logs` value is read
   per sample (`value.flatten()[0].item()` for one-sample calls) and logged.
 
-Here the completion is the query with its prompt cut off and the chat special tokens at the
-ends of the response trimmed. `rewards` and `scores` are the spec's total reward -- or, for a
-sample without one, the spec's `on_error` (failures), else 0.0, always a number -- and
-`extra_logs` holds each component's score (0.0 where it has none), `failed` (1.0 for a
-failed sample) and `prompt_found` (1.0 where the prompt was found in the query), one value
-per sample. A spec that needs whole groups (`majority_vote`, group-scoped shaping) is refused
-with a `ConfigError`: OpenRLHF does not say which samples share a prompt, and a chunk may hold
-part of a group. All of it is `rewardsmith.integrations._protocol`, which the reward server's
-`POST /get_reward` uses too: the same batch gets the same numbers either way. Concurrent
-calls (OpenRLHF runs one thread per sample) are scored together in one worker pool per
-process, started on the first call.
+Here the completion is the query with its prompt cut off -- or, when OpenRLHF cut a long
+prompt from the left, with the rest of the prompt cut off, else after the last assistant turn
+header; a query where none of these finds the response is `invalid`, never scored whole --
+and the chat special tokens at the ends of the response trimmed. `rewards` and `scores` are
+the spec's total reward -- or, for a sample without one, the spec's `on_error` (failures),
+else 0.0, always a number -- and `extra_logs` holds each component's value as the total used
+it (0.0 where it does not count; `on_error`, else 0.0, where it failed) with
+`<component>_failed`, `failed` (1.0 for a failed sample) and `prompt_found` (1.0 where the
+whole prompt was found in the query), one value per sample. All of it is
+`rewardsmith.integrations._protocol`, which the reward server's `POST /get_reward` uses too:
+the same batch gets the same numbers either way. Concurrent calls (OpenRLHF runs one thread
+per sample) are scored together in one worker pool per process, started on the first call.
+A spec that needs whole groups (`majority_vote`, group-scoped shaping) is refused with a
+`ConfigError`: OpenRLHF does not say which samples share a prompt, and a chunk may hold part
+of a group.
+
+Loading this file by path, as OpenRLHF does, checks the spec at once: without
+`REWARDSMITH_SPEC` (as in Ray workers of a cluster started before the job), with a spec that
+does not load, or with one OpenRLHF cannot serve (a `length` in tokens, a group-scoped
+reward type or shaping), the load fails with the reason and the fix, instead of every reward
+failing later.
 
 Imports are absolute: OpenRLHF loads this file by path, outside the `rewardsmith` package.
 """
@@ -37,6 +47,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rewardsmith.engine._capacity import register_process
 from rewardsmith.integrations._common import SpecSource, refuse_groups, shared_batcher
 from rewardsmith.integrations._protocol import openrlhf_response, openrlhf_samples
 
@@ -91,3 +102,17 @@ def reward_func(queries: Sequence[str], prompts: Sequence[Any], labels: Sequence
             k: torch.tensor(v, dtype=torch.float32) for k, v in answer["extra_logs"].items()
         },
     }
+
+
+if __name__ != "rewardsmith.integrations.openrlhf":  # pragma: no branch
+    # Loaded by file path, as OpenRLHF loads a reward function: check the spec now (a
+    # missing or bad spec fails the load with its fix), count this process among the node's
+    # reward processes, and hand out the package module's functions, which pickle by
+    # reference in any process.
+    register_process()
+    refuse_groups(shared_batcher().engine.spec, NO_GROUPS)
+    from rewardsmith.integrations.openrlhf import (
+        answer_queries,
+        reward_func,
+        score_queries,
+    )

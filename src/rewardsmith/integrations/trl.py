@@ -25,13 +25,17 @@ engine's worker pool, and the other functions read their column from that; the b
 dropped as soon as every function has read it (or when the next batch arrives), so nothing
 accumulates across steps. One engine, so one worker pool, serves the trainer's whole life.
 
-How values map (see `component_values`): an `ok` component gives its score; a component that
-does not apply, or whose `only_if` gate did not pass, gives None; a sample with a failed
-component (`timeout`/`error`/`invalid`) gives None everywhere when the spec's `on_error` is
-null -- TRL >= 1.10 then leaves it out of the group baseline and gives it a zero advantage,
-where older TRL sums it to 0 with a warning -- or, with `on_error` set, exactly `on_error` as
-its weighted sum. With the spec's weights as `reward_weights`, TRL's total is the spec's total;
-a spec whose combination is not a weighted sum is refused (use `total_reward_func`).
+How values map (see `component_values`): a component that counted gives its score; a
+component that does not apply, or whose `only_if` gate is closed (gates read gated values),
+gives None; a fired veto's total is carried by the veto component. A sample whose failure
+its completion caused (a verifier timed out or crashed on it) is charged: its weighted sum is
+``min(on_error, the lowest reward among its prompt's completions)`` (either that exists, else
+the lowest total the spec can produce), so failing never earns a better advantage than the
+worst answer. A sample failed by its dataset row or the infrastructure gives None everywhere
+when the spec's `on_error` is null -- TRL >= 1.10 then leaves it out of the group baseline and
+gives it a zero advantage, where older TRL sums it to 0 with a warning -- or, with `on_error`
+set, exactly `on_error`. With the spec's weights as `reward_weights`, TRL's total is the spec's
+total; a spec whose combination is not a weighted sum is refused (use `total_reward_func`).
 
 Groups: TRL passes each process the completions it generated, a prompt's `num_generations`
 completions next to each other, so consecutive completions of the same prompt form a group
@@ -62,6 +66,7 @@ from typing import Any
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.engine import Engine
 from rewardsmith.integrations._common import (
+    charged_rewards,
     check_split,
     component_values,
     failure_counts,
@@ -225,9 +230,13 @@ class TRLRewards:
         samples = self._samples(prompts, completions, completion_ids, kwargs)
         results = self._engine.score(samples)
         names = list(self.spec.rewards)
-        per_sample = [component_values(self.spec, result) for result in results]
-        for result, row in zip(results, per_sample, strict=True):
-            check_split(self.spec, result, row)
+        charged = charged_rewards(self.spec, results, [s.get("group") for s in samples])
+        per_sample = [
+            component_values(self.spec, result, charge)
+            for result, charge in zip(results, charged, strict=True)
+        ]
+        for result, row, charge in zip(results, per_sample, charged, strict=True):
+            check_split(self.spec, result, row, charge)
         values = {name: [row[i] for row in per_sample] for i, name in enumerate(names)}
         _log(self.spec, results, kwargs, total_mode=False)
         return _Batch(prompts, completions, results, values, unread=set(names))
@@ -243,7 +252,11 @@ class TRLRewards:
         samples = self._samples(prompts, completions, completion_ids, kwargs)
         results = self._engine.score(samples)
         _log(self.spec, results, kwargs, total_mode=True)
-        return [result.reward for result in results]
+        charged = charged_rewards(self.spec, results, [s.get("group") for s in samples])
+        return [
+            result.reward if charge is None else charge
+            for result, charge in zip(results, charged, strict=True)
+        ]
 
     def _samples(
         self,

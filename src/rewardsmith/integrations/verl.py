@@ -9,7 +9,9 @@ Point verl at this file (or, in verl versions whose loader takes `pkg://`, at th
 
 (older verl: `custom_reward_function.path=...` at the top level of the config). The spec can
 also come from the config: `+reward.custom_reward_function.reward_kwargs.spec=/abs/spec.yaml`
-(and `...reward_kwargs.workers=4`); verl merges `reward_kwargs` into every call.
+(and `...reward_kwargs.workers=4`); verl merges `reward_kwargs` into every call. The `+` is
+needed: verl's config has no `reward_kwargs` key, and Hydra refuses to set a key that is not
+there without it.
 
 The contract, as verl calls it (checked against verl-project/verl `verl/trainer/ppo/reward.py`
 at 302f740 and `verl/experimental/reward_loop/reward_manager/{naive,batch}.py` at 247f1ac and
@@ -25,15 +27,23 @@ a9ba065, and volcengine/verl `verl/workers/reward_manager/{naive,batch}.py`):
   (`inspect.iscoroutinefunction`); name `compute_score_async` in the config for that.
 
 `compute_score` answers both the per-sample and the batched call. Each result is
-``{"score": float, "failed": 0.0 | 1.0, "<component>": float, ...}``: `score` is the spec's
-total reward -- or, for a sample that has none, the spec's `on_error` (failures), else 0.0,
-with `failed` = 1.0 saying so (verl needs a number for every sample: set `on_error` in the spec
-to choose it); each component's score is NaN where it has none. `ground_truth` is the
-reference; `data_source` and `extra_info` travel in the sample's `metadata`.
+``{"score": float, "failed": 0.0 | 1.0, "<component>": float, "<component>_failed": 0.0 |
+1.0, ...}``, always numbers (verl's validation metrics and GDPO advantages read them): `score`
+is the spec's total reward -- or, for a sample that has none, the spec's `on_error`
+(failures), else 0.0, with `failed` = 1.0 saying so; each component's value is the one the
+total used (after gates and vetoes; 0.0 where it does not count), and for a component that
+failed, `on_error` (else 0.0) with `<component>_failed` = 1.0. `ground_truth` is the
+reference; `data_source` and `extra_info` travel in the sample's `metadata`. verl hands a
+reward function no token ids, so a spec with a `length` in tokens is refused at the first
+call.
 
 Calls from many threads (verl runs the per-sample function in an executor) or coroutines are
 batched together into the engine's worker pool; the pool starts on the first call and stays
-for the life of the process (one per spec). `REWARDSMITH_WORKERS` caps its processes.
+for the life of the process (one per spec). Its size is `REWARDSMITH_WORKERS`, else this
+process's share of the node's cores among the reward processes on it (each of verl's reward
+workers counts itself when it loads this file). A process forked from one that scored (verl's
+`prime` reward manager runs the function in a process pool) starts its own pool, and the
+functions pickle by reference to this module, also when verl loads the file by path.
 
 Groups. A spec that needs each sample's whole group (`majority_vote`, group-scoped shaping)
 works only through the batched call, which receives the whole rollout batch: the samples of a
@@ -54,14 +64,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from rewardsmith._exceptions import ConfigError
+from rewardsmith.engine._capacity import register_process
 from rewardsmith.integrations._common import (
     Batcher,
     SpecSource,
     group_scoped,
+    plain,
     refuse_groups,
     shared_batcher,
 )
-from rewardsmith.integrations._protocol import component_logs, plain, trainer_reward
+from rewardsmith.integrations._protocol import component_logs, trainer_reward
 from rewardsmith.models import Result
 
 PER_SAMPLE = (
@@ -246,3 +258,17 @@ async def compute_score_async(
     sample = to_sample(data_source, solution_str, ground_truth, extra_info)
     (result,) = await batcher.ascore([sample])
     return _output(batcher.engine.spec, result)
+
+
+register_process()  # verl loads this file in each reward worker before any scoring
+
+if __name__ != "rewardsmith.integrations.verl":  # pragma: no branch
+    # Loaded by file path (verl's loader names the module `custom_module_<hash>`): hand out
+    # the package module's functions instead, so that pickle and cloudpickle (verl's process
+    # pools, Ray) find them by reference in any process.
+    from rewardsmith.integrations.verl import (
+        compute_score,
+        compute_score_async,
+        compute_score_batch,
+        to_sample,
+    )

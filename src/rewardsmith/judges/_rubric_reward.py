@@ -8,14 +8,12 @@ from .._exceptions import ConfigError
 from ..models import Sample, Score
 from ..registry import RewardFn, reward
 from ._aggregate import Verdict, explicit, gate, healthbench, implicit
-from ._backends import JudgeReply
+from ._backends import LocalRuntime as Runtime
 from ._judge import COMMON, Judge, Unparseable, gather_bounded, judge_settings
 from ._prompts import (
     criterion_messages,
-    parse_rating,
     parse_yes_no,
     rating_messages,
-    rating_schema,
     verdict_schema,
 )
 from ._rubric import Criterion, Rubric, RubricError, RubricFormat, load_rubric
@@ -86,6 +84,7 @@ def rubric(
     strip_think: bool = True,
     n_ctx: int = 2048,
     n_threads: int | None = None,
+    runtime: Runtime = "transformers",
 ) -> RewardFn:
     """Rubric reward: an LLM judge marks each criterion met / not met, then an aggregation.
 
@@ -139,8 +138,8 @@ def rubric(
             return Score.ok(0.0, reason="a hard rule failed", **detail)
         if aggregate == "implicit":
             assert rating is not None
-            value, expectation = rating
-            detail.update(rating=value, expected_rating=expectation)
+            value, expectation, about = rating
+            detail.update(rating=value, expected_rating=expectation, **about)
             return Score.ok(implicit(value), **detail)
         if aggregate == "healthbench":
             value, extra = healthbench(rules, verdicts)
@@ -170,7 +169,7 @@ def rubric(
 
 async def _holistic(
     judge: Judge, conversation: str, text: str, criteria: list[Criterion]
-) -> tuple[int, float | None]:
+) -> tuple[int, float | None, dict[str, Any]]:
     """RaR implicit: one 1-10 rating of the response against the whole rubric."""
     listed = "\n".join(
         f"- [{'pitfall, must NOT happen' if c.polarity == 'pitfall' else f'weight {c.weight:g}'}]"
@@ -179,13 +178,7 @@ async def _holistic(
     )
     instruction = f"Rate how well the response satisfies this rubric:\n{listed}"
 
-    def parse(reply: JudgeReply) -> tuple[int, float | None] | None:
-        return parse_rating(reply.text, 1, 10, reply.top_logprobs, reply.tokens)
-
-    rating, _ = await judge.ask(
-        rating_messages(conversation, text, instruction, 1, 10),
-        parse,
-        _IMPLICIT_TOKENS,
-        retry_schema=rating_schema(1, 10),
+    value, expected, detail, _ = await judge.rate(
+        rating_messages(conversation, text, instruction, 1, 10), 1, 10, _IMPLICIT_TOKENS
     )
-    return rating
+    return value, expected, detail

@@ -9,8 +9,12 @@ Routes:
 - `GET /metrics`: Prometheus text.
 
 Refusals, in the order they are checked: 401 (missing or wrong bearer token), 413 (body over
-`max_body_bytes`, or more samples than the queue can ever hold), 422 (malformed JSON or
-sample; the message names the field), 503 (queue full, or shutting down; with Retry-After).
+`max_body_bytes`, or more samples than the queue can ever hold), 408 (body not received
+within `body_timeout_s`), 422 (malformed JSON or sample, or JSON nested too deep; the message
+names the field), 503 (queue full, or shutting down; with Retry-After). Every request is
+parsed and validated on its own before it joins a batch, so a bad request is refused alone;
+bodies larger than `_INLINE_BYTES` are parsed (and their answers serialised) in a thread, so
+one large request never stalls the event loop, the other requests or `/health`.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, HTTPException, Request, Response
 from pydantic import TypeAdapter, ValidationError
@@ -32,10 +36,12 @@ from ..engine import Engine
 from ..engine._engine import Backend
 from ..integrations._common import group_scoped
 from ..integrations.openrlhf import NO_GROUPS
-from ..models import Result, Sample
+from ..models import MAX_NESTING, Result, Sample, nested_deeper_than
 from ..spec import RewardSpec, load_spec
 from ._batcher import Batcher, QueueFull, ShuttingDown
 from ._config import (
+    DEFAULT_BODY_TIMEOUT_S,
+    DEFAULT_HEADER_TIMEOUT_S,
     DEFAULT_MAX_BATCH_SAMPLES,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_QUEUE_SAMPLES,
@@ -44,6 +50,7 @@ from ._config import (
 )
 from ._metrics import CONTENT_TYPE, Metrics
 from ._openrlhf import OpenRLHFRequest, openrlhf_response
+from ._timeouts import with_header_timeout
 
 __all__ = ["create_app", "serve"]
 
@@ -52,6 +59,12 @@ _SAMPLES = TypeAdapter(list[Sample])
 _RESULTS = TypeAdapter(list[Result])
 _SCORE_KEYS = ("samples",)
 _MAX_ERRORS = 3
+_INLINE_BYTES = 256 * 2**10
+"""Bodies up to this size are parsed on the event loop; larger ones in a worker thread."""
+_BODY_NESTING = MAX_NESTING + 2
+"""Deepest JSON body: a sample's own limit plus the body's list and object around it."""
+
+T = TypeVar("T")
 
 ASGIApp = Callable[..., Awaitable[None]]
 
@@ -94,6 +107,7 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     max_queue_samples: int = DEFAULT_MAX_QUEUE_SAMPLES,
     max_batch_samples: int = DEFAULT_MAX_BATCH_SAMPLES,
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
 ) -> FastAPI:
     """The app; its engine starts with the app's lifespan and stops with it.
 
@@ -104,6 +118,7 @@ def create_app(
         max_body_bytes: larger request bodies get 413.
         max_queue_samples: samples accepted and not yet answered; beyond it, 503.
         max_batch_samples: most samples the engine scores per batch.
+        body_timeout_s: a body not received within this time of its headers gets 408.
     """
     reward_spec = load_spec(spec)
     metrics = Metrics()
@@ -123,7 +138,7 @@ def create_app(
         "Most samples the queue takes.",
         lambda: batcher.max_queue_samples,
     )
-    expected = f"Bearer {token}".encode() if token else None
+    expected = token.encode() if token else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -150,33 +165,90 @@ def create_app(
     def authorize(request: Request) -> None:
         if expected is None:
             return
-        given = request.headers.get("authorization", "").encode()
-        if not hmac.compare_digest(given, expected):
+        # RFC 7235: the scheme is case-insensitive, one or more spaces before the credentials
+        scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+        given = credentials.lstrip(" ").encode()
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given, expected):
             raise HTTPException(
                 401,
                 "missing or wrong bearer token (header: Authorization: Bearer <token>)",
                 headers={"WWW-Authenticate": "Bearer"},
             )
 
-    async def read_json(request: Request) -> Any:
+    async def read_body(request: Request) -> bytes:
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
             metrics.reject("too_large")
             raise HTTPException(413, f"body: {declared} bytes; the limit is {max_body_bytes}")
-        chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > max_body_bytes:
-                metrics.reject("too_large")
-                raise HTTPException(413, f"body: over the limit of {max_body_bytes} bytes")
-            chunks.append(chunk)
+        chunks: list[bytes] = []
+
+        async def receive() -> None:
+            size = 0
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > max_body_bytes:
+                    metrics.reject("too_large")
+                    raise HTTPException(413, f"body: over the limit of {max_body_bytes} bytes")
+                chunks.append(chunk)
+
         try:
-            return json.loads(b"".join(chunks))
+            await asyncio.wait_for(receive(), body_timeout_s)
+        except asyncio.TimeoutError:
+            metrics.reject("too_slow")
+            raise HTTPException(
+                408,
+                f"body: not received within {body_timeout_s:g} s",
+                headers={"Connection": "close"},
+            ) from None
+        return b"".join(chunks)
+
+    def parse_json(body: bytes) -> Any:
+        too_deep = f"body: JSON nested more than {MAX_NESTING} levels deep"
+        try:
+            data = json.loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
             metrics.reject("malformed")
             raise HTTPException(422, f"body: not valid JSON: {exc}") from None
+        except RecursionError:  # nested thousands of levels deep
+            metrics.reject("malformed")
+            raise HTTPException(422, too_deep) from None
+        if nested_deeper_than(data, _BODY_NESTING):
+            metrics.reject("malformed")
+            raise HTTPException(422, too_deep)
+        return data
 
-    async def run(samples: list[Sample], route: str) -> list[Result]:
+    async def off_loop(size: int, work: Callable[..., T], *args: Any) -> T:
+        """`work(*args)`, in a thread when the request is large."""
+        if size <= _INLINE_BYTES:
+            return work(*args)
+        return await asyncio.to_thread(work, *args)
+
+    def parse_samples(body: bytes) -> list[Sample]:
+        data = parse_json(body)
+        try:
+            raw = _samples_field(data)
+        except HTTPException:
+            metrics.reject("malformed")
+            raise
+        for position, item in enumerate(raw, start=1):
+            if isinstance(item, dict) and "id" not in item:
+                item["id"] = str(position)
+        try:
+            return _SAMPLES.validate_python(raw)
+        except ValidationError as exc:
+            metrics.reject("malformed")
+            raise HTTPException(422, _describe(exc, "samples")) from None
+
+    def parse_openrlhf(body: bytes) -> tuple[list[Sample | InputError], list[bool]]:
+        data = parse_json(body)
+        try:
+            parsed = OpenRLHFRequest.model_validate(data)
+        except ValidationError as exc:
+            metrics.reject("malformed")
+            raise HTTPException(422, _describe(exc, "")) from None
+        return parsed.samples()
+
+    async def run(samples: list[Sample | InputError], route: str) -> list[Result]:
         if len(samples) > batcher.max_queue_samples:
             metrics.reject("too_large")
             raise HTTPException(
@@ -198,26 +270,17 @@ def create_app(
         metrics.observe_samples(route, len(results))
         return results
 
+    def dump_results(results: list[Result]) -> bytes:
+        return b'{"results":' + _RESULTS.dump_json(results, exclude_unset=True) + b"}"
+
     @app.post("/v1/score", summary="Score samples in the data contract")
     async def score(request: Request) -> Response:
         authorize(request)
-        data = await read_json(request)
-        try:
-            raw = _samples_field(data)
-        except HTTPException:
-            metrics.reject("malformed")
-            raise
-        for position, item in enumerate(raw, start=1):
-            if isinstance(item, dict) and "id" not in item:
-                item["id"] = str(position)
-        try:
-            samples = _SAMPLES.validate_python(raw)
-        except ValidationError as exc:
-            metrics.reject("malformed")
-            raise HTTPException(422, _describe(exc, "samples")) from None
-        results = await run(samples, "/v1/score")
-        body = b'{"results":' + _RESULTS.dump_json(results, exclude_unset=True) + b"}"
-        return Response(body, media_type="application/json")
+        body = await read_body(request)
+        samples = await off_loop(len(body), parse_samples, body)
+        results = await run(list(samples), "/v1/score")
+        payload = await off_loop(len(body), dump_results, results)
+        return Response(payload, media_type="application/json")
 
     @app.post("/get_reward", summary="OpenRLHF remote reward")
     async def get_reward(request: Request) -> Response:
@@ -227,16 +290,12 @@ def create_app(
             raise HTTPException(
                 422, f"the spec needs each sample's whole group ({why}), but {NO_GROUPS}"
             )
-        data = await read_json(request)
-        try:
-            parsed = OpenRLHFRequest.model_validate(data)
-        except ValidationError as exc:
-            metrics.reject("malformed")
-            raise HTTPException(422, _describe(exc, "")) from None
-        samples, found = parsed.samples()
+        body = await read_body(request)
+        samples, found = await off_loop(len(body), parse_openrlhf, body)
         results = await run(samples, "/get_reward")
         answer = openrlhf_response(reward_spec, results, found)
-        return Response(json.dumps(answer).encode(), media_type="application/json")
+        payload = await off_loop(len(body), lambda: json.dumps(answer).encode())
+        return Response(payload, media_type="application/json")
 
     @app.get("/health", summary="Liveness and queue depth")
     async def health() -> dict[str, Any]:
@@ -293,13 +352,18 @@ def serve(
     max_queue_samples: int = DEFAULT_MAX_QUEUE_SAMPLES,
     max_batch_samples: int = DEFAULT_MAX_BATCH_SAMPLES,
     graceful_timeout_s: int = 60,
+    header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
+    keep_alive_s: float = 5.0,
     log_level: str = "info",
     access_log: bool = False,
 ) -> None:
     """Run the reward server until SIGINT/SIGTERM, then finish in-flight requests and stop.
 
     `token` defaults to the `REWARDSMITH_TOKEN` environment variable; without one the server
-    only binds a loopback address (`ConfigError` otherwise).
+    only binds a loopback address (`ConfigError` otherwise). A connection must send each
+    request's headers within `header_timeout_s` and its body within `body_timeout_s`, and
+    may stay idle between requests for `keep_alive_s`.
     """
     import uvicorn
 
@@ -314,14 +378,17 @@ def serve(
         max_body_bytes=max_body_bytes,
         max_queue_samples=max_queue_samples,
         max_batch_samples=max_batch_samples,
+        body_timeout_s=body_timeout_s,
     )
     config = uvicorn.Config(
         app,
         host=host,
         port=port,
+        http=with_header_timeout(header_timeout_s),
         log_level=log_level,
         access_log=access_log,
         lifespan="on",
+        timeout_keep_alive=keep_alive_s,  # type: ignore[arg-type]
         timeout_graceful_shutdown=graceful_timeout_s,
     )
     uvicorn.Server(config).run()

@@ -47,7 +47,7 @@ class ShuttingDown(Exception):
 
 @dataclass
 class _Job:
-    samples: list[Sample]
+    samples: list[Sample | InputError]
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[list[Result]]
     results: list[Result] = field(default_factory=list)
@@ -123,8 +123,9 @@ class Batcher:
                 self.close()
                 raise self._startup_error
 
-    async def score(self, samples: list[Sample]) -> list[Result]:
-        """Results for `samples`, in order, once their batch has scored them."""
+    async def score(self, samples: list[Sample | InputError]) -> list[Result]:
+        """Results for `samples`, in order, once their batch has scored them (an
+        `InputError` in place of a sample is scored `invalid`)."""
         loop = asyncio.get_running_loop()
         job = _Job(samples, loop, loop.create_future())
         with self._cond:
@@ -184,14 +185,41 @@ class Batcher:
             return jobs
 
     def _run(self, engine: Engine, jobs: list[_Job]) -> Engine:
-        """Score one batch; the engine to go on with (a fresh one after an engine failure)."""
-        samples = [s for job in jobs for s in job.samples]
-        rewards: Counter[str] = Counter()
-        components: Counter[tuple[str, str]] = Counter()
-        pending = deque(job for job in jobs if job.samples)
+        """Score one batch; the engine to go on with (a fresh one after an engine failure).
+
+        Requests are validated before they are queued, but should a batch of several
+        requests still fail, each request it left unanswered is scored again on its own: a
+        failure belongs to the request that causes it, never to the others of its batch.
+        """
         for job in jobs:
             if not job.samples:
                 job.loop.call_soon_threadsafe(_resolve, job.future, [])
+        jobs = [job for job in jobs if job.samples]
+        engine, unanswered, failure = self._score(engine, jobs)
+        failed = [(job, failure) for job in unanswered]
+        if failure is not None and len(jobs) > 1:
+            failed = []
+            for job in unanswered:
+                job.results.clear()
+                engine, left, why = self._score(engine, [job])
+                failed += [(job, why) for job in left]
+        for job, why in failed:
+            job.loop.call_soon_threadsafe(_fail, job.future, why)
+            self._release(len(job.samples))
+        return engine
+
+    def _score(
+        self, engine: Engine, jobs: list[_Job]
+    ) -> tuple[Engine, list[_Job], BaseException | None]:
+        """One engine call for `jobs`, answering each as soon as its last result is out.
+
+        Returns the engine to go on with, the jobs left unanswered and why (None: all done).
+        """
+        samples = [s for job in jobs for s in job.samples]
+        rewards: Counter[str] = Counter()
+        components: Counter[tuple[str, str]] = Counter()
+        pending = deque(jobs)
+        failure: BaseException | None = None
         try:
             for result in engine.iter_score(samples):
                 rewards[result.status] += 1
@@ -204,21 +232,17 @@ class Batcher:
                     job.loop.call_soon_threadsafe(_resolve, job.future, job.results)
                     self._release(len(job.samples))
         except InputError as exc:  # the request's input (e.g. a group not contiguous)
-            for job in pending:
-                job.loop.call_soon_threadsafe(_fail, job.future, exc)
-                self._release(len(job.samples))
-        except Exception as exc:  # an engine failure fails this batch's requests, not the server
+            failure = exc
+        except Exception as exc:  # an engine failure fails requests, not the server
             log.exception("scoring a batch of %d samples failed", len(samples))
-            for job in pending:
-                job.loop.call_soon_threadsafe(_fail, job.future, exc)
-                self._release(len(job.samples))
+            failure = exc
             # The pool may still hold tasks of the failed batch: start from a fresh one.
             engine.close()
             engine = self._make_engine()
         finally:
             if self._metrics is not None:
                 self._metrics.observe_batch(len(samples), rewards, components)
-        return engine
+        return engine, list(pending), failure
 
     def _release(self, count: int) -> None:
         with self._cond:

@@ -7,6 +7,8 @@ import ipaddress
 from .._exceptions import ConfigError
 
 __all__ = [
+    "DEFAULT_BODY_TIMEOUT_S",
+    "DEFAULT_HEADER_TIMEOUT_S",
     "DEFAULT_MAX_BATCH_SAMPLES",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_QUEUE_SAMPLES",
@@ -23,6 +25,11 @@ DEFAULT_MAX_QUEUE_SAMPLES = 65_536
 """Most samples accepted and not yet answered; more gets 503."""
 DEFAULT_MAX_BATCH_SAMPLES = 4_096
 """Most samples per engine batch."""
+DEFAULT_HEADER_TIMEOUT_S = 10.0
+"""A request's line and headers must arrive within this time of its first byte (or of the
+connection's opening), else the connection is closed: slow clients cannot hold sockets."""
+DEFAULT_BODY_TIMEOUT_S = 60.0
+"""A request's whole body must arrive within this time of its headers, else 408."""
 
 
 def is_loopback(host: str) -> bool:

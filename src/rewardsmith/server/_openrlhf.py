@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from .._exceptions import InputError
 from ..integrations._protocol import check_columns, openrlhf_response, openrlhf_samples
 from ..models import Sample
 
@@ -45,6 +46,7 @@ class OpenRLHFRequest(BaseModel):
         check_columns(len(self.query), prompts=self.prompts, labels=self.labels, metas=self.metas)
         return self
 
-    def samples(self) -> tuple[list[Sample], list[bool]]:
-        """One sample per query (ids 1, 2, ...), and whether each query's prompt was found."""
+    def samples(self) -> tuple[list[Sample | InputError], list[bool]]:
+        """One sample per query (ids 1, 2, ...), and whether each query's prompt was found;
+        an `InputError` for a query whose response cannot be told from its prompt."""
         return openrlhf_samples(self.query, self.prompts, self.labels, self.metas)

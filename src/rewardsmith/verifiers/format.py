@@ -11,23 +11,34 @@ import jsonschema.exceptions
 
 from .._exceptions import ConfigError
 from ..models import Sample, Score
-from ..registry import RewardFn, reward
+from ..registry import RewardFn, bounded, reward
 from ._common import answer_part
+from ._words import count_words, has_words
 
 __all__ = ["json_valid", "think_format"]
 
 
 @reward("think_format")
-def think_format(*, tag: str = "think", require_answer: bool = True) -> RewardFn:
+def think_format(
+    *,
+    tag: str = "think",
+    require_answer: bool = True,
+    min_reasoning_words: int = 1,
+    min_answer_words: int = 1,
+) -> RewardFn:
     """1 iff the completion is one ``<think>...</think>`` block, then the answer.
 
     Rules, checked in order (detail ``rule`` names the first that fails): the completion
     starts with the open tag (leading whitespace allowed); there is exactly one open and one
-    close tag, open before close (no nested or extra blocks); the reasoning inside is not
-    blank; and, with `require_answer`, something non-blank follows the close tag.
+    close tag, open before close (no nested or extra blocks); the reasoning inside has at
+    least `min_reasoning_words` words; and, with `require_answer`, what follows the close tag
+    has at least `min_answer_words`. Words are counted as a reader sees them (`_words`):
+    ``<think>\u200b</think>\u200b``, fillers such as U+3164 and ``<think>.</think>.`` have none.
     """
     if not re.fullmatch(r"[A-Za-z][\w-]*", tag):
         raise ConfigError(f"tag: must be a tag name such as 'think', got {tag!r}")
+    if min_reasoning_words < 1 or min_answer_words < 1:
+        raise ConfigError("min_reasoning_words, min_answer_words: must be at least 1")
     open_tag, close_tag = f"<{tag}>", f"</{tag}>"
 
     def fail(rule: str, reason: str) -> Score:
@@ -46,15 +57,15 @@ def think_format(*, tag: str = "think", require_answer: bool = True) -> RewardFn
                 f"expected one {open_tag} and one {close_tag}, found {opens} and {closes}",
             )
         reasoning, answer = text[len(open_tag) :].split(close_tag)
-        if not reasoning.strip():
-            return fail("reasoning", "empty reasoning")
-        if require_answer and not answer.strip():
-            return fail("answer", f"no answer after {close_tag}")
+        if not has_words(reasoning, min_reasoning_words):
+            return fail("reasoning", f"fewer than {min_reasoning_words} words of reasoning")
+        if require_answer and not has_words(answer, min_answer_words):
+            return fail("answer", f"fewer than {min_answer_words} words after {close_tag}")
         return Score.ok(
-            1.0, reasoning_chars=len(reasoning.strip()), answer_chars=len(answer.strip())
+            1.0, reasoning_words=count_words(reasoning), answer_words=count_words(answer)
         )
 
-    return score
+    return bounded(score, 0.0, 1.0)
 
 
 _FENCE = re.compile(r"```(?i:json)?[ \t]*\n(.*?)```", re.DOTALL)
@@ -87,6 +98,21 @@ def _parse(text: str, extract: str) -> tuple[Any, None] | tuple[None, str]:
         return None, f"not valid JSON: {exc}"
 
 
+def _formats(schema: Any) -> set[str]:
+    """Every ``format`` keyword value in a schema (a property named "format" is not one)."""
+    found: set[str] = set()
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("format"), str):
+                found.add(node["format"])
+            stack.extend(v for k, v in node.items() if k != "format" or not isinstance(v, str))
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
+
+
 @reward("json")
 def json_valid(
     *,
@@ -99,6 +125,10 @@ def json_valid(
     `````json`` or unlabelled fenced block), ``first_object`` (the first ``{...}`` that parses).
     Strict JSON: NaN and Infinity are rejected. The schema's own ``$schema`` picks the draft
     (latest by default); it is checked here, so a bad schema fails the spec, not every sample.
+    ``format`` keywords (``email``, ``date-time``, ``uri``...) are asserted, not just noted as
+    JSON Schema allows: a schema naming a format no installed checker knows is refused, so a
+    format is never silently unchecked. JSON nested too deeply to parse is what the policy
+    wrote: 0, with the reason (never `invalid`).
     """
     validator: jsonschema.protocols.Validator | None = None
     if schema is not None:
@@ -107,13 +137,20 @@ def json_valid(
             cls.check_schema(schema)
         except jsonschema.exceptions.SchemaError as exc:
             raise ConfigError(f"schema: invalid JSON Schema: {exc.message}") from exc
-        validator = cls(schema)
+        checker = cls.FORMAT_CHECKER
+        unknown = sorted(_formats(schema) - set(checker.checkers))
+        if unknown:
+            raise ConfigError(
+                f"schema: no checker for format {unknown[0]!r} (install "
+                "'jsonschema[format-nongpl]', or drop the format)"
+            )
+        validator = cls(schema, format_checker=checker)
 
     def score(sample: Sample) -> Score:
         try:
             return check(answer_part(sample.text))
         except RecursionError:
-            return Score.failed("invalid", "JSON nested too deeply to parse or validate")
+            return Score.ok(0.0, reason="JSON nested too deeply to parse or validate")
 
     def check(answer: str) -> Score:
         value, problem = _parse(answer, extract)
@@ -130,4 +167,4 @@ def json_valid(
                 )
         return Score.ok(1.0)
 
-    return score
+    return bounded(score, 0.0, 1.0)

@@ -14,14 +14,15 @@ from typing import Any, Literal
 
 from .._exceptions import ConfigError
 from ..models import Sample, Score
-from ..registry import RewardFn, reward
+from ..registry import RewardFn, bounded, reward
 from ._common import answer_part
 
 __all__ = ["MAX_REGEX_CHARS", "choice", "exact_match", "f1", "regex"]
 
 MAX_REGEX_CHARS = 100_000
 """Longest text `regex` will run a pattern over. A backtracking pattern can take polynomial or
-exponential time in the text length; longer texts get status `invalid` instead of a score."""
+exponential time in the text length; a longer text (the policy's doing) scores 0, with the
+reason, instead of running."""
 
 
 def _references(reference: Any) -> list[str] | Score:
@@ -101,7 +102,7 @@ def exact_match(
             return Score.ok(0.0, answer=got, reason="no reference matches")
         return Score.ok(1.0, answer=got, reference=matched)
 
-    return score
+    return bounded(score, 0.0, 1.0)
 
 
 # -- f1 ------------------------------------------------------------------------------------
@@ -126,14 +127,33 @@ def _token_f1(prediction: list[str], gold: list[str]) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+_DISJUNCTION = re.compile(
+    r"\s(?:and/)?or\s|\beither\b|[;|]|(?<=[^\W\d_])\s*/\s*(?=[^\W\d_])", re.IGNORECASE
+)
+
+
+def _candidates(answer: str) -> list[str]:
+    """The alternatives an answer offers ("Paris or London", "Paris/London", "either A or B"),
+    each with at least one SQuAD token; one item when it offers none."""
+    parts = [part for part in _DISJUNCTION.split(answer) if _squad_tokens(part)]
+    return parts or [answer]
+
+
 @reward("f1")
-def f1() -> RewardFn:
+def f1(*, reject_hedges: bool = True) -> RewardFn:
     """SQuAD token F1 between the answer and the reference (max over a list of references).
 
     Normalisation and bag-of-tokens overlap follow the official SQuAD v1.1 evaluation script
     (``evaluate-v1.1.py``: lowercase, drop ASCII punctuation, drop a/an/the, split on
     whitespace). An empty side follows the SQuAD v2.0 script (``evaluate-v2.0.py``): both
     empty is 1.0, one empty is 0.0 (v1.1 would give 0 for both empty).
+
+    F1 pays for hedging: k candidates earn about 2/(k+1), more than a guess's expected 1/k.
+    With `reject_hedges` (default), an answer offering alternatives ("Paris or London",
+    "Paris/London", "either ... or", ";"-separated) scores 0 with the reason, unless the
+    reference itself offers them. A list without such words ("Paris, London" or "Paris
+    London") is not detected ("Paris, France" is an answer, not a hedge): token F1 remains a
+    partial-credit measure, which a policy can pad.
     """
 
     def score(sample: Sample) -> Score:
@@ -141,13 +161,19 @@ def f1() -> RewardFn:
         if isinstance(refs, Score):
             return refs
         answer = answer_part(sample.text).strip()
+        if reject_hedges:
+            offered = _candidates(answer)
+            if len(offered) > 1 and not any(len(_candidates(r)) > 1 for r in refs):
+                return Score.ok(
+                    0.0, answer=answer, candidates=offered, reason="hedged between answers"
+                )
         tokens = _squad_tokens(answer)
         best, best_ref = max(
             ((_token_f1(tokens, _squad_tokens(r)), r) for r in refs), key=lambda pair: pair[0]
         )
         return Score.ok(best, answer=answer, reference=best_ref)
 
-    return score
+    return bounded(score, 0.0, 1.0)
 
 
 # -- choice --------------------------------------------------------------------------------
@@ -164,15 +190,17 @@ def choice(*, choices: str = "ABCD") -> RewardFn:
     forms, first: ``Answer: B``, ``The answer is **B**``, ``correct option is (B)``,
     ``\\boxed{B}``. Failing those, the first or last line of the answer being a lone letter
     or starting with a label: ``B``, ``(B)``, ``B)``, ``B. Paris``. Two different committed
-    letters, or a run like ``A or B``, is hedging and scores 0. The reference is a letter,
-    optionally in parentheses, any case.
+    letters are hedging and score 0, whether committed twice or in one run joined by a
+    separator (``A or B``, ``B, C``, ``B; A``, ``B/C``, ``B & C``, ``\\boxed{B, C}``,
+    ``(B), also (C)``). The reference is a letter, optionally in parentheses, any case.
     """
     if not choices or not re.fullmatch(r"[A-Z]+", choices) or len(set(choices)) != len(choices):
         raise ConfigError(f"choices: must be distinct uppercase letters A-Z, got {choices!r}")
     # Regexes run on text with markdown emphasis and `$` removed and whitespace collapsed, so
     # each gap is at most one space: no ambiguous `\s*` runs to backtrack over.
     one = rf"(?<![A-Za-z0-9])[{choices}](?![A-Za-z0-9])"
-    sep = r" ?[)\]}]? ?(?:(?i:or|and)\b|/) ?[(\[{]? ?"
+    words = r"(?i:or|and|also|plus|maybe|perhaps|possibly|either|as well as)\b"
+    sep = rf" ?[)\]}}]? ?[(\[{{]? ?(?:(?:[,;/&+]|{words}) ?){{1,3}}[(\[{{]? ?"
     run = rf"{one}(?:{sep}{one})*"
     committed = re.compile(
         rf"\b(?i:answer|option|choice)\b ?(?:(?i:is)\b|:|=) ?:? ?(?:(?i:option|choice) )?"
@@ -217,7 +245,7 @@ def choice(*, choices: str = "ABCD") -> RewardFn:
             )
         return Score.ok(float(letters[0] == ref), answer=letters[0], reference=ref)
 
-    return score
+    return bounded(score, 0.0, 1.0)
 
 
 # -- regex ---------------------------------------------------------------------------------
@@ -237,8 +265,9 @@ def regex(
     completion), else 0.
 
     `mode` is ``search`` (anywhere) or ``fullmatch`` (the stripped text, entirely). The
-    pattern is Python `re` syntax, compiled once here. Texts over `MAX_REGEX_CHARS` get
-    status `invalid`: a backtracking pattern on a huge text could stall a worker.
+    pattern is Python `re` syntax, compiled once here. Texts over `MAX_REGEX_CHARS` score 0
+    without running (a backtracking pattern on a huge text could stall a worker): the policy
+    wrote them, so they are wrong, never `invalid`.
     """
     flags = (
         (re.IGNORECASE if ignore_case else 0)
@@ -256,13 +285,12 @@ def regex(
         if mode == "fullmatch":
             text = text.strip()
         if len(text) > MAX_REGEX_CHARS:
-            return Score.failed(
-                "invalid",
-                f"text is {len(text)} chars, over the regex limit of {MAX_REGEX_CHARS}",
+            return Score.ok(
+                0.0, reason=f"text is {len(text)} chars, over the regex limit of {MAX_REGEX_CHARS}"
             )
         found = match(text)
         if found is None:
             return Score.ok(0.0, reason="no match" if mode == "search" else "no full match")
         return Score.ok(1.0, match=found.group())
 
-    return score
+    return bounded(score, 0.0, 1.0)

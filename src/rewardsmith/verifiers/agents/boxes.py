@@ -10,8 +10,9 @@ numbers in any brackets (``<box>(x1,y1),(x2,y2)</box>``). When the model saw a r
 ``metadata.model_image_size`` ``[w, h]`` and ``metadata.image_size`` ``[W, H]`` (the gold's
 frame) rescale predicted x by W/w and y by H/h.
 
-A degenerate predicted box (x2 <= x1 or y2 <= y1, or a non-finite number) overlaps nothing and
-scores 0, with the reason; a degenerate gold box is an `invalid` reference. VLM-R1 counts an
+A degenerate predicted box (x2 <= x1 or y2 <= y1, or a non-finite number: an integer too large
+for a float counts as infinite) overlaps nothing and scores 0, with the reason; a degenerate
+gold box is an `invalid` reference. VLM-R1 counts an
 overlap of exactly one pixel as none; here IoU is the plain area ratio.
 """
 
@@ -26,13 +27,14 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..._exceptions import ConfigError
-from ...models import Sample, Score
-from ...registry import RewardFn, reward
-from .._common import tagged_answer
+from ...models import MAX_NESTING, Sample, Score, nested_deeper_than
+from ...registry import RewardFn, bounded, reward
+from .._common import tag_blocks, tagged_answer
 
 __all__ = [
     "Box",
     "Labelled",
+    "as_float",
     "detection",
     "detection_score",
     "find_boxes",
@@ -46,9 +48,8 @@ Box = tuple[float, float, float, float]
 
 _NUM = r"-?\d+(?:\.\d+)?"
 _QUAD = re.compile(rf"\[\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*,\s*({_NUM})\s*\]")
-_BOX_TAG = re.compile(r"<box>(.*?)</box>", re.DOTALL)
 _NUMBER = re.compile(_NUM)
-_EMPTY = re.compile(r"^\s*(?:\[\s*\]|none|```json\s*\[\s*\]\s*```)\s*\.?\s*$", re.IGNORECASE)
+_EMPTY = re.compile(r"\[\s*\]|none|```json\s*\[\s*\]\s*```", re.IGNORECASE)
 _BOX_KEYS = ("bbox_2d", "bbox", "box")
 _MAX_JSON_STARTS = 64
 """Brackets tried as the start of a JSON answer (bounds the work on bracket-heavy text)."""
@@ -62,11 +63,32 @@ class Labelled:
     label: str | None = None
 
 
+def as_float(value: int | float) -> float:
+    """`value` as a float; an integer beyond the float range (JSON allows any number of
+    digits) is infinite, never an `OverflowError`."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def degenerate(box: Sequence[float]) -> bool:
     """No area: x2 <= x1, y2 <= y1, or a coordinate that is not a finite number."""
-    if len(box) != 4 or not all(math.isfinite(v) for v in box):
+    if len(box) != 4:
         return True
-    return box[2] <= box[0] or box[3] <= box[1]
+    x1, y1, x2, y2 = box
+    finite = math.isfinite(x1) and math.isfinite(y1) and math.isfinite(x2) and math.isfinite(y2)
+    return not finite or x2 <= x1 or y2 <= y1
+
+
+def _may_reach(a: Box, b: Box, threshold: float) -> bool:
+    """Whether two non-degenerate boxes can have an IoU of `threshold`: they overlap, and the
+    smaller area is at least `threshold` of the larger (IoU <= min area / max area). A cheap
+    test that spares `iou` most pairs of an answer listing many boxes."""
+    if not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]):
+        return False
+    area_a, area_b = (a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1])
+    return min(area_a, area_b) >= threshold * max(area_a, area_b)
 
 
 def iou(a: Box, b: Box) -> float:
@@ -87,7 +109,7 @@ def _pair(value: Any) -> tuple[float, float] | None:
         and len(value) == 2
         and all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in value)
     ):
-        return float(value[0]), float(value[1])
+        return as_float(value[0]), as_float(value[1])
     return None
 
 
@@ -98,7 +120,7 @@ def scale_of(metadata: dict[str, Any]) -> tuple[float, float] | str | None:
     if original is None and seen is None:
         return None
     size, model = _pair(original), _pair(seen)
-    if size is None or model is None:
+    if size is None or model is None or not all(map(math.isfinite, (*size, *model))):
         return "metadata.image_size and metadata.model_image_size must both be [width, height]"
     return size[0] / model[0], size[1] / model[1]
 
@@ -139,6 +161,8 @@ def _labelled_json(answer: str) -> list[Labelled] | None:
             value, _ = decoder.raw_decode(answer, start)
         except (ValueError, RecursionError):
             continue
+        if nested_deeper_than(value, MAX_NESTING):
+            continue
         items = value if isinstance(value, list) else [value]
         found = [_item(item) for item in items if isinstance(item, dict)]
         if found and all(f is not None for f in found):
@@ -153,7 +177,7 @@ def _item(item: dict[str, Any]) -> Labelled | None:
     if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in coords):
         return None
     label = item.get("label")
-    box = (float(coords[0]), float(coords[1]), float(coords[2]), float(coords[3]))
+    box = (as_float(coords[0]), as_float(coords[1]), as_float(coords[2]), as_float(coords[3]))
     return Labelled(box, str(label) if label is not None else None)
 
 
@@ -165,15 +189,28 @@ def find_boxes(text: str) -> list[Labelled]:
     if labelled is not None:
         return labelled
     boxes: list[Labelled] = []
-    for block in _BOX_TAG.findall(answer):
-        numbers = _NUMBER.findall(block)
+    pieces, position = [], 0
+    for start, end in tag_blocks(answer, "<box>", "</box>"):
+        numbers = _NUMBER.findall(answer, start + len("<box>"), end - len("</box>"))
         if len(numbers) == 4:
             x1, y1, x2, y2 = map(float, numbers)
             boxes.append(Labelled((x1, y1, x2, y2)))
-    outside = _BOX_TAG.sub(" ", answer)
+        pieces.append(answer[position:start])
+        position = end
+    outside = " ".join([*pieces, answer[position:]])
     for match in _QUAD.finditer(outside):
         boxes.append(Labelled((float(match[1]), float(match[2]), float(match[3]), float(match[4]))))
     return boxes
+
+
+def _explicitly_empty(answer: str) -> bool:
+    """``[]``, ``None`` or a fenced empty JSON list, with an optional period. Stripped first:
+    a regex with ``\\s*`` on both sides of an optional period would backtrack through a long
+    run of spaces once per space (quadratic)."""
+    answer = answer.strip()
+    if answer.endswith("."):
+        answer = answer[:-1].rstrip()
+    return _EMPTY.fullmatch(answer) is not None
 
 
 def gold_box(value: Any) -> Box | None:
@@ -182,7 +219,7 @@ def gold_box(value: Any) -> Box | None:
         return None
     if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
         return None
-    box = (float(value[0]), float(value[1]), float(value[2]), float(value[3]))
+    box = (as_float(value[0]), as_float(value[1]), as_float(value[2]), as_float(value[3]))
     return None if degenerate(box) else box
 
 
@@ -226,7 +263,18 @@ def iou_reward(*, threshold: float | None = None) -> RewardFn:
             return Score.ok(value, iou=value, **detail)
         return Score.ok(1.0 if value >= threshold else 0.0, iou=value, **detail)
 
-    return score
+    return bounded(score, 0.0, 1.0)
+
+
+def _reaching(box: Box, gold: Sequence[Labelled], threshold: float) -> list[tuple[int, float]]:
+    """``(index, IoU)`` of the gold boxes `box` overlaps with an IoU of at least `threshold`."""
+    if degenerate(box):
+        return []
+    return [
+        (j, value)
+        for j, g in enumerate(gold)
+        if _may_reach(box, g.box, threshold) and (value := iou(box, g.box)) >= threshold
+    ]
 
 
 def detection_score(
@@ -239,7 +287,8 @@ def detection_score(
     """VLM-R1's detection score and its parts.
 
     Greedy matching: repeatedly pair the unmatched predicted and gold boxes with the highest
-    IoU (the first such pair on ties) while it is >= `iou_threshold`. A pair whose labels
+    IoU (the first such pair on ties) while it is >= `iou_threshold` (one sort of the pairs
+    above the threshold, not a scan of every pair per match). A pair whose labels
     differ (case-insensitive; gold without labels matches any) counts IoU 0 but is still a
     match. ``position = sum(IoU of matches) / len(gold)``, ``label = correct labels /
     len(gold)``, ``completeness = 1 - (miss rate + false-alarm rate) / 2`` with miss rate =
@@ -250,26 +299,30 @@ def detection_score(
         return (0.0 if predicted else 1.0), {"matches": []}
     if not predicted:
         return 0.0, {"matches": [], "miss_rate": 1.0, "false_alarm_rate": 0.0}
-    table = [[iou(p.box, g.box) for g in gold] for p in predicted]
-    free_pred, free_gold = list(range(len(predicted))), list(range(len(gold)))
+    reaching: dict[Box, list[tuple[int, float]]] = {}  # computed once per distinct box
+    pairs = []
+    for i, p in enumerate(predicted):
+        if p.box not in reaching:
+            reaching[p.box] = _reaching(p.box, gold, iou_threshold)
+        pairs.extend((-value, i, j) for j, value in reaching[p.box])
+    pairs.sort()  # highest IoU first, then the first predicted box, then the first gold
+    taken_pred: set[int] = set()
+    taken_gold: set[int] = set()
     matches: list[dict[str, Any]] = []
-    while free_pred and free_gold:
-        best, pair = -1.0, (-1, -1)
-        for i in free_pred:
-            for j in free_gold:
-                if table[i][j] > best:
-                    best, pair = table[i][j], (i, j)
-        if best < iou_threshold:
-            break
-        i, j = pair
+    for negative, i, j in pairs:
+        if i in taken_pred or j in taken_gold:
+            continue
         wanted, said = gold[j].label, predicted[i].label
         right = wanted is None or (said is not None and said.strip().lower() == wanted.lower())
-        matches.append({"pred": i, "gold": j, "iou": best if right else 0.0, "label_ok": right})
-        free_pred.remove(i)
-        free_gold.remove(j)
+        matches.append(
+            {"pred": i, "gold": j, "iou": -negative if right else 0.0, "label_ok": right}
+        )
+        taken_pred.add(i)
+        taken_gold.add(j)
     position = sum(m["iou"] for m in matches) / len(gold)
     labels = sum(1.0 for m in matches if m["label_ok"]) / len(gold)
-    miss, false_alarm = len(free_gold) / len(gold), len(free_pred) / len(predicted)
+    miss = (len(gold) - len(matches)) / len(gold)
+    false_alarm = (len(predicted) - len(matches)) / len(predicted)
     completeness = 1.0 - (miss + false_alarm) / 2
     a, b, c = weights
     total = (a * position + b * labels + c * completeness) / (a + b + c)
@@ -323,11 +376,11 @@ def detection(
         gold, scale = inputs
         found = find_boxes(sample.text)
         predicted = [Labelled(rescale(b.box, scale), b.label) for b in found]
-        if not predicted and not _EMPTY.match(tagged_answer(sample.text)):
+        if not predicted and not _explicitly_empty(tagged_answer(sample.text)):
             return Score.ok(0.0, reason="no box and no explicitly empty answer ([] or None)")
         value, parts = detection_score(
             predicted, gold, iou_threshold=iou_threshold, weights=weights
         )
         return Score.ok(value, boxes=len(predicted), gold_boxes=len(gold), **parts)
 
-    return score
+    return bounded(score, 0.0, 1.0)

@@ -27,12 +27,12 @@ import math
 import re
 from typing import Any
 
-from ...models import Sample, Score
-from ...registry import RewardFn, reward
+from ...models import MAX_NESTING, Sample, Score, nested_deeper_than
+from ...registry import RewardFn, bounded, reward
 from .._common import tagged_answer
-from .boxes import gold_and_scale, gold_box
+from .boxes import as_float, gold_and_scale, gold_box
 
-__all__ = ["Action", "gui_action", "parse_action"]
+__all__ = ["Action", "gui_action", "layout_ok", "parse_action"]
 
 _MAX_LITERAL_CHARS = 10_000
 """Longest object literal parsed (Python literals are parsed by `ast`, bounded here)."""
@@ -76,13 +76,13 @@ def _balanced(text: str, start: int) -> str | None:
 
 def _literal(span: str) -> Any:
     try:
-        return json.loads(span)
-    except ValueError:
-        pass
-    try:
-        return ast.literal_eval(span)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return None
+        value = json.loads(span)
+    except (ValueError, RecursionError):
+        try:
+            value = ast.literal_eval(span)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+    return None if nested_deeper_than(value, MAX_NESTING) else value
 
 
 def _point(value: Any) -> tuple[float, float] | None:
@@ -92,7 +92,7 @@ def _point(value: Any) -> tuple[float, float] | None:
         return None
     if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
         return None
-    x, y = float(value[0]), float(value[1])
+    x, y = as_float(value[0]), as_float(value[1])
     return (x, y) if math.isfinite(x) and math.isfinite(y) else None
 
 
@@ -172,6 +172,29 @@ def _argument(predicted: Action, gold: dict[str, Any], scale: Any) -> tuple[floa
     return 1.0, None
 
 
+_SPACE_RUN = re.compile(r"\s*")
+
+
+def layout_ok(text: str, think: bool) -> bool:
+    """UI-R1's format: ``<think>...</think>``, optional whitespace, ``<answer>...</answer>``
+    and nothing else (only the answer block when `think` is false), as UI-R1's
+    ``fullmatch(r"<think>.*?</think>\\s*<answer>.*?</answer>")``, found in one pass: the
+    earliest ``</think>`` followed by an ``<answer>`` decides, a later one only ends later."""
+    if not text.endswith("</answer>"):
+        return False
+    if not think:
+        return text.startswith("<answer>") and len(text) >= len("<answer></answer>")
+    if not text.startswith("<think>"):
+        return False
+    close = text.find("</think>", len("<think>"))
+    while close >= 0:
+        after = _SPACE_RUN.match(text, close + len("</think>")).end()  # type: ignore[union-attr]
+        if text.startswith("<answer>", after):
+            return after + len("<answer>") <= len(text) - len("</answer>")
+        close = text.find("</think>", close + 1)
+    return False
+
+
 @reward("gui_action")
 def gui_action(
     *,
@@ -181,17 +204,13 @@ def gui_action(
     format_weight: float = 1.0,
 ) -> RewardFn:
     """UI-R1's reward: action type + its argument (click in box, text, direction) + format."""
-    layout = re.compile(
-        r"<think>.*?</think>\s*<answer>.*?</answer>" if think else r"<answer>.*?</answer>",
-        re.DOTALL,
-    )
 
     def score(sample: Sample) -> Score:
         inputs = gold_and_scale(sample, _gold, "no reference action")
         if isinstance(inputs, Score):
             return inputs
         gold, scale = inputs
-        r_format = 1.0 if layout.fullmatch(sample.text.strip()) else 0.0
+        r_format = 1.0 if layout_ok(sample.text.strip(), think) else 0.0
         actions = parse_action(sample.text)
         r_action, r_argument, reason = 0.0, 0.0, None
         if not actions:
@@ -214,4 +233,5 @@ def gui_action(
             detail["reason"] = reason
         return Score.ok(total, **detail)
 
-    return score
+    weights = (action_weight, argument_weight, format_weight)
+    return bounded(score, sum(min(0.0, w) for w in weights), sum(max(0.0, w) for w in weights))

@@ -6,23 +6,21 @@ its result (a top-level ``ORDER BY``). 1 when they match, 0 when they do not or 
 predicted query fails (the error is in `detail`), `bad_format_score` (-1, as in SkyRL-SQL)
 when the answer holds no query in the expected format.
 
-The predicted query is untrusted. Each query runs on its own connection, opened read-only
-(``mode=ro``) with ``query_only`` on, under an authorizer that allows only reading (SELECT,
-reads of tables and columns, functions, recursive CTEs) and denies everything else: writes,
-DDL, ``ATTACH`` (which would otherwise create files: ``mode=ro`` covers only the main
-database), PRAGMAs, transactions, ``VACUUM INTO`` and ``load_extension``. A progress handler
-stops a query past `time_limit_s`, at most `max_rows` + 1 rows are fetched, a value is at most
-1 MB, and SQLite's heap is capped at `memory_mb` while the query runs (a process-wide SQLite
-setting, restored afterwards). The engine's hard timeout bounds the whole sample as well.
+The predicted query is untrusted. Each query runs in the worker's query process
+(`sql_exec`), killed when a query outruns `time_limit_s`, on its own connection, opened
+read-only (``mode=ro``) with ``query_only`` on, under an authorizer that allows only reading
+(SELECT, reads of tables and columns, functions, recursive CTEs) and denies everything else:
+writes, DDL, ``ATTACH`` (which would otherwise create files: ``mode=ro`` covers only the main
+database), PRAGMAs, transactions, ``VACUUM INTO`` and ``load_extension``. At most `max_rows` +
+1 rows are fetched, a value is at most 1 MB, the rows at most `memory_mb` of Python objects,
+and SQLite's heap is capped at `memory_mb`. The engine's hard timeout bounds the whole sample
+as well.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import sqlite3
-import time
-import urllib.parse
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -30,82 +28,14 @@ from typing import Any, Literal
 
 from ..._exceptions import ConfigError
 from ...models import Sample, Score
-from ...registry import RewardFn, reward
+from ...registry import RewardFn, bounded, reward
 from .._common import answer_part
+from .sql_exec import QueryFailed, Rows, run_query
 
-__all__ = ["QueryFailed", "order_matters", "run_query", "sql", "sql_prediction"]
+__all__ = ["QueryFailed", "fenced_blocks", "order_matters", "run_query", "sql", "sql_prediction"]
 
-Rows = list[tuple[Any, ...]]
-
-_MAX_VALUE_BYTES = 1_000_000
-"""Longest string or blob a query may build (SQLITE_LIMIT_LENGTH)."""
-_PROGRESS_OPS = 1_000
-"""SQLite VM instructions between two checks of the time limit."""
 _GOLD_CACHE_SIZE = 64
 """Gold results kept per worker (a group's completions share one gold query)."""
-
-_ALLOWED = frozenset(
-    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
-)
-_DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
-
-
-def _authorize(action: int, arg1: str | None, arg2: str | None, *_: Any) -> int:
-    if action not in _ALLOWED:
-        return sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _DENIED_FUNCTIONS:
-        return sqlite3.SQLITE_DENY
-    return sqlite3.SQLITE_OK
-
-
-class QueryFailed(Exception):
-    """A query that could not run to a result within the limits (the reason is the text)."""
-
-
-def run_query(db: Path, query: str, *, time_limit_s: float, max_rows: int, memory_mb: int) -> Rows:
-    """The rows `query` returns from `db`, read-only and within the limits; raises
-    `QueryFailed` with the reason (SQLite's error, the time limit, too many rows)."""
-    uri = f"file:{urllib.parse.quote(str(db))}?mode=ro"
-    deadline = time.monotonic() + time_limit_s
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None)
-    try:
-        previous = conn.execute("PRAGMA hard_heap_limit").fetchone()[0]
-        conn.execute(f"PRAGMA hard_heap_limit={memory_mb * 2**20}")
-        conn.execute("PRAGMA query_only=ON")
-        conn.execute("PRAGMA temp_store=MEMORY")  # sorts stay under the heap limit, not on disk
-        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, _MAX_VALUE_BYTES)
-        conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-        conn.set_authorizer(_authorize)
-        conn.set_progress_handler(lambda: int(time.monotonic() > deadline), _PROGRESS_OPS)
-        try:
-            return _fetch(conn.execute(query), max_rows, memory_mb * 2**20)
-        except MemoryError:
-            raise QueryFailed(f"out of memory: over the limit of {memory_mb} MB") from None
-        except (sqlite3.Error, sqlite3.Warning, OverflowError, ValueError) as exc:
-            if time.monotonic() > deadline:
-                raise QueryFailed(f"stopped after the time limit of {time_limit_s:g} s") from None
-            raise QueryFailed(f"{type(exc).__name__}: {exc}") from None
-        finally:
-            conn.set_authorizer(None)
-            conn.set_progress_handler(None, 0)
-            conn.execute(f"PRAGMA hard_heap_limit={previous}")
-    finally:
-        conn.close()
-
-
-def _fetch(cursor: sqlite3.Cursor, max_rows: int, max_bytes: int) -> Rows:
-    """At most `max_rows` rows holding at most `max_bytes` of values, else `QueryFailed`."""
-    rows: Rows = []
-    size = 0
-    for row in cursor:
-        if len(rows) == max_rows:
-            raise QueryFailed(f"returned more than max_rows ({max_rows}) rows")
-        size += sum(len(v) if isinstance(v, str | bytes) else 8 for v in row)
-        if size > max_bytes:
-            raise QueryFailed(f"returned more than {max_bytes // 2**20} MB of values")
-        rows.append(tuple(row))
-    cursor.close()
-    return rows
 
 
 _HIDDEN = re.compile(
@@ -128,18 +58,44 @@ def order_matters(query: str) -> bool:
     return _ORDER_BY.search("".join(top)) is not None
 
 
-_FENCE = re.compile(
-    r"^[ \t]*```[ \t]*(?P<lang>[\w+#.-]*)[^\n]*\n(?P<body>.*?)^[ \t]*```[ \t]*$",
-    re.MULTILINE | re.DOTALL,
-)
+_FENCE_OPEN = re.compile(r"[ \t]*```[ \t]*([\w+#.-]*)")
+_FENCE_CLOSE = re.compile(r"[ \t]*```[ \t]*")
 _SQL_TAGS = frozenset({"sql", "sqlite"})
 _SKYRL_TAGS = re.compile(r"</?(think|sql|observation)\b", re.IGNORECASE)
+_AFTER_OBSERVATION = re.compile(r"</observation>\s*", re.IGNORECASE)
+
+
+def fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """The Markdown code blocks of `text` as ``(language, body)``, in one pass over its lines.
+
+    A block opens on a line that starts with ```` ``` ```` (its language after it) and is not
+    the last line, and closes at the next line that is only ```` ``` ````; an opening line with
+    no closing line after it opens nothing, and then neither does any later line.
+    """
+    lines = text.split("\n")
+    next_close, after = [len(lines)] * len(lines), len(lines)
+    for k in range(len(lines) - 1, -1, -1):
+        next_close[k] = after
+        if _FENCE_CLOSE.fullmatch(lines[k]):
+            after = k
+    blocks, k = [], 0
+    while k < len(lines) - 1:
+        opening = _FENCE_OPEN.match(lines[k])
+        if opening is None:
+            k += 1
+            continue
+        end = next_close[k]
+        if end == len(lines):
+            break
+        blocks.append((opening[1].lower(), "\n".join(lines[k + 1 : end])))
+        k = end + 1
+    return blocks
 
 
 def _markdown(text: str) -> str | None:
     """The last ```sql block, else the last untagged block, else the answer text."""
     answer = answer_part(text)
-    blocks = [(m["lang"].lower(), m["body"]) for m in _FENCE.finditer(answer)]
+    blocks = fenced_blocks(answer)
     tagged = [body for lang, body in blocks if lang in _SQL_TAGS]
     untagged = [body for lang, body in blocks if not lang]
     query = (tagged or untagged or [answer])[-1].strip()
@@ -155,10 +111,11 @@ def _skyrl(text: str) -> str | None:
     if tail.count("</solution>") != 1:
         return None
     solution = tail.split("</solution>", 1)[0]
-    if _SKYRL_TAGS.search(solution) or not re.search(r"<think>.*?</think>", text, re.DOTALL):
+    think = text.find("<think>")
+    if _SKYRL_TAGS.search(solution) or think < 0 or text.find("</think>", think + 7) < 0:
         return None
-    for closing in re.finditer(r"</observation>", before, re.IGNORECASE):
-        if not before[closing.end() :].lstrip().lower().startswith("<think>"):
+    for closing in _AFTER_OBSERVATION.finditer(before):
+        if before[closing.end() : closing.end() + len("<think>")].lower() != "<think>":
             return None
     return solution.strip() or None
 
@@ -258,4 +215,4 @@ def sql(
             detail["reason"] = "different result"
         return Score.ok(1.0 if same else 0.0, **detail)
 
-    return score
+    return bounded(score, min(0.0, bad_format_score), max(1.0, bad_format_score))

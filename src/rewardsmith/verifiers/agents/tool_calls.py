@@ -21,15 +21,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ...models import Sample
-from .._common import answer_part
+from ...models import MAX_NESTING, Sample, nested_deeper_than
+from .._common import answer_part, tag_blocks
 
 __all__ = ["Call", "Parsed", "as_call", "calls_from_text", "parse_calls"]
 
 Call = tuple[str, dict[str, Any]]
 """A tool call: its name and its parameters (in the order given)."""
 
-_BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
 _FENCED = re.compile(r"\A```[a-zA-Z]*[ \t]*\n(.*?)\n?```\Z", re.DOTALL)
 
@@ -67,6 +66,8 @@ def as_call(item: Any) -> Call:
             raise CallError(f"call {name!r}: arguments are not JSON: {exc}") from None
     if not isinstance(params, dict):
         raise CallError(f"call {name!r} needs a 'parameters' (or 'arguments') object")
+    if nested_deeper_than(params, MAX_NESTING):
+        raise CallError(f"call {name!r}: arguments nested more than {MAX_NESTING} levels deep")
     return name, params
 
 
@@ -106,8 +107,9 @@ def _block_calls(block: str) -> list[Call]:
 def _tagged(text: str) -> Parsed:
     if text.count(_OPEN) != text.count(_CLOSE):
         return Parsed([], "tool_call_tags", "unbalanced <tool_call> tags")
+    blocks = (text[s + len(_OPEN) : e - len(_CLOSE)] for s, e in tag_blocks(text, _OPEN, _CLOSE))
     try:
-        calls = [c for block in _BLOCK.findall(text) for c in _block_calls(block)]
+        calls = [c for block in blocks for c in _block_calls(block)]
     except CallError as exc:
         return Parsed([], "tool_call_tags", str(exc))
     return Parsed(calls, "tool_call_tags")

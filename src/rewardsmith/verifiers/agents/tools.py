@@ -9,10 +9,12 @@ contract is that of ToolRL's `rlla.py`, written anew here. The reward is
   ``<response>`` block, nothing else), else 0;
 - ``R_correct = (max - min) * S / S_max + min`` in [min, max] = [-3, 3], with
   ``S = J(gold names, predicted names) + sum over gold calls of the best unused predicted call
-  of the same name: J(parameter names) + number of exactly equal values``, J the multiset
-  Jaccard index (1 for identical lists), ``S_max = 1 + sum over gold calls of
-  (1 + number of parameters)``. An exact match earns max, an answer whose calls cannot be
-  read (or that makes none) min, and a gold without calls the middle of the range (ToolRL's 0).
+  of the same name: J(parameter names) + number of equal values``, J the multiset Jaccard
+  index (1 for identical lists), ``S_max = 1 + sum over gold calls of (1 + number of
+  parameters)``. Values are equal with their JSON types (`same_value`: ``true`` is not ``1``,
+  where ToolRL's Python ``==`` says it is). An exact match earns max, an answer whose calls
+  cannot be read (or that makes none) min, and a gold without calls the middle of the range
+  (ToolRL's 0).
 
 ToolRL's environment-variable variants are parameters: `granularity` ``coarse``
 (COARSEREWARD: max for an exact match, else min) or ``intermediate`` (INTERMEDIATEREWARD: a
@@ -24,7 +26,6 @@ training step from ``metadata.step``.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,10 +33,18 @@ from typing import Any, Literal
 
 from ..._exceptions import ConfigError
 from ...models import Sample, Score
-from ...registry import RewardFn, reward
+from ...registry import RewardFn, bounded, reward
 from .tool_calls import Call, CallError, Parsed, as_call, calls_from_text, parse_calls
 
-__all__ = ["Gold", "correctness_match", "gold_calls", "jaccard", "tool_call"]
+__all__ = [
+    "Gold",
+    "correctness_match",
+    "gold_calls",
+    "jaccard",
+    "same_calls",
+    "same_value",
+    "tool_call",
+]
 
 Granularity = Literal["fine", "intermediate", "coarse"]
 Schedule = Literal["constant", "linear", "two_stage"]
@@ -58,6 +67,29 @@ def jaccard(gold: Sequence[str], predicted: Sequence[str], *, strict: bool = Fal
     return shared / (len(gold) + len(predicted) - shared)
 
 
+def same_value(a: Any, b: Any) -> bool:
+    """Two JSON values equal with their types: ``true`` is not ``1`` and ``"1"`` is not ``1``
+    (Python's ``==`` says ``True == 1``); numbers compare by value (``1`` equals ``1.0``, as
+    JSON does not tell them apart); lists in order, objects key by key."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_value(v, b[k]) for k, v in a.items())
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def same_calls(gold: Sequence[Call], predicted: Sequence[Call]) -> bool:
+    """The same calls in the same order, values compared by `same_value`."""
+    return len(gold) == len(predicted) and all(
+        name == other and same_value(params, values)
+        for (name, params), (other, values) in zip(gold, predicted, strict=True)
+    )
+
+
 def correctness_match(
     gold: Sequence[Call],
     predicted: Sequence[Call],
@@ -77,12 +109,12 @@ def correctness_match(
             if i in used or other != name:
                 continue
             if granularity == "intermediate":
-                if values == params:
+                if same_value(values, params):
                     best, best_index = 1.0, i
                     break
                 continue
             keys = jaccard(list(params), list(values), strict=strict)
-            equal = sum(1.0 for k, v in params.items() if k in values and values[k] == v)
+            equal = sum(1.0 for k, v in params.items() if k in values and same_value(values[k], v))
             if keys + equal > best:
                 best, best_index = keys + equal, i
         if best_index is not None:
@@ -122,31 +154,52 @@ def gold_calls(reference: Any) -> Gold:
     return Gold(calls, "response" in reference)
 
 
-def _layout(gold: Gold, think: bool) -> tuple[str, dict[str, int]]:
-    """ToolRL's layout regex for this gold, and the tag counts it requires."""
-    head = r"^<think>.*?</think>\n" if think else "^"
-    call = r"<tool_call>\n.*?\n</tool_call>"
-    reply = r"<response>.*?</response>"
-    if gold.calls and gold.response:
-        return head + call + r"\n" + reply + "$", {"<tool_call>": 1, "<response>": 1}
-    if gold.calls:
-        return head + call + "$", {"<tool_call>": 1}
-    if gold.response:
-        return head + reply + "$", {"<response>": 1}
-    return (r"^<think>.*?</think>$" if think else r"^(?!.*<tool_call>).*$"), {}
+_HEAD_OPEN, _HEAD_CLOSE = "<think>", "</think>\n"
+_CALL_OPEN, _CALL_CLOSE = "<tool_call>\n", "\n</tool_call>"
+_REPLY_OPEN, _REPLY_CLOSE = "<response>", "</response>"
+
+
+def _wraps(text: str, opening: str, closing: str) -> bool:
+    """Whether `text` is `opening`, anything, `closing` (the two not overlapping)."""
+    return (
+        len(text) >= len(opening) + len(closing)
+        and text.startswith(opening)
+        and text.endswith(closing)
+    )
+
+
+def _layout_ok(text: str, gold: Gold, think: bool) -> bool:
+    """ToolRL's layout: a ``<think>`` block and a newline (unless `think` is false), then the
+    ``<tool_call>`` block (a newline after its opening tag and before its closing tag) and/or
+    the ``<response>`` block the gold asks for, joined by a newline, and nothing else. Each
+    of those blocks appears exactly once (ToolRL counts the tags), so each is found by
+    `str.find`: one linear pass where ToolRL's lazy regex rescans from every ``</think>``."""
+    if not gold.calls and not gold.response:
+        if think:
+            return _wraps(text, "<think>", "</think>")
+        return "<tool_call>" not in text
+    tags = (["<tool_call>"] if gold.calls else []) + (["<response>"] if gold.response else [])
+    if any(text.count(tag) != 1 or text.count(tag.replace("<", "</")) != 1 for tag in tags):
+        return False
+    start = text.find(tags[0])
+    head, body = text[:start], text[start:]
+    if not (_wraps(head, _HEAD_OPEN, _HEAD_CLOSE) if think else head == ""):
+        return False
+    if not gold.calls:
+        return _wraps(body, _REPLY_OPEN, _REPLY_CLOSE)
+    end = body.find("</tool_call>") + len("</tool_call>")
+    call, rest = body[:end], body[end:]
+    if not _wraps(call, _CALL_OPEN, _CALL_CLOSE):
+        return False
+    if not gold.response:
+        return rest == ""
+    return rest.startswith("\n") and _wraps(rest[1:], _REPLY_OPEN, _REPLY_CLOSE)
 
 
 def _format_ok(sample: Sample, parsed: Parsed, gold: Gold, rule: str, think: bool) -> bool:
     if rule == "parsed" or parsed.source == "tool_calls":
         return parsed.problem is None and bool(parsed.calls) == bool(gold.calls)
-    text = sample.text.strip()
-    pattern, counts = _layout(gold, think)
-    if re.search(pattern, text, re.DOTALL) is None:
-        return False
-    return all(
-        text.count(tag) == n and text.count(tag.replace("<", "</")) == n
-        for tag, n in counts.items()
-    )
+    return _layout_ok(sample.text.strip(), gold, think)
 
 
 def _ranges(schedule: Schedule, step: int, low: float, high: float) -> tuple[float, ...]:
@@ -164,6 +217,28 @@ def _ranges(schedule: Schedule, step: int, low: float, high: float) -> tuple[flo
         t = min(t, 1.0)
         low, high = -2 + (low + 2) * t, 2 + (high - 2) * t
     return f_low, f_high, low, high
+
+
+_BREAKPOINTS = {
+    "constant": (0,),
+    "two_stage": (0, _TWO_STAGE_STEP),
+    "linear": (0, _LINEAR_STEPS // 2, _LINEAR_STEPS),
+}
+"""Steps where a schedule's ranges change slope: the reward's extremes over all steps."""
+
+
+def _bounds(
+    schedule: Schedule, low: float, high: float, format_weight: float, correctness_weight: float
+) -> tuple[float, float]:
+    """The lowest and highest reward at any training step."""
+    lows, highs = [], []
+    for step in _BREAKPOINTS[schedule]:
+        f_low, f_high, c_low, c_high = _ranges(schedule, step, low, high)
+        f = sorted((format_weight * f_low, format_weight * f_high))
+        c = sorted((correctness_weight * c_low, correctness_weight * c_high))
+        lows.append(f[0] + c[0])
+        highs.append(f[1] + c[1])
+    return min(lows), max(highs)
 
 
 def _step(sample: Sample) -> int | None:
@@ -226,7 +301,7 @@ def tool_call(
         elif parsed.problem is not None or not parsed.calls:
             r_correct = low
             detail["reason"] = parsed.problem or "no tool call in the answer"
-        elif parsed.calls == gold.calls:
+        elif same_calls(gold.calls, parsed.calls):
             r_correct = high
         elif granularity == "coarse":
             r_correct = low
@@ -240,4 +315,5 @@ def tool_call(
         total = format_weight * r_format + correctness_weight * r_correct
         return Score.ok(total, format=r_format, correctness=r_correct, **detail)
 
-    return score
+    weights = (format_weight, correctness_weight)
+    return bounded(score, *_bounds(schedule, correct_min, correct_max, *weights))

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from ..._exceptions import ConfigError
 from ...models import Sample, Score
-from ...registry import RewardFn, reward
+from ...registry import RewardFn, bounded, reward
 from .._common import answer_part
 from . import _seccomp
 from ._extract import Extract, extract_code
@@ -170,14 +170,13 @@ def code(
         strip_think=strip_think,
     )
     if sandbox == "remote":
-        return _RemoteRunner(
-            config, RemoteBackend(url or "", remote_language, remote_timeout_s)
-        ).score
+        remote = _RemoteRunner(config, RemoteBackend(url or "", remote_language, remote_timeout_s))
+        return bounded(remote.score, 0.0, 1.0)
     if sandbox == "none":
         warnings.warn(_NO_SANDBOX_WARNING, RuntimeWarning, stacklevel=2)
         log.warning(_NO_SANDBOX_WARNING)
     runner = _Runner(config)
-    return runner.score
+    return bounded(runner.score, 0.0, 1.0)
 
 
 def _cores() -> int:
@@ -240,7 +239,12 @@ class _Runner:
                 plan, suite, program, prompt if isinstance(prompt, str) else ""
             )
         except SandboxUnavailable as exc:
-            return Score.failed("error", f"sandbox unavailable: {exc}", sandbox=config.sandbox)
+            return Score.failed(
+                "error",
+                f"sandbox unavailable: {exc}",
+                cause="infrastructure",
+                sandbox=config.sandbox,
+            )
 
     def _sandbox_plan(self) -> Any:
         if self._plan is None:

@@ -32,10 +32,16 @@ class ResourceMissing(InstructionError):
 
 
 class Text:
-    """One response text with what several checkers need computed at most once."""
+    """One response text with what several checkers need computed at most once.
 
-    def __init__(self, value: str) -> None:
+    `undecided_language_passes`: whether a language check passes when langdetect cannot
+    decide (the official behaviour: "12345" is then in any language). The training option
+    turns it off.
+    """
+
+    def __init__(self, value: str, undecided_language_passes: bool = True) -> None:
         self.value = value
+        self.undecided_language_passes = undecided_language_passes
 
     @functools.cached_property
     def lower(self) -> str:
@@ -68,6 +74,11 @@ class Text:
             return _text.detect_language(self.value)
         except _text.LanguageUndetectable:
             return None
+
+    def language_is(self, *codes: str) -> bool:
+        """Whether the text is in one of `codes` (an undecided language: see the class)."""
+        found = self.language
+        return found in codes if found is not None else self.undecided_language_passes
 
 
 Check = Callable[[Text], bool]

@@ -18,6 +18,11 @@ branch and are not scored; the leaves of the branch not taken are not scored. Wi
 leaf left (e.g. an ``if`` without ``else`` whose condition fails) the reward is the truth of
 the whole expression. Each leaf is checked once (strict, or loose over the official loose
 variants), and `detail.leaves` lists every leaf with its verdict.
+
+A response without a word (empty, blank, invisible, punctuation-only) is no answer: it
+scores 0 whatever the expression, so ``{"not": <fewer than 50 words>}`` or an ``if`` without
+``else`` never pays an empty reply. A checker that raises is an `error` of the sample (its
+leaf's verdict None), never a verdict that ``not`` would flip into a pass.
 """
 
 from __future__ import annotations
@@ -27,13 +32,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..._exceptions import ConfigError
 from ...models import Sample, Score
-from ...registry import RewardFn, reward
+from ...registry import RewardFn, bounded, reward
+from .._words import has_words
+from ._attempt import MIN_PROSE_WORDS, no_attempt, prompt_text
 from ._base import Builder, Check, InstructionError, build
 from ._evaluate import Evaluator
 from ._ifbench import IFBENCH
 from ._ifeval import IFEVAL
-from ._reward import _PRELOAD, MAX_RESPONSE_CHARS
+from ._reward import _PRELOAD, checker_failed, too_long
 
 __all__ = ["ALL_CHECKERS", "MAX_DEPTH", "MAX_LEAVES", "Node", "constraints", "parse_expression"]
 
@@ -106,15 +114,19 @@ def _leaves(node: Node) -> list[Node]:
 class _Run:
     def __init__(self, evaluator: Evaluator) -> None:
         self.evaluator = evaluator
-        self.verdicts: dict[int, bool] = {}
+        self.verdicts: dict[int, bool | None] = {}
         self.scored: list[tuple[Node, bool]] = []  # (leaf, satisfied)
+        self.failed = False  # a checker raised: the expression has no truth value
 
     def leaf(self, node: Node) -> bool:
         key = id(node)
         if key not in self.verdicts:
             assert node.check is not None
             self.verdicts[key] = self.evaluator.holds(node.check, node.id)
-        return self.verdicts[key]
+        verdict = self.verdicts[key]
+        if verdict is None:
+            self.failed = True
+        return bool(verdict)
 
     def value(self, node: Node, negated: bool = False, scored: bool = True) -> bool:
         """Truth of `node`; records its leaves' satisfaction when `scored`."""
@@ -151,13 +163,21 @@ def _expression(sample: Sample) -> Any:
 
 @reward("constraints", preload=(*_PRELOAD, "emoji", "syllapy"))
 def constraints(
-    *, mode: Literal["strict", "loose"] = "strict", reward: Literal["fraction", "all"] = "fraction"
+    *,
+    mode: Literal["strict", "loose"] = "strict",
+    reward: Literal["fraction", "all"] = "fraction",
+    training: bool = False,
+    min_words: int = MIN_PROSE_WORDS,
 ) -> RewardFn:
     """A boolean expression (all_of / any_of / not / if-then-else) over instruction checks.
 
     ``reward: fraction`` scores the fraction of scored leaf constraints satisfied, ``all`` the
     truth of the whole expression. See the module docstring for the expression format.
+    `training` and `min_words` are those of `ifeval` (the prompt's words include every
+    leaf's kwargs).
     """
+    if min_words < 1:
+        raise ConfigError(f"min_words: must be at least 1, got {min_words}")
 
     def score(sample: Sample) -> Score:
         data = _expression(sample)
@@ -171,28 +191,37 @@ def constraints(
         if len(leaves) > MAX_LEAVES:
             return Score.failed("invalid", f"{len(leaves)} leaves, over {MAX_LEAVES}")
         response = sample.text
-        if len(response) > MAX_RESPONSE_CHARS:
-            return Score.failed(
-                "invalid", f"response is {len(response)} chars, over {MAX_RESPONSE_CHARS}"
-            )
-        run = _Run(Evaluator(response, mode))
+        over = too_long(response)
+        if over is not None:
+            return over
+        if not has_words(response):
+            return Score.ok(0.0, reason="no words: a blank response is no answer")
+        if training:
+            ids, kwargs = [leaf.id for leaf in leaves], [leaf.kwargs for leaf in leaves]
+            why = no_attempt(response, prompt_text(sample.prompt), ids, kwargs, min_words)
+            if why is not None:
+                return Score.ok(0.0, reason=f"no attempt at the task: {why}", training=True)
+        run = _Run(Evaluator(response, mode, training))
         holds = run.value(root)
-        if reward == "all" or not run.scored:
-            value = float(holds)
-        else:
-            value = sum(ok for _, ok in run.scored) / len(run.scored)
         detail: dict[str, Any] = {
             "mode": mode,
-            "holds": holds,
-            "satisfied_leaves": sum(ok for _, ok in run.scored),
-            "scored_leaves": len(run.scored),
             "leaves": [
                 {"path": leaf.path, "id": leaf.id, "follows": run.verdicts.get(id(leaf))}
                 for leaf in leaves
             ],
         }
-        if run.evaluator.errors:
-            detail["checker_errors"] = sorted(set(run.evaluator.errors))
-        return Score.ok(value, **detail)
+        if run.failed:
+            return checker_failed(run.evaluator.errors, **detail)
+        if reward == "all" or not run.scored:
+            value = float(holds)
+        else:
+            value = sum(ok for _, ok in run.scored) / len(run.scored)
+        return Score.ok(
+            value,
+            **detail,
+            holds=holds,
+            satisfied_leaves=sum(ok for _, ok in run.scored),
+            scored_leaves=len(run.scored),
+        )
 
-    return score
+    return bounded(score, 0.0, 1.0)

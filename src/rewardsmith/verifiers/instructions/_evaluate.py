@@ -9,7 +9,7 @@ same kwargs) and tried on all of them; nothing is re-drawn per variant.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Literal
 
 from ._base import Check, Text
@@ -41,30 +41,28 @@ def loose_variants(response: str) -> list[str]:
 class Evaluator:
     """Runs checks on one response, sharing per-text work across checks and variants."""
 
-    def __init__(self, response: str, mode: Mode) -> None:
+    def __init__(self, response: str, mode: Mode, training: bool = False) -> None:
         texts = [response] if mode == "strict" else loose_variants(response)
         # A blank variant never passes (`if r.strip() and check(r)` upstream).
-        self._texts = [Text(t) for t in texts if t.strip()]
+        self._texts = [Text(t, undecided_language_passes=not training) for t in texts if t.strip()]
         self.errors: list[str] = []
 
-    def holds(self, check: Check, label: str = "") -> bool:
-        """True when `check` holds on the response (strict) or on any variant (loose).
+    def holds(self, check: Check, label: str = "") -> bool | None:
+        """True when `check` holds on the response (strict) or on any variant (loose); None
+        when it raised where it did not hold (the official code would crash the run).
 
-        A check raising on a text counts as not followed there (the official code would
-        crash the whole run); the error is recorded in `errors`.
+        A checker that raised is never read as followed or not followed: the error is
+        recorded in `errors`, and the reward reports it as `error`.
         """
+        raised = False
         for text in self._texts:
             try:
                 if check(text):
                     return True
-            except Exception as exc:  # a checker bug must never become a pass
+            except Exception as exc:  # a checker bug must never become a verdict
+                raised = True
                 self.errors.append(f"{label}: {type(exc).__name__}: {exc}")
-        return False
+        return None if raised else False
 
-    def all(self, checks: Iterable[tuple[str, Check]]) -> list[bool]:
+    def all(self, checks: Iterable[tuple[str, Check]]) -> list[bool | None]:
         return [self.holds(check, label) for label, check in checks]
-
-
-def follow_list(response: str, checks: Sequence[tuple[str, Check]], mode: Mode) -> list[bool]:
-    """Per-instruction verdicts, same order as `checks` (repeated ids kept)."""
-    return Evaluator(response, mode).all(checks)

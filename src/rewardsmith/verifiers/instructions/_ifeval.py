@@ -75,7 +75,7 @@ def keywords_letter_frequency(kw: Kwargs) -> Check:
 def language_response_language(kw: Kwargs) -> Check:
     language = kw.choice("language", LANGUAGE_CODES)
     # langdetect failing to decide counts as followed, as in the official code.
-    return lambda t: t.language is None or t.language == language
+    return lambda t: t.language_is(language)
 
 
 # -- length constraints --------------------------------------------------------------------
@@ -145,10 +145,31 @@ def nth_paragraph_first_word(kw: Kwargs) -> Check:
 # -- detectable content and format ---------------------------------------------------------
 
 
+def count_placeholders(text: str) -> int:
+    """``len(re.findall(r"\\[.*?\\]", text))`` in linear time.
+
+    The official pattern restarts at every ``[`` and scans to the end of its line when no
+    ``]`` follows, which is quadratic (45k ``[`` on one line took over 5 s; 199k, 206 s).
+    The same matches: from each ``[``, the first ``]`` on its line closes it and the search
+    resumes after it; when its line has no ``]``, no later ``[`` on that line matches either.
+    """
+    count, at = 0, text.find("[")
+    while at >= 0:
+        end_of_line = text.find("\n", at)
+        close = text.find("]", at, len(text) if end_of_line < 0 else end_of_line)
+        if close >= 0:
+            count += 1
+            at = text.find("[", close + 1)
+        elif end_of_line < 0:
+            break
+        else:
+            at = text.find("[", end_of_line + 1)
+    return count
+
+
 def number_placeholders(kw: Kwargs) -> Check:
     expected = kw.int("num_placeholders")
-    pattern = re.compile(r"\[.*?\]")
-    return lambda t: len(pattern.findall(t.value)) >= expected
+    return lambda t: count_placeholders(t.value) >= expected
 
 
 def postscript(kw: Kwargs) -> Check:
@@ -270,11 +291,11 @@ def capital_word_frequency(kw: Kwargs) -> Check:
 
 def english_capital(kw: Kwargs) -> Check:
     # langdetect failing to decide counts as followed, as in the official code.
-    return lambda t: t.value.isupper() and t.language in (None, "en")
+    return lambda t: t.value.isupper() and t.language_is("en")
 
 
 def english_lowercase(kw: Kwargs) -> Check:
-    return lambda t: t.value.islower() and t.language in (None, "en")
+    return lambda t: t.value.islower() and t.language_is("en")
 
 
 # -- punctuation ---------------------------------------------------------------------------

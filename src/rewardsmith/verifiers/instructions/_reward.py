@@ -14,8 +14,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from ..._exceptions import ConfigError
 from ...models import Sample, Score
-from ...registry import RewardFn, reward
+from ...registry import RewardFn, bounded, reward
+from ._attempt import MIN_PROSE_WORDS, no_attempt, prompt_text
 from ._base import Builder, Check, InstructionError, build
 from ._evaluate import Evaluator
 from ._ifbench import IFBENCH
@@ -27,8 +29,8 @@ MAX_INSTRUCTIONS = 64
 """Most instructions one sample may carry (the official sets have at most 6)."""
 
 MAX_RESPONSE_CHARS = 200_000
-"""Longest response checked; longer ones get status `invalid` (several checkers run
-regular expressions and tokenizers whose cost grows with the text)."""
+"""Longest response checked (several checkers run regular expressions and tokenizers whose
+cost grows with the text); a longer one is what the policy wrote: 0, with the reason."""
 
 Mode = Literal["strict", "loose"]
 RewardKind = Literal["fraction", "all"]
@@ -86,7 +88,32 @@ def build_checks(
     return checks
 
 
-def _instructions_reward(registry: Mapping[str, Builder], mode: Mode, kind: RewardKind) -> RewardFn:
+def too_long(response: str) -> Score | None:
+    """The 0 score of a response over `MAX_RESPONSE_CHARS` (never checked), else None."""
+    if len(response) <= MAX_RESPONSE_CHARS:
+        return None
+    return Score.ok(0.0, reason=f"response is {len(response)} chars, over {MAX_RESPONSE_CHARS}")
+
+
+def checker_failed(errors: list[str], **detail: Any) -> Score:
+    """The `error` of a sample on which a checker raised: charged to the completion that
+    made it raise (never read as followed or not followed)."""
+    first = errors[0] if errors else "a checker raised"
+    return Score.failed(
+        "error",
+        f"checker raised: {first}",
+        cause="completion",
+        checker_errors=sorted(set(errors)),
+        **detail,
+    )
+
+
+def _instructions_reward(
+    registry: Mapping[str, Builder], mode: Mode, kind: RewardKind, training: bool, min_words: int
+) -> RewardFn:
+    if min_words < 1:
+        raise ConfigError(f"min_words: must be at least 1, got {min_words}")
+
     def score(sample: Sample) -> Score:
         parsed = parse_instructions(sample)
         if isinstance(parsed, Score):
@@ -96,28 +123,36 @@ def _instructions_reward(registry: Mapping[str, Builder], mode: Mode, kind: Rewa
         if isinstance(checks, Score):
             return checks
         response = sample.text
-        if len(response) > MAX_RESPONSE_CHARS:
-            return Score.failed(
-                "invalid", f"response is {len(response)} chars, over {MAX_RESPONSE_CHARS}"
-            )
-        evaluator = Evaluator(response, mode)
+        over = too_long(response)
+        if over is not None:
+            return over
+        if training:
+            why = no_attempt(response, prompt_text(sample.prompt), ids, kwargs, min_words)
+            if why is not None:
+                return Score.ok(0.0, reason=f"no attempt at the task: {why}", training=True)
+        evaluator = Evaluator(response, mode, training)
         follow = evaluator.all(checks)
-        value = sum(follow) / len(follow) if kind == "fraction" else float(all(follow))
         detail: dict[str, Any] = {
             "mode": mode,
             "instruction_id_list": list(ids),
             "follow_instruction_list": follow,
-            "follow_all_instructions": all(follow),
         }
-        if evaluator.errors:
-            detail["checker_errors"] = sorted(set(evaluator.errors))
-        return Score.ok(value, **detail)
+        if any(verdict is None for verdict in follow):
+            return checker_failed(evaluator.errors, **detail)
+        value = sum(map(bool, follow)) / len(follow) if kind == "fraction" else float(all(follow))
+        return Score.ok(value, **detail, follow_all_instructions=all(follow))
 
-    return score
+    return bounded(score, 0.0, 1.0)
 
 
 @reward("ifeval", preload=_PRELOAD)
-def ifeval(*, mode: Mode = "strict", reward: RewardKind = "fraction") -> RewardFn:
+def ifeval(
+    *,
+    mode: Mode = "strict",
+    reward: RewardKind = "fraction",
+    training: bool = False,
+    min_words: int = MIN_PROSE_WORDS,
+) -> RewardFn:
     """IFEval's 25 instruction checks, verdict-exact with the official code.
 
     `mode` ``strict`` checks the response as is; ``loose`` passes an instruction if it holds
@@ -125,17 +160,29 @@ def ifeval(*, mode: Mode = "strict", reward: RewardKind = "fraction") -> RewardF
     fraction of instructions followed or 1/0 for all followed. Detail holds
     `instruction_id_list` and `follow_instruction_list` (same order, repeats kept), as in the
     official result files. Unknown ids or kwargs that the official code would fill at random
-    give status `invalid` naming the id.
+    give status `invalid` naming the id. A checker that raises on the response (where the
+    official code would crash) gives `error`, its verdict None.
+
+    `training: true` is for RL: a response that does not attempt the task (empty, invisible,
+    filler, only the prompt's words, under `min_words` words where the prompt asks for prose;
+    see `_attempt`) scores 0, and a language check that langdetect cannot decide fails. The
+    official checkers alone pay "OK" for "do not use commas".
     """
-    return _instructions_reward(IFEVAL, mode, reward)
+    return _instructions_reward(IFEVAL, mode, reward, training, min_words)
 
 
 @reward("ifbench", preload=(*_PRELOAD, "emoji", "syllapy"))
-def ifbench(*, mode: Mode = "strict", reward: RewardKind = "fraction") -> RewardFn:
+def ifbench(
+    *,
+    mode: Mode = "strict",
+    reward: RewardKind = "fraction",
+    training: bool = False,
+    min_words: int = MIN_PROSE_WORDS,
+) -> RewardFn:
     """IFBench's 58 instruction checks, verdict-exact with the official code at c94da02.
 
     Same options and detail as `ifeval`. ``words:start_verb`` needs NLTK's
     ``averaged_perceptron_tagger_eng`` data installed locally; without it that instruction
     gives status `error` (it is never downloaded and never guessed).
     """
-    return _instructions_reward(IFBENCH, mode, reward)
+    return _instructions_reward(IFBENCH, mode, reward, training, min_words)

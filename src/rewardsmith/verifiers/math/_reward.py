@@ -24,7 +24,7 @@ from typing import Any
 import mpmath
 
 from ...models import Message, Sample, Score
-from ...registry import RewardFn, reward
+from ...registry import RewardFn, bounded, reward
 from ._answer import Answer, expression_tree, parse_answer
 from ._config import Fallback, Fractions, MathConfig, MultipleAnswers, Powers, Radicals, Units
 from ._equivalence import MAX_ANSWER_CHARS, compare, too_complex
@@ -184,4 +184,4 @@ def math(
                 0.0, answer=None, gold=gold.answer, reason=reason[:300], internal_error=True
             )
 
-    return score
+    return bounded(score, 0.0, 1.0)

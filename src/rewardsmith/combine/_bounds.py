@@ -1,0 +1,152 @@
+"""The range of each component's score, and the lowest total a spec can produce.
+
+A reward declares its range on its scoring function (`rewardsmith.registry.bounded`); each
+`transform:` maps a range to the range of its output; a weight scales it. What nobody
+declared is unknown: (-inf, inf). Three rules need ranges and refuse a spec whose ranges
+they cannot know (a `clip` transform makes any range known):
+
+- a fired veto gives the lowest total the spec can produce (`lowest_total`), so breaking a
+  hard rule never pays better than keeping it (or the spec's `veto_value`);
+- `combine: product` takes non-negative members only (a product of two penalties is a bonus);
+- `combine: uncertainty` takes a `lambda` small enough that raising one member's score never
+  lowers the total.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from ..spec import RewardSpec
+
+__all__ = [
+    "UNKNOWN",
+    "Bounds",
+    "check_combination",
+    "component_bounds",
+    "correct_threshold",
+    "lowest_total",
+    "raw_bounds",
+]
+
+
+class Bounds(NamedTuple):
+    """A closed range of scores; an unknown side is infinite."""
+
+    low: float
+    high: float
+
+    @property
+    def known(self) -> bool:
+        """Both ends are finite."""
+        return math.isfinite(self.low) and math.isfinite(self.high)
+
+    def weighted(self, weight: float) -> Bounds:
+        """The range of ``weight * score``."""
+        if weight == 0:
+            return Bounds(0.0, 0.0)
+        ends = (weight * self.low, weight * self.high)
+        return Bounds(min(ends), max(ends))
+
+    def mapped(self, f: Callable[[float], float]) -> Bounds:
+        """The range after an increasing map `f`."""
+        return Bounds(f(self.low), f(self.high))
+
+    def __str__(self) -> str:
+        return f"[{self.low:g}, {self.high:g}]"
+
+
+UNKNOWN = Bounds(-math.inf, math.inf)
+"""The range of a reward that declared none."""
+
+
+def raw_bounds(spec: RewardSpec, name: str) -> Bounds:
+    """The range the reward of component `name` declares for its own score (before shaping)."""
+    declared = spec.rewards[name].bounds
+    return UNKNOWN if declared is None else Bounds(*declared)
+
+
+def component_bounds(spec: RewardSpec, name: str) -> Bounds:
+    """The range of component `name`'s score after its `transform:` list (not weighted)."""
+    bounds = raw_bounds(spec, name)
+    for transform in spec.rewards[name].transform:
+        bounds = transform.bounds(bounds)
+    return bounds
+
+
+def members(spec: RewardSpec) -> list[tuple[str, Bounds]]:
+    """Each component's name and weighted range, in spec order."""
+    return [(n, component_bounds(spec, n).weighted(c.weight)) for n, c in spec.rewards.items()]
+
+
+def lowest_total(spec: RewardSpec) -> float | None:
+    """A total no sample can score below (None when a component's range is unknown).
+
+    Any component may fail to count for a sample (not applicable, gated off), so in a sum each
+    contributes at most its lowest weighted score and at least nothing.
+    """
+    value = spec.combiner.lowest(members(spec))
+    return value if math.isfinite(value) else None
+
+
+def sum_floor(items: Sequence[Bounds], scales: Sequence[float] | None = None) -> float:
+    """The lowest ``sum(scale * member)`` when any member may be absent (counted as 0)."""
+    scales = scales if scales is not None else [1.0] * len(items)
+    return math.fsum(s * min(0.0, b.low) for s, b in zip(scales, items, strict=True))
+
+
+def correct_threshold(spec: RewardSpec, correct: str, given: float | None) -> float | None:
+    """The score at which component `correct` counts as a correct answer: `given`, else the
+    top of its declared range (1.0 for scores in [0, 1]); None when neither is known."""
+    if given is not None:
+        return given
+    high = raw_bounds(spec, correct).high
+    return high if math.isfinite(high) else None
+
+
+def check_combination(spec: RewardSpec) -> str | None:
+    """Why the spec's combination cannot keep its promises, naming the component; else None."""
+    ranges = members(spec)
+    if spec.veto_value is not None and not math.isfinite(spec.veto_value):
+        return "veto_value must be a finite number"
+    vetoes = [n for n, c in spec.rewards.items() if c.veto]
+    if vetoes and spec.veto_value is None and lowest_total(spec) is None:
+        unknown = next(n for n, b in ranges if not math.isfinite(b.low))
+        return (
+            f"rewards.{vetoes[0]}: a fired veto gives the lowest total the spec can produce, "
+            f"and rewards.{unknown} declares no range: set `veto_value`, or bound it "
+            "(transform: {type: clip, min: ..., max: ...})"
+        )
+    if spec.combine == "product":
+        for name, component in spec.rewards.items():
+            shaped = component_bounds(spec, name)
+            if component.weight >= 0 and shaped.low >= 0:
+                continue
+            if component.weight < 0:
+                why = "has a negative weight"
+            elif math.isfinite(shaped.low):
+                why = f"scores in {shaped}"
+            else:
+                why = "declares no range"
+            return (
+                f"combine: product needs non-negative members, and rewards.{name} (type "
+                f"{component.type}) {why}: a product of two negative penalties is a bonus. "
+                "Use weighted_sum, or map it into [0, 1] (transform: {type: min_max, min: "
+                "..., max: ...}, or clip)"
+            )
+    problem = getattr(spec.combiner, "problem", None)
+    if problem is not None and (found := problem(ranges)) is not None:
+        return str(found)
+    for name, component in spec.rewards.items():
+        for i, transform in enumerate(component.transform):
+            correct = getattr(transform, "correct", None)
+            if correct is None or correct not in spec.rewards:
+                continue
+            if correct_threshold(spec, correct, transform.correct_threshold) is None:
+                return (
+                    f"rewards.{name}.transform[{i}]: rewards.{correct} declares no range, so "
+                    "its correct answers cannot be told apart: set correct_threshold"
+                )
+    return None

@@ -81,10 +81,8 @@ def _select(args: argparse.Namespace) -> int:
     outcomes = []
     with ExitStack() as stack:
         stack.enter_context(selector)
-        source: IO[str] = (
-            sys.stdin
-            if args.input == "-"
-            else stack.enter_context(open(args.input, encoding="utf-8"))
+        source: IO[bytes] = (
+            sys.stdin.buffer if args.input == "-" else stack.enter_context(open(args.input, "rb"))
         )
         sink: IO[str] = (
             sys.stdout

@@ -79,7 +79,7 @@ def convert_qwen_math(in_path: str | Path, out_path: str | Path) -> int:
     """Write one sample per solution of every problem; returns the number written."""
     in_path, out_path = Path(in_path), Path(out_path)
     written = 0
-    with in_path.open(encoding="utf-8") as source, out_path.open("w", encoding="utf-8") as sink:
+    with in_path.open("rb") as source, out_path.open("w", encoding="utf-8") as sink:
         for record in read_samples(source):  # a line without `id` gets its line number
             if isinstance(record, InputError):
                 raise ConversionError(f"{in_path}: {record}")

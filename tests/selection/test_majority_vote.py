@@ -1,0 +1,223 @@
+"""`majority_vote` on groups checked by hand: ties, one answer, all different, hedges."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from rewardsmith import ConfigError, Sample, Score, load_spec
+from rewardsmith.selection import MajorityVote, majority_vote
+
+
+def run_group(completions: list[str], **options: Any) -> list[Score]:
+    """The reward's two steps, as the engine runs them: each sample, then the whole group."""
+    reward = majority_vote(**options)
+    samples = [Sample(id=str(i), completion=c, group="g") for i, c in enumerate(completions)]
+    return reward.group(samples, [reward(s) for s in samples])
+
+
+def entropy(*sizes: int) -> float:
+    total = sum(sizes)
+    return -sum(n / total * math.log(n / total) for n in sizes)
+
+
+FOUR, FIVE, THREE = r"\boxed{4}", r"\boxed{5}", r"\boxed{3}"
+
+# (case, completions, options, rewards, majority, share, entropy)
+GROUPS = [
+    (
+        "one answer, four forms",
+        [FOUR, "The final answer is $4$.", r"\boxed{4.0}", "#### 4"],
+        {},
+        [1, 1, 1, 1],
+        "4",
+        1.0,
+        0.0,
+    ),
+    ("three against one", [FOUR, FOUR, FOUR, FIVE], {}, [1, 1, 1, 0], "4", 0.75, entropy(3, 1)),
+    (
+        "tie: nobody wins (default)",
+        [FOUR, FOUR, FIVE, FIVE],
+        {},
+        [0, 0, 0, 0],
+        None,
+        0.5,
+        entropy(2, 2),
+    ),
+    (
+        "tie: the first wins",
+        [FIVE, FOUR, FOUR, FIVE],
+        {"ties": "first"},
+        [1, 0, 0, 1],
+        "5",
+        0.5,
+        entropy(2, 2),
+    ),
+    (
+        "tie: all win",
+        [FOUR, FOUR, FIVE, FIVE],
+        {"ties": "all"},
+        [1, 1, 1, 1],
+        None,
+        0.5,
+        entropy(2, 2),
+    ),
+    ("all different", [THREE, FOUR, FIVE, r"\boxed{6}"], {}, [0, 0, 0, 0], None, 0.25, math.log(4)),
+    (
+        "all different, the first wins",
+        [THREE, FOUR, FIVE, r"\boxed{6}"],
+        {"ties": "first"},
+        [1, 0, 0, 0],
+        "3",
+        0.25,
+        math.log(4),
+    ),
+    (
+        "hedges vote for nothing",
+        [THREE, THREE, r"\boxed{3} \boxed{5}", r"\boxed{5}. The answer is 3."],
+        {},
+        [1, 1, 0, 0],
+        "3",
+        0.5,
+        0.0,
+    ),
+    (
+        "'3 or 5' is its own answer, not a vote for both",
+        [THREE, FIVE, r"\boxed{3 \text{ or } 5}"],
+        {},
+        [0, 0, 0],
+        None,
+        1 / 3,
+        math.log(3),
+    ),
+    ("no answers at all", ["I do not know", "", "hmm"], {}, [0, 0, 0], None, 0.0, 0.0),
+    (
+        "equivalent forms are one answer",
+        [
+            r"\boxed{\frac{\sqrt{2}}{2}}",
+            r"\boxed{\frac{1}{\sqrt{2}}}",
+            r"\boxed{0.7071}",
+            r"\boxed{1}",
+        ],
+        {},
+        [1, 1, 0, 0],
+        r"\frac{\sqrt{2}}{2}",
+        0.5,
+        entropy(2, 1, 1),
+    ),
+    (
+        "... but not with cluster: exact",
+        [
+            r"\boxed{\frac{\sqrt{2}}{2}}",
+            r"\boxed{\frac{1}{\sqrt{2}}}",
+            r"\boxed{0.7071}",
+            r"\boxed{1}",
+        ],
+        {"cluster": "exact"},
+        [0, 0, 0, 0],
+        None,
+        0.25,
+        math.log(4),
+    ),
+    (
+        "units: converted, or ignored when one side has none",
+        [r"\boxed{5 \text{ cm}}", r"\boxed{0.05 \text{ m}}", r"\boxed{5}", r"\boxed{6}"],
+        {},
+        [1, 1, 1, 0],
+        r"5 \text{ cm}",
+        0.75,
+        entropy(3, 1),
+    ),
+    (
+        "an unfinished answer is no answer",
+        [r"\boxed{\binom{5}{2}}", r"\boxed{10}", r"\boxed{\frac{20}{2}}", r"\boxed{9}"],
+        {},
+        [0, 0, 0, 0],
+        None,
+        0.25,
+        math.log(2),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("completions", "options", "rewards", "majority", "share", "entropy_"),
+    [case[1:] for case in GROUPS],
+    ids=[case[0] for case in GROUPS],
+)
+def test_group_rewards_by_hand(
+    completions: list[str],
+    options: dict[str, Any],
+    rewards: list[int],
+    majority: str | None,
+    share: float,
+    entropy_: float,
+) -> None:
+    scores = run_group(completions, **options)
+    assert [s.status for s in scores] == ["ok"] * len(completions)
+    assert [s.score for s in scores] == rewards
+    for score in scores:
+        assert score.detail["majority"] == majority
+        assert score.detail["share"] == pytest.approx(share)
+        assert score.detail["entropy"] == pytest.approx(entropy_)
+
+
+def test_detail_names_each_sample_cluster_and_why() -> None:
+    scores = run_group([FOUR, FIVE, FOUR, r"\boxed{3} \boxed{5}"])
+    assert [s.detail["answer"] for s in scores] == ["4", "5", "4", None]
+    assert [s.detail.get("cluster") for s in scores] == [0, 1, 0, None]
+    assert scores[0].detail["votes"] == 2 and scores[0].detail["clusters"] == [2, 1]
+    assert scores[0].detail["reason"] == "the majority answer (2 of 4 votes)"
+    assert (
+        scores[1].detail["reason"] == "not the majority answer (1 of 4 votes; the majority has 2)"
+    )
+    assert scores[3].detail["reason"] == "no answer: several different final answers"
+
+
+def test_tied_answers_are_named() -> None:
+    scores = run_group([FOUR, FIVE])
+    assert scores[0].detail["tied"] == ["4", "5"]
+    assert scores[0].detail["reason"].startswith("no majority: 2 answers tied with 1 of 2 votes")
+
+
+def test_answers_given_in_metadata_normalized() -> None:
+    reward = majority_vote(cluster="normalized", answer_key="metadata.answer")
+    given = ["Paris", "paris.", "  PARIS ", "Lyon", None]
+    samples = [
+        Sample(id=str(i), completion="", group="g", metadata={} if a is None else {"answer": a})
+        for i, a in enumerate(given)
+    ]
+    scores = reward.group(samples, [reward(s) for s in samples])
+    assert [s.score for s in scores] == [1, 1, 1, 0, 0]
+    assert scores[0].detail["majority"] == "Paris"
+    assert scores[4].detail["reason"] == "no answer: metadata.answer is missing"
+
+
+def test_a_group_of_one_is_not_applicable() -> None:
+    (score,) = run_group([FOUR])
+    assert score.status == "not_applicable" and score.score is None
+    assert score.detail["answer"] == "4"
+
+
+def test_failed_samples_pass_through_and_do_not_vote() -> None:
+    reward = majority_vote()
+    samples = [Sample(id=str(i), completion=c, group="g") for i, c in enumerate([FOUR, FIVE, FIVE])]
+    scores = [reward(samples[0]), Score.failed("timeout", "exceeded 5s"), reward(samples[2])]
+    out = reward.group(samples, scores)
+    assert out[1].status == "timeout"
+    assert [out[0].score, out[2].score] == [0.0, 0.0]  # one vote each: a tie, nobody wins
+    assert out[0].detail["share"] == 0.5
+
+
+def test_parameters_are_checked_when_the_spec_loads() -> None:
+    with pytest.raises(ConfigError, match=r"metadata\.KEY"):
+        load_spec({"rewards": {"v": {"type": "majority_vote", "answer_key": "pred"}}})
+    with pytest.raises(ConfigError, match="ties"):
+        load_spec({"rewards": {"v": {"type": "majority_vote", "ties": "random"}}})
+    with pytest.raises(ConfigError, match="scope: turns"):
+        load_spec({"rewards": {"v": {"type": "majority_vote", "scope": "turns"}}})
+    spec = load_spec({"rewards": {"v": {"type": "majority_vote"}}})
+    assert spec.needs_groups and spec.rewards["v"].group_scoped
+    assert isinstance(spec.rewards["v"].build_group(), MajorityVote)

@@ -220,4 +220,5 @@ def test_parameters_are_checked_when_the_spec_loads() -> None:
         load_spec({"rewards": {"v": {"type": "majority_vote", "scope": "turns"}}})
     spec = load_spec({"rewards": {"v": {"type": "majority_vote"}}})
     assert spec.needs_groups and spec.rewards["v"].group_scoped
+    assert spec.rewards["v"].bounds == (0.0, 1.0)
     assert isinstance(spec.rewards["v"].build_group(), MajorityVote)

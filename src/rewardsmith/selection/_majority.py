@@ -47,6 +47,9 @@ def entropy(sizes: Sequence[int]) -> float:
 class MajorityVote:
     """The `majority_vote` reward: `__call__` reads a vote, `group` scores a whole group."""
 
+    bounds = (0.0, 1.0)
+    """Its scores' range, declared as `registry.bounded` does (vetoes, `product`... read it)."""
+
     def __init__(self, cluster: ClusterMode, answer_key: str | None, ties: Ties) -> None:
         self.cluster = cluster
         self.answer_from = metadata_path(answer_key) if answer_key is not None else None

@@ -299,14 +299,19 @@ class Selector:
         current: object = None
         members: list[Candidate] = []
         group: str | None = None
-        for result in self._engine.iter_score(feed()):
-            sample = fed.popleft()
-            key = _group_key(sample)
-            if members and key != current:
+        try:
+            for result in self._engine.iter_score(feed()):
+                sample = fed.popleft()
+                key = _group_key(sample)
+                if members and key != current:
+                    yield self._choose(group, members)
+                    members = []
+                current, group = key, sample.group
+                members.append(self._candidate(sample, result))
+        except InputError:  # a group reappears: the groups before it are complete
+            if members:
                 yield self._choose(group, members)
-                members = []
-            current, group = key, sample.group
-            members.append(self._candidate(sample, result))
+            raise
         if members:
             yield self._choose(group, members)
 

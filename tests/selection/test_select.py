@@ -1,0 +1,194 @@
+"""Selection methods on groups checked by hand, then `rewardsmith.select` and the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import rewardsmith
+from rewardsmith import ConfigError
+from rewardsmith.selection import METHODS, Candidate
+
+# One group: answers A (candidates 0, 2), B (1, 3, 4), none (5).
+#              0      1      2      3      4      5
+ANSWERS = ["A", "B", "A", "B", "B", None]
+SCORES = [3.0, 1.0, 2.5, -1.0, 0.5, 9.0]  # the best score has no answer
+STEPS = [(0.9, 0.8), (0.6, 0.7), (0.95, 0.1), (0.5, 0.5), (0.8, 0.9), None]
+CORRECT = [True, False, True, False, False, None]
+
+
+def group(**changes: list[Any]) -> list[Candidate]:
+    columns = {"answer": ANSWERS, "score": SCORES, "steps": STEPS, "correct": CORRECT, **changes}
+    clusters = {"A": 0, "B": 1}
+    return [
+        Candidate(
+            id=str(i),
+            answer=columns["answer"][i],
+            cluster=clusters.get(columns["answer"][i]),
+            score=columns["score"][i],
+            steps=columns["steps"][i],
+            correct=columns["correct"][i],
+        )
+        for i in range(len(ANSWERS))
+    ]
+
+
+def sigmoid(x: float) -> float:
+    return 1 / (1 + math.exp(-x))
+
+
+# (method, weights, chosen index, its value), computed by hand from the table above
+CASES = [
+    ("majority", "raw", 1, 3.0),  # B has 3 votes; its first member
+    ("best_of_n", "raw", 5, 9.0),  # the highest score, answer or not (rm@k)
+    ("weighted_majority", "raw", 0, 5.5),  # A: 3 + 2.5; B: 1 - 1 + 0.5
+    ("weighted_majority", "sigmoid", 0, sigmoid(3) + sigmoid(2.5)),  # 1.877 > B's 1.624
+    ("prm_min_max", "raw", 0, 0.8),  # mins 0.8 0.6 0.1 0.5 0.8: the first 0.8
+    ("prm_min_vote", "raw", 4, 1.9),  # A: 0.8 + 0.1; B: 0.6 + 0.5 + 0.8, its best member 4
+    ("prm_last_max", "raw", 4, 0.9),
+    ("prm_last_vote", "raw", 4, 2.1),  # A: 0.8 + 0.1; B: 0.7 + 0.5 + 0.9
+    ("prm_prod_max", "raw", 0, 0.72),
+    ("prm_prod_vote", "raw", 4, 0.42 + 0.25 + 0.72),  # A: 0.72 + 0.095 = 0.815
+    ("prm_mean_max", "raw", 0, 0.85),  # means .85 .65 .525 .5 .85: the first .85
+    ("prm_mean_vote", "raw", 4, 0.65 + 0.5 + 0.85),
+    ("oracle", "raw", 0, 1.0),
+]
+
+
+@pytest.mark.parametrize(("method", "weights", "index", "value"), CASES)
+def test_methods_by_hand(method: str, weights: str, index: int, value: float) -> None:
+    pick = METHODS[method].choose(group(), weights, 1.0)  # type: ignore[arg-type]
+    assert (pick.index, pick.score) == (index, pytest.approx(value))
+
+
+def test_softmax_weights_follow_the_temperature() -> None:
+    # at T = 1 the large score of candidate 0 dominates: A wins; at T = 100 weights are
+    # nearly equal and B's three votes win
+    assert METHODS["weighted_majority"].choose(group(), "softmax", 1.0).index == 0
+    assert METHODS["weighted_majority"].choose(group(), "softmax", 100.0).index == 1
+
+
+def test_ties_go_to_the_first_cluster_and_member() -> None:
+    tied = group(answer=["A", "B", "B", "A", None, None])
+    pick = METHODS["majority"].choose(tied, "raw", 1.0)
+    assert (pick.index, pick.score) == (0, 2.0)
+    equal = group(score=[1.0, 2.0, 2.0, 0.0, 0.0, None])
+    assert METHODS["best_of_n"].choose(equal, "raw", 1.0).index == 1
+
+
+def test_nothing_to_choose_says_why() -> None:
+    silent = group(answer=[None] * 6)
+    pick = METHODS["majority"].choose(silent, "raw", 1.0)
+    assert pick.index is None and pick.unanswered
+    unscored = METHODS["best_of_n"].choose(group(score=[None] * 6), "raw", 1.0)
+    assert unscored.index is None and not unscored.unanswered
+    assert unscored.reason == "no candidate was scored"
+    wrong = METHODS["oracle"].choose(group(correct=[False] * 5 + [None]), "raw", 1.0)
+    assert (wrong.index, wrong.score) == (0, 0.0)
+    assert wrong.reason == "no candidate is correct (1 not judged)"
+
+
+def candidates() -> list[dict[str, Any]]:
+    """Two problems: q1 answered 1/2 in three forms and 3 once; q2 split 7/8 with a tie."""
+    rows = [
+        ("q1", r"\boxed{\frac{1}{2}}", "1/2", 0.2, [0.9]),
+        ("q1", r"\boxed{3}", "1/2", 0.9, [0.2]),
+        ("q1", "The answer is 0.5", "1/2", 0.1, [0.8]),
+        ("q1", r"\boxed{0.50}", "1/2", 0.3, [0.7]),
+        ("q2", r"\boxed{7}", "8", 0.5, [0.1, 0.9]),
+        ("q2", r"\boxed{8}", "8", 0.4, [0.9, 0.8]),
+    ]
+    return [
+        {
+            "id": f"{g}-{i}",
+            "group": g,
+            "completion": text,
+            "reference": gold,
+            "metadata": {"rm": rm, "step_scores": steps},
+        }
+        for i, (g, text, gold, rm, steps) in enumerate(rows)
+    ]
+
+
+def test_select_api_majority_with_the_math_reward_as_judge() -> None:
+    selection = rewardsmith.select(candidates(), "majority", cluster="math", workers=1)
+    q1, q2 = selection.choices
+    assert (q1.id, q1.answer, q1.correct) == ("q1-0", r"\frac{1}{2}", True)
+    assert q1.clusters == [(r"\frac{1}{2}", 3), ("3", 1)]
+    assert (q2.id, q2.correct) == ("q2-4", False)  # a 1-1 tie: the first answer
+    summary = selection.summary
+    assert summary is not None
+    assert {k: summary[k] for k in ("groups", "accuracy", "pass@1", "maj@k", "pass@k")} == {
+        "groups": 2,
+        "accuracy": 50.0,
+        "pass@1": 50.0,
+        "maj@k": 50.0,
+        "pass@k": 100.0,
+    }
+    assert summary["mean_accuracy"] == pytest.approx(100 * (3 / 4 + 1 / 2) / 2)
+
+
+def test_select_api_best_of_n_prm_and_k() -> None:
+    rm = rewardsmith.select(candidates(), "best_of_n", score_key="metadata.rm", workers=1)
+    assert [c.id for c in rm.choices] == ["q1-1", "q2-4"]
+    assert rm.summary is not None and rm.summary["accuracy"] == 0.0
+    prm = rewardsmith.select(candidates(), "prm_min_max", workers=1)  # metadata.step_scores
+    assert [c.id for c in prm.choices] == ["q1-0", "q2-5"]
+    first_two = rewardsmith.select(candidates(), "oracle", k=2, workers=1)
+    assert first_two.summary is not None and first_two.summary["k"] == 2
+    assert [c.candidates for c in first_two.choices] == [2, 2]
+
+
+def test_select_options_are_checked() -> None:
+    with pytest.raises(ConfigError, match="needs scores"):
+        rewardsmith.select(candidates(), "best_of_n")
+    with pytest.raises(ConfigError, match="unknown method"):
+        rewardsmith.select(candidates(), "majority_of_best")
+    with pytest.raises(ConfigError, match="not in the spec"):
+        rewardsmith.select(candidates(), "best_of_n", component="rm")
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rewardsmith.cli", "select", "--quiet", "--workers", "1", *args],
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_cli_lines_summary_and_bad_lines(tmp_path: Path) -> None:
+    data = tmp_path / "in.jsonl"
+    lines = [json.dumps(row) for row in candidates()]
+    lines.insert(2, "{not json")
+    data.write_text("\n".join(lines) + "\n")
+    out, summary = tmp_path / "out.jsonl", tmp_path / "summary.json"
+    done = cli("--input", str(data), "--output", str(out), "--json", str(summary))
+    assert done.returncode == 0, done.stderr
+    assert "skipped malformed input" in done.stderr and "line 3" in done.stderr
+    chosen = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(c["group"], c["id"], c["correct"]) for c in chosen] == [
+        ("q1", "q1-0", True),
+        ("q2", "q2-4", False),
+    ]
+    assert chosen[0]["clusters"] == [
+        {"answer": r"\frac{1}{2}", "size": 3},
+        {"answer": "3", "size": 1},
+    ]
+    assert json.loads(summary.read_text())["maj@k"] == 50.0
+
+
+def test_cli_stops_where_a_group_reappears_after_writing_the_groups_before(tmp_path: Path) -> None:
+    rows = candidates()
+    data = tmp_path / "in.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in [*rows, rows[0] | {"id": "late"}]))
+    out = tmp_path / "out.jsonl"
+    done = cli("--input", str(data), "--output", str(out))
+    assert done.returncode == 1
+    assert "group 'q1' reappears at sample 'late'" in done.stderr.replace("\n", " ")
+    assert [json.loads(line)["group"] for line in out.read_text().splitlines()] == ["q1", "q2"]

@@ -169,3 +169,4 @@ def test_gsm8k_maj4_and_oracle4() -> None:
         assert summary["maj@k"] == pytest.approx(100 * 584 / 1319)  # maj@4: 44.3
         assert summary["pass@k"] == summary["accuracy"] == pytest.approx(100 * 887 / 1319)
         assert summary["mean_accuracy"] == pytest.approx(100 * 2001 / 5276)
+        assert summary["pass@1"] == pytest.approx(100 * 286 / 1319)  # the 6B fine-tuned model

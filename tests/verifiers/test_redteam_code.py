@@ -159,7 +159,7 @@ ATTACKS = [
         "an argument over the codec's limits because of the candidate's own answer makes the "
         "sample invalid",
     ),
-    hole(
+    guard(
         Attack(
             "remote-not-utf8-output",
             "`sandbox: remote`: the program writes bytes 0xff 0xfe to stderr; the server "
@@ -170,7 +170,6 @@ ATTACKS = [
             should=ZERO,
             run=lambda env: rt.remote(env.fake, rt.NOT_UTF8_ON_STDERR + rt.WRONG),
         ),
-        "the program's raw bytes reach the server's answer: any server failure they cause is error",
     ),
     # ------------------------------------------------- memory outside the sample's budget
     hole(
@@ -263,7 +262,7 @@ ATTACKS = [
         "detail'); it is said nowhere",
     ),
     # ------------------------------------------------- processes left behind (SandboxFusion)
-    hole(
+    guard(
         Attack(
             "remote-timeout-leaves-the-run-running",
             "`sandbox: remote`, `timeout_s: 1`, `square` loops: the server kills its program "
@@ -279,9 +278,8 @@ ATTACKS = [
                 env.fake, env.tmp, rt.LOOP_IN_SQUARE, rt.CHECK, timeout_s=1
             ),
         ),
-        "a timed-out remote run survives the server's kill",
     ),
-    hole(
+    guard(
         Attack(
             "remote-candidate-kills-the-wrapper",
             "`sandbox: remote`: the candidate (same user, no PID namespace) SIGKILLs the "
@@ -291,7 +289,6 @@ ATTACKS = [
             should=("left", 0),
             run=lambda env: rt.remote_leftovers(env.fake, env.tmp, rt.KILL_THE_WRAPPER, rt.CHECK),
         ),
-        "nothing ties the run's processes to the wrapper's life",
     ),
     # ------------------------------------------------- guards: correctly 0 today
     guard(

@@ -430,7 +430,12 @@ class _RemoteRunner(_Runner):
         return not run.timed_out
 
     def _execute(self, plan: Any, job: Job) -> RunResult:
-        return self.backend.run(job, run_timeout_s=self.config.limits.timeout_s)
+        limits = self.config.limits
+        return self.backend.run(
+            job,
+            run_timeout_s=job.timeout_s or limits.timeout_s,
+            max_output_bytes=limits.max_output_bytes,
+        )
 
 
 def _missing_reason(run: RunResult) -> str:

@@ -49,7 +49,7 @@ from .combine import (
     Transform,
     check_combination,
 )
-from .registry import RewardFn, declared_bounds, registry
+from .registry import RewardFn, declared_bounds, declared_time, registry
 from .turns import per_turn
 
 __all__ = ["CombineMode", "ComponentSpec", "RewardSpec", "load_spec"]
@@ -102,6 +102,11 @@ class ComponentSpec(BaseModel):
     def bounds(self) -> tuple[float, float] | None:
         """The range the reward declares for its scores (`registry.bounded`), or None."""
         return declared_bounds(self.build())
+
+    @functools.cached_property
+    def worst_case_s(self) -> float | None:
+        """The wall clock one sample can take the reward (`registry.timed`), or None."""
+        return declared_time(self.build())
 
 
 class RewardSpec(BaseModel):
@@ -186,6 +191,7 @@ class RewardSpec(BaseModel):
             raise ConfigError(_describe(exc, "spec")) from None
         spec._check_gates()
         spec._check_references()
+        spec._check_timeouts()
         problem = check_combination(spec)
         if problem is not None:
             raise ConfigError(problem)
@@ -225,6 +231,19 @@ class RewardSpec(BaseModel):
             if component.veto or component.only_if is not None:
                 raise ConfigError(
                     f"rewards.{target}: veto and only_if do not apply under combine: renorm"
+                )
+
+    def _check_timeouts(self) -> None:
+        """Every component's own worst case fits under the spec's `timeout_s`."""
+        for name, component in self.rewards.items():
+            needed = component.worst_case_s
+            if needed is not None and needed >= self.timeout_s:
+                raise ConfigError(
+                    f"rewards.{name}: one sample can take it up to {needed:g}s (its own "
+                    f"time limits and start-up), not under the spec's timeout_s "
+                    f"({self.timeout_s:g}s), which would kill it first (a null reward instead "
+                    f"of its score): raise the spec's timeout_s above {needed:g} or lower "
+                    f"the component's"
                 )
 
     def _check_gates(self) -> None:
@@ -267,7 +286,9 @@ def _component(name: str, body: Any) -> ComponentSpec:
     except ValidationError as exc:
         raise ConfigError(_describe(exc, where)) from None
     try:  # build once here so bad parameters fail at load time, not in every worker
-        component.__dict__["bounds"] = declared_bounds(component.build())  # the cached property
+        fn = component.build()
+        component.__dict__["bounds"] = declared_bounds(fn)  # the cached properties
+        component.__dict__["worst_case_s"] = declared_time(fn)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, f"{where} (type {info.name})")) from None
     except (TypeError, ValueError) as exc:

@@ -90,7 +90,7 @@ def warm_sandboxes_after_io() -> Outcome:
     fn = code(parallelism=2)
     score = fn(sample("print(int(input()) ** 2)\n", {"io": IO_MANY["io"][:2]}))
     assert score.score == 1.0, score.detail
-    pool = fn.__self__._pool
+    pool = fn._pool
     return ("sandboxes", len(pool._all) if pool is not None else 0)
 
 

@@ -90,7 +90,7 @@ ZERO = ("ok", 0.0)
 
 ATTACKS = [
     # ------------------------------------------------- a null instead of an honest 0
-    hole(
+    guard(
         Attack(
             "engine-io-cases-times-timeout",
             "stdin/stdout reference with 5 cases (2 per core + 1), program `while True: pass`, "
@@ -100,10 +100,8 @@ ATTACKS = [
             should=ZERO,
             run=lambda env: rt.engine(rt.LOOP, rt.IO_MANY),
         ),
-        "io cases run one after another: a looping program outlives the engine's timeout "
-        "(null) where a wrong one earns 0",
     ),
-    hole(
+    guard(
         Attack(
             "engine-code-timeout-above-spec-timeout",
             "`code` with `timeout_s: 6` under the spec's default `timeout_s: 5` (accepted "
@@ -113,7 +111,6 @@ ATTACKS = [
             should=frozenset({ZERO, ("config_error",)}),
             run=lambda env: rt.engine(rt.LOOP_IN_SQUARE, rt.CHECK, timeout_s=6),
         ),
-        "a code timeout_s the engine's timeout cannot cover is accepted: every hang is null",
     ),
     hole(
         Attack(
@@ -477,7 +474,8 @@ def test_attack(attack: Attack, fake: FakeSandboxFusion, tmp_path: Path) -> None
 
 HONEST_WRONG = {
     "engine-io-cases-times-timeout": lambda: rt.engine("print(int(input()) + 1)\n", rt.IO_MANY),
-    "engine-code-timeout-above-spec-timeout": lambda: rt.engine(rt.WRONG, rt.CHECK, timeout_s=6),
+    # The attack's configuration is now refused; an honest wrong answer under one accepted.
+    "engine-code-timeout-above-spec-timeout": lambda: rt.engine(rt.WRONG, rt.CHECK, timeout_s=3),
     "referee-crash-assert-message": lambda: rt.reward(
         "def square(x):\n    return 5\n", {"tests": ["assert square(2) == 4, square(2)"]}
     ),

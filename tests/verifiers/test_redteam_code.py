@@ -112,7 +112,7 @@ ATTACKS = [
             run=lambda env: rt.engine(rt.LOOP_IN_SQUARE, rt.CHECK, timeout_s=6),
         ),
     ),
-    hole(
+    guard(
         Attack(
             "referee-crash-assert-message",
             "assert list `assert square(2) == 4, square(2)`; `square` returns 10**5000: the "
@@ -122,9 +122,8 @@ ATTACKS = [
             should=ZERO,
             run=lambda env: rt.reward(rt.HUGE_INT, {"tests": ["assert square(2) == 4, square(2)"]}),
         ),
-        "str() of a test's exception that holds the candidate's value escapes the referee",
     ),
-    hole(
+    guard(
         Attack(
             "referee-crash-keyerror",
             "HumanEval-style check `assert {4: 1}[candidate(2)] == 1`; the candidate returns "
@@ -140,9 +139,8 @@ ATTACKS = [
                 },
             ),
         ),
-        "str() of a test's exception that holds the candidate's value escapes the referee",
     ),
-    hole(
+    guard(
         Attack(
             "round-trip-argument-too-deep",
             "round-trip test `candidate(candidate([1, 2]))`; `rev` returns a list nested 98 "
@@ -153,8 +151,6 @@ ATTACKS = [
             should=ZERO,
             run=lambda env: rt.reward(DEEP_98, ROUND_TRIP),
         ),
-        "an argument over the codec's limits because of the candidate's own answer makes the "
-        "sample invalid",
     ),
     guard(
         Attack(

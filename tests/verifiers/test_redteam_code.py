@@ -165,7 +165,7 @@ ATTACKS = [
         ),
     ),
     # ------------------------------------------------- memory outside the sample's budget
-    hole(
+    guard(
         Attack(
             "probe-tmpfs-xattrs",
             "a correct program that first stores 16 MiB of `user.*` extended attributes on "
@@ -178,9 +178,8 @@ ATTACKS = [
             should=("ok", 1.0),
             run=lambda env: rt.probe(rt.XATTRS, memory_mb=rt.MEMORY_MB),
         ),
-        "xattrs on the run's tmpfs hold unbounded kernel memory (GiBs) outside memory_mb",
     ),
-    hole(
+    guard(
         Attack(
             "probe-tmpfs-inode-capacity",
             "inodes and dentries of /tmp and /dev/shm: 3,085,302 each here (tmpfs default), "
@@ -191,7 +190,6 @@ ATTACKS = [
             should=("ok", 1.0),
             run=lambda env: rt.probe(rt.INODES, memory_mb=rt.MEMORY_MB),
         ),
-        "the run's tmpfs mounts have no nr_inodes: inode memory is outside memory_mb",
     ),
     # ------------------------------------------------- the sandbox's walls
     hole(

@@ -7,7 +7,8 @@ of the sandbox's own user namespace and keeps that namespace's capabilities (the
 nothing outside it) to give each run namespaces of its own:
 
 * ``A`` (forked by the zygote) unshares a mount, PID, IPC and network namespace; makes the
-  root and ``/dev`` read-only; mounts a fresh size-capped tmpfs on ``/tmp`` and ``/dev/shm``;
+  root and ``/dev`` read-only; mounts a fresh tmpfs, capped in size and inodes, on ``/tmp``
+  and ``/dev/shm``;
   brings up a loopback of its own; forks ``B`` and exits.
 * ``B`` is PID 1 of the run's PID namespace: it mounts a ``/proc`` of that namespace, makes
   the two call pipes, forks the referee ``T`` (test suites) and the candidate's ``U0``, and
@@ -129,12 +130,14 @@ def _remount_ro(path: str) -> None:
 
 
 def _scratch(req: dict[str, Any]) -> None:
-    """Fresh size-capped ``/tmp`` and ``/dev/shm``; the interpreter's directories that live
-    under ``/tmp`` bound back read-only from where the sandbox keeps them."""
-    flags = _MS_NOSUID | _MS_NODEV
-    _mount(b"tmpfs", "/tmp", b"tmpfs", flags, b"size=%d,mode=1777" % req["tmpfs"])
-    if os.path.isdir("/dev/shm"):
-        _mount(b"tmpfs", "/dev/shm", b"tmpfs", flags, b"size=%d,mode=1777" % req["shm"])
+    """Fresh ``/tmp`` and ``/dev/shm``, capped in size and inodes; the interpreter's
+    directories that live under ``/tmp`` bound back read-only from where the sandbox keeps
+    them."""
+    flags, inodes = _MS_NOSUID | _MS_NODEV, req["inodes"]
+    for target, size in (("/tmp", req["tmpfs"]), ("/dev/shm", req["shm"])):
+        if target == "/tmp" or os.path.isdir(target):
+            data = b"size=%d,nr_inodes=%d,mode=1777" % (size, inodes)
+            _mount(b"tmpfs", target, b"tmpfs", flags, data)
     for staged, target in req["tmp_binds"]:
         os.makedirs(target, exist_ok=True)
         _mount(staged.encode(), target, None, _MS_BIND | _MS_REC, None)

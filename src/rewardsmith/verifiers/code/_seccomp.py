@@ -61,7 +61,11 @@ DENIED: dict[str, int] = {
     "mount_setattr": 442,
     "name_to_handle_at": 303,
     "open_by_handle_at": 304,
-    # memory outside the address-space limit
+    # memory outside the address-space limit (extended attributes: kernel memory on tmpfs)
+    "setxattr": 188,
+    "lsetxattr": 189,
+    "fsetxattr": 190,
+    "setxattrat": 463,
     "memfd_create": 319,
     "memfd_secret": 447,
     "userfaultfd": 323,

@@ -38,6 +38,8 @@ from pathlib import Path
 from ._runtime import BOOTSTRAP
 from ._sandbox import (
     ENV,
+    SHM_MB,
+    TMPFS_INODES,
     Capped,
     Limits,
     RunResult,
@@ -207,7 +209,8 @@ class _Zygote:
             "isolate": self.plan.isolate,
             "timeout": timeout,
             "tmpfs": limits.tmp_bytes,
-            "shm": 4 * 1024 * 1024,
+            "shm": SHM_MB * 1024 * 1024,
+            "inodes": TMPFS_INODES,
             "tmp_binds": [list(pair) for pair in self.plan.tmp_binds],
             "rlimits_candidate": _rlimits(limits, nproc, limits.candidate_address_space),
             "rlimits_referee": _rlimits(limits, nproc, max(limits.memory_mb, 512) * 1024 * 1024),

@@ -86,12 +86,14 @@ def io_exit(program: str) -> Outcome:
 
 
 def warm_sandboxes_after_io() -> Outcome:
-    """``("sandboxes", n)``: warm sandboxes one worker keeps after a two-case sample."""
+    """``("sandboxes", after a test suite, whether a stdin/stdout sample kept at most
+    `parallelism`)``: the README's "one warm sandbox per concurrent run"."""
     fn = code(parallelism=2)
-    score = fn(sample("print(int(input()) ** 2)\n", {"io": IO_MANY["io"][:2]}))
+    assert fn(sample(RIGHT, CHECK)).score == 1.0
+    after_suite = len(fn._pool._all)
+    score = fn(sample("print(int(input()) ** 2)\n", IO_MANY))
     assert score.score == 1.0, score.detail
-    pool = fn._pool
-    return ("sandboxes", len(pool._all) if pool is not None else 0)
+    return ("sandboxes", after_suite, 1 <= len(fn._pool._all) <= 2)
 
 
 # -- probes of what the candidate's process can reach -----------------------------------------

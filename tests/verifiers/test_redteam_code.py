@@ -192,7 +192,7 @@ ATTACKS = [
         ),
     ),
     # ------------------------------------------------- the sandbox's walls
-    hole(
+    guard(
         Attack(
             "probe-vsock-socket",
             "socket(AF_VSOCK): vsock is not confined by the network namespace; on this "
@@ -202,9 +202,8 @@ ATTACKS = [
             should=("ok", 1.0),
             run=lambda env: rt.probe(rt.VSOCK),
         ),
-        "'no network': AF_VSOCK sockets are allowed; the netns does not cover them",
     ),
-    hole(
+    guard(
         Attack(
             "probe-open-tree-attr",
             "open_tree_attr (syscall 467, Linux 6.15+; this kernel is 6.18): new mount API",
@@ -213,9 +212,8 @@ ATTACKS = [
             should=("ok", 1.0),
             run=lambda env: rt.probe(rt.OPEN_TREE_ATTR),
         ),
-        "README: 'the new mount API' is refused with EPERM; open_tree_attr is not",
     ),
-    hole(
+    guard(
         Attack(
             "x32-abi-is-not-killed",
             "getpid through the x32 ABI (nr | 0x40000000), then print the answer",
@@ -224,21 +222,19 @@ ATTACKS = [
             should=("exit", 159),  # killed by SIGSYS, as U0 reports it (128 + 31)
             run=lambda env: rt.io_exit(rt.X32_GETPID),
         ),
-        "README: the filter 'kills any other ABI'; x32 calls get EPERM (or fix the README)",
     ),
-    hole(
+    guard(
         Attack(
-            "readme-one-warm-sandbox-per-worker",
-            "a two-case stdin/stdout sample with parallelism 2",
-            today="2 warm sandboxes kept by one reward instance",
+            "readme-one-warm-sandbox-per-run",
+            "a test suite, then a five-case stdin/stdout sample with parallelism 2; the README "
+            "said 'Each engine worker keeps one warm sandbox', now 'one per concurrent run'",
+            today="2 warm sandboxes kept by one reward instance after a two-case sample",
             honest_wrong="-",
-            should=("sandboxes", 1),
+            should=("sandboxes", 1, True),
             run=lambda env: rt.warm_sandboxes_after_io(),
         ),
-        "README: 'Each engine worker keeps one warm sandbox'; io cases start one per "
-        "concurrent case (or fix the README)",
     ),
-    hole(
+    guard(
         Attack(
             "readme-filterless-machine-said-at-start",
             "a machine without a filter table (aarch64; faked by patching platform.machine): "
@@ -249,8 +245,6 @@ ATTACKS = [
             should=("said", True),
             run=lambda env: rt.filterless_machine_is_said(),
         ),
-        "README/_seccomp: no filter elsewhere is 'said at start' (and 'in every score's "
-        "detail'); it is said nowhere",
     ),
     # ------------------------------------------------- processes left behind (SandboxFusion)
     guard(

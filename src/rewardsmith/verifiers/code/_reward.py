@@ -81,6 +81,12 @@ _NO_SANDBOX_WARNING = (
     "host, with your files, network and processes. Use it only for trusted code."
 )
 
+_NO_FILTER_WARNING = (
+    "rewardsmith code reward: this machine has no seccomp filter table (only x86-64 has "
+    "one): sandboxed programs run WITHOUT the filter (debugging, keyrings, mounts, new "
+    "processes... are not refused), so memory_mb holds each process, not the sample."
+)
+
 
 @dataclass(frozen=True)
 class CodeConfig:
@@ -198,12 +204,12 @@ def _cores() -> int:
 _rule_said = False
 
 
-def _say_memory_rule() -> None:
+def _say_memory_rule(filtered: bool) -> None:
     """Once per process: how a sample's memory is held on this machine."""
     global _rule_said
     if not _rule_said:
         _rule_said = True
-        log.warning("rewardsmith code reward: %s", memory_rule())
+        log.warning("rewardsmith code reward: %s", memory_rule(filtered))
 
 
 class _Runner:
@@ -215,6 +221,10 @@ class _Runner:
         self._site: list[str] | None = None
         self._pool: WarmPool | None = None
         self._seccomp = _seccomp.program(allow_fork=False)
+        self._unfiltered = config.sandbox == "bwrap" and self._seccomp is None
+        if self._unfiltered:
+            warnings.warn(_NO_FILTER_WARNING, RuntimeWarning, stacklevel=3)
+            log.warning(_NO_FILTER_WARNING)
 
     # -- the reward function ---------------------------------------------------------------
 
@@ -266,7 +276,7 @@ class _Runner:
                 if bwrap_path() is None:
                     raise SandboxUnavailable(BWRAP_MISSING)
                 self._plan = plan_bwrap(self.config.python, self.config.limits)
-                _say_memory_rule()
+                _say_memory_rule(filtered=self._seccomp is not None)
         return self._plan
 
     def _path(self) -> list[str]:
@@ -427,6 +437,7 @@ class _Runner:
             "tests": outcomes[:_DETAIL_CASES],
             "runtime_s": round(runtime_s, 4),
             "sandbox": self.config.sandbox,
+            **({"seccomp": "none"} if self._unfiltered else {}),
             **evidence,
         }
         if tampered:

@@ -199,8 +199,9 @@ def own_task_count(uid: int) -> int:
 # -- memory ------------------------------------------------------------------------------------
 
 
-def memory_rule() -> str:
+def memory_rule(filtered: bool = True) -> str:
     """How a sample's memory is held, with the machine's cgroup facts: said once at start.
+    `filtered`: whether the seccomp filter (which refuses new processes) exists here.
 
     Holding several processes to one budget takes a cgroup (v2 ``memory.max``): creating one
     per run needs a delegated cgroup v2 subtree with the memory and pids controllers, which
@@ -225,6 +226,12 @@ def memory_rule() -> str:
         fact = "cgroup v2 offers a memory controller here, but rewardsmith creates no cgroups"
     else:
         fact = f"cgroup v2 controllers here: {controllers.strip() or 'none'}"
+    if not filtered:
+        return (
+            "NO seccomp filter on this machine (only x86-64 has one), so new processes are "
+            "NOT refused: memory_mb limits each process's address space, not the sample; "
+            f"no per-sample cgroup ({fact})"
+        )
     return (
         "one process per sample: new processes are refused (threads are allowed), the "
         "process's address space is limited to memory_mb less its private /tmp and /dev/shm; "

@@ -215,6 +215,17 @@ ATTACKS = [
     ),
     guard(
         Attack(
+            "probe-allowed-socket-families",
+            "the socket allow-list leaves what programs use: a Unix socket pair, IPv4 and "
+            "IPv6 sockets",
+            today="ok 1.0",
+            honest_wrong="-",
+            should=("ok", 1.0),
+            run=lambda env: rt.probe(rt.ALLOWED_SOCKETS),
+        )
+    ),
+    guard(
+        Attack(
             "x32-abi-is-not-killed",
             "getpid through the x32 ABI (nr | 0x40000000), then print the answer",
             today="exit 0: the call fails with EPERM and the program goes on",

@@ -43,8 +43,10 @@ __all__ = [
     "RewardInfo",
     "bounded",
     "declared_bounds",
+    "declared_time",
     "registry",
     "reward",
+    "timed",
 ]
 
 RewardFn = Callable[[Sample], Score]
@@ -92,6 +94,22 @@ def declared_bounds(score: RewardFn) -> tuple[float, float] | None:
     if isinstance(found, tuple) and len(found) == 2 and all(isinstance(v, float) for v in found):
         return found
     return None
+
+
+def timed(score: RewardFn, seconds: float) -> RewardFn:
+    """`score`, declaring that one sample can take it up to `seconds` of wall clock (its own
+    time limits and start-up). A spec whose `timeout_s` is not above that is refused: the
+    engine would kill the worker first, and a slow sample would score null instead of the
+    value the reward's own limits give it. `score` must take attributes (a function or a
+    callable object, not a bound method)."""
+    score.worst_case_s = float(seconds)  # type: ignore[attr-defined]
+    return score
+
+
+def declared_time(score: RewardFn) -> float | None:
+    """The wall clock `score` declared with `timed`, or None."""
+    found = getattr(score, "worst_case_s", None)
+    return found if isinstance(found, float) else None
 
 
 RewardFactory = Callable[..., RewardFn]

@@ -49,7 +49,7 @@ from .combine import (
     Transform,
     check_combination,
 )
-from .registry import GroupRewardFn, RewardFn, declared_bounds, registry
+from .registry import GroupRewardFn, RewardFn, declared_bounds, declared_time, registry
 from .turns import per_turn
 
 __all__ = ["CombineMode", "ComponentSpec", "RewardSpec", "load_spec"]
@@ -117,6 +117,11 @@ class ComponentSpec(BaseModel):
     def bounds(self) -> tuple[float, float] | None:
         """The range the reward declares for its scores (`registry.bounded`), or None."""
         return declared_bounds(self.build())
+
+    @functools.cached_property
+    def worst_case_s(self) -> float | None:
+        """The wall clock one sample can take the reward (`registry.timed`), or None."""
+        return declared_time(self.build())
 
 
 class RewardSpec(BaseModel):
@@ -204,6 +209,7 @@ class RewardSpec(BaseModel):
             raise ConfigError(_describe(exc, "spec")) from None
         spec._check_gates()
         spec._check_references()
+        spec._check_timeouts()
         problem = check_combination(spec)
         if problem is not None:
             raise ConfigError(problem)
@@ -243,6 +249,19 @@ class RewardSpec(BaseModel):
             if component.veto or component.only_if is not None:
                 raise ConfigError(
                     f"rewards.{target}: veto and only_if do not apply under combine: renorm"
+                )
+
+    def _check_timeouts(self) -> None:
+        """Every component's own worst case fits under the spec's `timeout_s`."""
+        for name, component in self.rewards.items():
+            needed = component.worst_case_s
+            if needed is not None and needed >= self.timeout_s:
+                raise ConfigError(
+                    f"rewards.{name}: one sample can take it up to {needed:g}s (its own "
+                    f"time limits and start-up), not under the spec's timeout_s "
+                    f"({self.timeout_s:g}s), which would kill it first (a null reward instead "
+                    f"of its score): raise the spec's timeout_s above {needed:g} or lower "
+                    f"the component's"
                 )
 
     def _check_gates(self) -> None:
@@ -290,7 +309,8 @@ def _component(name: str, body: Any) -> ComponentSpec:
         )
     try:  # build once here so bad parameters fail at load time, not in every worker
         built = component.build_group() if info.group_scoped else component.build()
-        component.__dict__["bounds"] = declared_bounds(built)  # the cached property
+        component.__dict__["bounds"] = declared_bounds(built)  # the cached properties
+        component.__dict__["worst_case_s"] = declared_time(built)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, f"{where} (type {info.name})")) from None
     except (TypeError, ValueError) as exc:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from rewardsmith.verifiers.code._codec import (
     MAX_DEPTH,
     NotPlain,
+    TooLarge,
     decode,
     encode,
     receive,
@@ -91,8 +92,9 @@ class _Int(int):
     [_Int(3), [1, _Int(2)], {"k": object()}, type("L", (list,), {})(), len, iter([]), math],
 )
 def test_anything_else_is_not_plain(value) -> None:
-    with pytest.raises(NotPlain):
+    with pytest.raises(NotPlain) as caught:
         encode(value)
+    assert not isinstance(caught.value, TooLarge)
 
 
 def test_special_floats_and_edges() -> None:
@@ -111,7 +113,7 @@ def test_nesting_and_cycles_are_bounded() -> None:
     deep: list = []
     for _ in range(MAX_DEPTH + 5):
         deep = [deep]
-    with pytest.raises(NotPlain, match="deeper"):
+    with pytest.raises(TooLarge, match="deeper"):  # plain, over a limit: told apart
         encode(deep)
     cycle: list = []
     cycle.append(cycle)

@@ -69,7 +69,7 @@ def canary(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _leftovers(fn) -> list[int]:
     """Processes of the sandbox uids other than the idle warm sandboxes (bwrap, its init, the
     zygote: nothing of any run)."""
-    idle = fn.__self__.sandbox_pids()
+    idle = fn.sandbox_pids()
     return [pid for slot in range(4) for pid in processes_of(host_uid(slot)) if pid not in idle]
 
 
@@ -93,7 +93,7 @@ def test_attack_earns_nothing_and_leaves_nothing(fn, canary: Path, name: str) ->
     assert not Path("/usr/escaped").exists() and not Path("/escaped").exists()
     assert MARKER not in str(score.detail.get("stdout_tail", ""))  # the tests never leaked
     _no_leftovers(fn)
-    if fn.__self__.config.warm:  # the same warm sandbox serves the next samples, untouched
+    if fn.config.warm:  # the same warm sandbox serves the next samples, untouched
         follow = IO if reference is IO else CHECK
         wrong = WRONG if follow is CHECK else "print(int(input()) + 1)\n"
         right = PROBE if follow is CHECK else "print(int(input()) ** 2)\n"
@@ -250,9 +250,9 @@ def test_fork_and_allocate_is_held_to_memory_mb(fn) -> None:
         """
     )
     # A clock long enough for the attack to reach its peak, even on a loaded machine.
-    fn = code(timeout_s=20, memory_mb=MEMORY_MB, max_processes=16, warm=fn.__self__.config.warm)
+    fn = code(timeout_s=20, memory_mb=MEMORY_MB, max_processes=16, warm=fn.config.warm)
     assert fn(sample(RIGHT, CHECK)).score == 1.0  # the warm sandbox is up before watching
-    idle = fn.__self__.sandbox_pids()
+    idle = fn.sandbox_pids()
     peak = 0
     done = threading.Event()
 

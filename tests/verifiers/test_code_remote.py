@@ -10,7 +10,10 @@ body that is not JSON, ``SandboxError``, no run result, a closed port) must give
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -75,27 +78,36 @@ class FakeSandboxFusion:
         if self.mode == "no_run_result":
             return {"status": "Failed", "message": "", "compile_result": None, "run_result": None}
         assert body["language"] == "python"
+        # Like SandboxFusion, the program is its own process group, killed whole at the
+        # time limit.
+        proc = subprocess.Popen(
+            [sys.executable, "-c", body["code"]],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         try:
-            done = subprocess.run(
-                [sys.executable, "-c", body["code"]],
-                input=body.get("stdin") or "",
-                capture_output=True,
-                text=True,
-                timeout=body["run_timeout"],
-            )
+            out, err = proc.communicate((body.get("stdin") or "").encode(), body["run_timeout"])
             run = {
                 "status": "Finished",
-                "return_code": done.returncode,
-                "stdout": done.stdout,
-                "stderr": done.stderr,
+                "return_code": proc.returncode,
+                "stdout": out.decode(),
+                "stderr": err.decode(),
                 "execution_time": 0.01,
             }
-        except subprocess.TimeoutExpired as exc:
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            try:
+                out, err = proc.communicate(timeout=5)
+            except subprocess.TimeoutExpired:  # a process that left the group holds a pipe
+                out, err = b"", b""
             run = {
                 "status": "TimeLimitExceeded",
                 "return_code": None,
-                "stdout": _partial(exc.stdout),
-                "stderr": _partial(exc.stderr),
+                "stdout": _partial(out),
+                "stderr": _partial(err),
             }
         ok = run["status"] == "Finished" and run["return_code"] == 0
         return {

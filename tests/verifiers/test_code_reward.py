@@ -219,8 +219,11 @@ def _sandbox_processes() -> list[int]:
 @needs_bwrap
 @pytest.mark.skipif(os.geteuid() != 0, reason="sandbox uids are only distinct when run as root")
 def test_a_worker_killed_by_the_engine_leaves_no_sandbox_behind() -> None:
-    # The engine's hard timeout (spec level, 1 s) strikes before the sandbox's own (30 s).
-    engine_spec = {"timeout_s": 1, **_spec(timeout_s=30)}
+    # The engine's hard timeout (1 s) strikes before the sandbox's own (30 s). A spec file
+    # saying so is refused (`test_a_spec_timeout_under_the_rewards_is_refused`); the copy
+    # below skips that check, as a worker killed for any other reason would.
+    accepted = rewardsmith.RewardSpec.from_dict({"timeout_s": 32, **_spec(timeout_s=30)})
+    engine_spec = accepted.model_copy(update={"timeout_s": 1})
     samples = [{"id": "a", "completion": "while True:\n    pass\n", "reference": ASSERTS}]
     results = rewardsmith.score(samples, engine_spec, workers=1)
     assert results[0].status == "timeout"
@@ -228,6 +231,15 @@ def test_a_worker_killed_by_the_engine_leaves_no_sandbox_behind() -> None:
     while _sandbox_processes() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _sandbox_processes() == []
+
+
+def test_a_spec_timeout_under_the_rewards_is_refused() -> None:
+    """A code `timeout_s` the engine's cannot cover would make every hang a null (the
+    worker killed) where its own limit gives 0: refused at load, with what to change."""
+    with pytest.raises(ConfigError, match=r"up to 7s.*raise the spec's timeout_s above 7"):
+        rewardsmith.RewardSpec.from_dict({"timeout_s": 5, **_spec(timeout_s=6)})
+    rewardsmith.RewardSpec.from_dict({"timeout_s": 7.5, **_spec(timeout_s=6)})
+    rewardsmith.RewardSpec.from_dict(_spec())  # the defaults fit: 3 s + 1 s under 5 s
 
 
 @needs_bwrap

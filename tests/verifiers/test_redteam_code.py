@@ -90,7 +90,7 @@ ZERO = ("ok", 0.0)
 
 ATTACKS = [
     # ------------------------------------------------- a null instead of an honest 0
-    hole(
+    guard(
         Attack(
             "engine-io-cases-times-timeout",
             "stdin/stdout reference with 5 cases (2 per core + 1), program `while True: pass`, "
@@ -100,10 +100,8 @@ ATTACKS = [
             should=ZERO,
             run=lambda env: rt.engine(rt.LOOP, rt.IO_MANY),
         ),
-        "io cases run one after another: a looping program outlives the engine's timeout "
-        "(null) where a wrong one earns 0",
     ),
-    hole(
+    guard(
         Attack(
             "engine-code-timeout-above-spec-timeout",
             "`code` with `timeout_s: 6` under the spec's default `timeout_s: 5` (accepted "
@@ -113,9 +111,8 @@ ATTACKS = [
             should=frozenset({ZERO, ("config_error",)}),
             run=lambda env: rt.engine(rt.LOOP_IN_SQUARE, rt.CHECK, timeout_s=6),
         ),
-        "a code timeout_s the engine's timeout cannot cover is accepted: every hang is null",
     ),
-    hole(
+    guard(
         Attack(
             "referee-crash-assert-message",
             "assert list `assert square(2) == 4, square(2)`; `square` returns 10**5000: the "
@@ -125,9 +122,8 @@ ATTACKS = [
             should=ZERO,
             run=lambda env: rt.reward(rt.HUGE_INT, {"tests": ["assert square(2) == 4, square(2)"]}),
         ),
-        "str() of a test's exception that holds the candidate's value escapes the referee",
     ),
-    hole(
+    guard(
         Attack(
             "referee-crash-keyerror",
             "HumanEval-style check `assert {4: 1}[candidate(2)] == 1`; the candidate returns "
@@ -143,9 +139,8 @@ ATTACKS = [
                 },
             ),
         ),
-        "str() of a test's exception that holds the candidate's value escapes the referee",
     ),
-    hole(
+    guard(
         Attack(
             "round-trip-argument-too-deep",
             "round-trip test `candidate(candidate([1, 2]))`; `rev` returns a list nested 98 "
@@ -156,10 +151,8 @@ ATTACKS = [
             should=ZERO,
             run=lambda env: rt.reward(DEEP_98, ROUND_TRIP),
         ),
-        "an argument over the codec's limits because of the candidate's own answer makes the "
-        "sample invalid",
     ),
-    hole(
+    guard(
         Attack(
             "remote-not-utf8-output",
             "`sandbox: remote`: the program writes bytes 0xff 0xfe to stderr; the server "
@@ -170,10 +163,9 @@ ATTACKS = [
             should=ZERO,
             run=lambda env: rt.remote(env.fake, rt.NOT_UTF8_ON_STDERR + rt.WRONG),
         ),
-        "the program's raw bytes reach the server's answer: any server failure they cause is error",
     ),
     # ------------------------------------------------- memory outside the sample's budget
-    hole(
+    guard(
         Attack(
             "probe-tmpfs-xattrs",
             "a correct program that first stores 16 MiB of `user.*` extended attributes on "
@@ -186,9 +178,8 @@ ATTACKS = [
             should=("ok", 1.0),
             run=lambda env: rt.probe(rt.XATTRS, memory_mb=rt.MEMORY_MB),
         ),
-        "xattrs on the run's tmpfs hold unbounded kernel memory (GiBs) outside memory_mb",
     ),
-    hole(
+    guard(
         Attack(
             "probe-tmpfs-inode-capacity",
             "inodes and dentries of /tmp and /dev/shm: 3,085,302 each here (tmpfs default), "
@@ -199,10 +190,9 @@ ATTACKS = [
             should=("ok", 1.0),
             run=lambda env: rt.probe(rt.INODES, memory_mb=rt.MEMORY_MB),
         ),
-        "the run's tmpfs mounts have no nr_inodes: inode memory is outside memory_mb",
     ),
     # ------------------------------------------------- the sandbox's walls
-    hole(
+    guard(
         Attack(
             "probe-vsock-socket",
             "socket(AF_VSOCK): vsock is not confined by the network namespace; on this "
@@ -212,9 +202,8 @@ ATTACKS = [
             should=("ok", 1.0),
             run=lambda env: rt.probe(rt.VSOCK),
         ),
-        "'no network': AF_VSOCK sockets are allowed; the netns does not cover them",
     ),
-    hole(
+    guard(
         Attack(
             "probe-open-tree-attr",
             "open_tree_attr (syscall 467, Linux 6.15+; this kernel is 6.18): new mount API",
@@ -223,9 +212,19 @@ ATTACKS = [
             should=("ok", 1.0),
             run=lambda env: rt.probe(rt.OPEN_TREE_ATTR),
         ),
-        "README: 'the new mount API' is refused with EPERM; open_tree_attr is not",
     ),
-    hole(
+    guard(
+        Attack(
+            "probe-allowed-socket-families",
+            "the socket allow-list leaves what programs use: a Unix socket pair, IPv4 and "
+            "IPv6 sockets",
+            today="ok 1.0",
+            honest_wrong="-",
+            should=("ok", 1.0),
+            run=lambda env: rt.probe(rt.ALLOWED_SOCKETS),
+        )
+    ),
+    guard(
         Attack(
             "x32-abi-is-not-killed",
             "getpid through the x32 ABI (nr | 0x40000000), then print the answer",
@@ -234,21 +233,19 @@ ATTACKS = [
             should=("exit", 159),  # killed by SIGSYS, as U0 reports it (128 + 31)
             run=lambda env: rt.io_exit(rt.X32_GETPID),
         ),
-        "README: the filter 'kills any other ABI'; x32 calls get EPERM (or fix the README)",
     ),
-    hole(
+    guard(
         Attack(
-            "readme-one-warm-sandbox-per-worker",
-            "a two-case stdin/stdout sample with parallelism 2",
-            today="2 warm sandboxes kept by one reward instance",
+            "readme-one-warm-sandbox-per-run",
+            "a test suite, then a five-case stdin/stdout sample with parallelism 2; the README "
+            "said 'Each engine worker keeps one warm sandbox', now 'one per concurrent run'",
+            today="2 warm sandboxes kept by one reward instance after a two-case sample",
             honest_wrong="-",
-            should=("sandboxes", 1),
+            should=("sandboxes", 1, True),
             run=lambda env: rt.warm_sandboxes_after_io(),
         ),
-        "README: 'Each engine worker keeps one warm sandbox'; io cases start one per "
-        "concurrent case (or fix the README)",
     ),
-    hole(
+    guard(
         Attack(
             "readme-filterless-machine-said-at-start",
             "a machine without a filter table (aarch64; faked by patching platform.machine): "
@@ -259,11 +256,9 @@ ATTACKS = [
             should=("said", True),
             run=lambda env: rt.filterless_machine_is_said(),
         ),
-        "README/_seccomp: no filter elsewhere is 'said at start' (and 'in every score's "
-        "detail'); it is said nowhere",
     ),
     # ------------------------------------------------- processes left behind (SandboxFusion)
-    hole(
+    guard(
         Attack(
             "remote-timeout-leaves-the-run-running",
             "`sandbox: remote`, `timeout_s: 1`, `square` loops: the server kills its program "
@@ -279,9 +274,8 @@ ATTACKS = [
                 env.fake, env.tmp, rt.LOOP_IN_SQUARE, rt.CHECK, timeout_s=1
             ),
         ),
-        "a timed-out remote run survives the server's kill",
     ),
-    hole(
+    guard(
         Attack(
             "remote-candidate-kills-the-wrapper",
             "`sandbox: remote`: the candidate (same user, no PID namespace) SIGKILLs the "
@@ -291,7 +285,6 @@ ATTACKS = [
             should=("left", 0),
             run=lambda env: rt.remote_leftovers(env.fake, env.tmp, rt.KILL_THE_WRAPPER, rt.CHECK),
         ),
-        "nothing ties the run's processes to the wrapper's life",
     ),
     # ------------------------------------------------- guards: correctly 0 today
     guard(
@@ -480,7 +473,8 @@ def test_attack(attack: Attack, fake: FakeSandboxFusion, tmp_path: Path) -> None
 
 HONEST_WRONG = {
     "engine-io-cases-times-timeout": lambda: rt.engine("print(int(input()) + 1)\n", rt.IO_MANY),
-    "engine-code-timeout-above-spec-timeout": lambda: rt.engine(rt.WRONG, rt.CHECK, timeout_s=6),
+    # The attack's configuration is now refused; an honest wrong answer under one accepted.
+    "engine-code-timeout-above-spec-timeout": lambda: rt.engine(rt.WRONG, rt.CHECK, timeout_s=3),
     "referee-crash-assert-message": lambda: rt.reward(
         "def square(x):\n    return 5\n", {"tests": ["assert square(2) == 4, square(2)"]}
     ),

@@ -27,6 +27,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_ITEMS",
     "NotPlain",
+    "TooLarge",
     "decode",
     "encode",
     "receive",
@@ -51,21 +52,26 @@ class NotPlain(ValueError):
     """A value (or message) that is not plain data; the message says what was found."""
 
 
+class TooLarge(NotPlain):
+    """Plain data, but over the limits (`MAX_DEPTH`, `MAX_ITEMS`, `MAX_BYTES`) to `encode`."""
+
+
 def encode(value: Any, *, numpy_scalars: bool = False) -> bytes:
-    """`value` as bytes; raises `NotPlain` for anything but plain data within the limits."""
+    """`value` as bytes; raises `NotPlain` for anything but plain data, `TooLarge` (a
+    `NotPlain`) for plain data over the limits."""
     out = bytearray()
     _encode(value, out, 0, numpy_scalars, [0])
     if len(out) > MAX_BYTES:
-        raise NotPlain(f"value over {MAX_BYTES} bytes encoded")
+        raise TooLarge(f"value over {MAX_BYTES} bytes encoded")
     return bytes(out)
 
 
 def _encode(value: Any, out: bytearray, depth: int, numpy: bool, count: list[int]) -> None:
     count[0] += 1
     if count[0] > MAX_ITEMS:
-        raise NotPlain(f"more than {MAX_ITEMS} values")
+        raise TooLarge(f"more than {MAX_ITEMS} values")
     if len(out) > MAX_BYTES:
-        raise NotPlain(f"value over {MAX_BYTES} bytes encoded")
+        raise TooLarge(f"value over {MAX_BYTES} bytes encoded")
     kind = type(value)
     if value is None:
         out += b"N"
@@ -91,7 +97,7 @@ def _encode(value: Any, out: bytearray, depth: int, numpy: bool, count: list[int
         out += value
     elif kind in _CONTAINERS or kind is dict:
         if depth >= MAX_DEPTH:
-            raise NotPlain(f"nested deeper than {MAX_DEPTH}")
+            raise TooLarge(f"nested deeper than {MAX_DEPTH}")
         if kind is dict:
             out += b"d"
             _size(len(value), out)

@@ -25,7 +25,9 @@ Arguments are copies: a test cannot see the candidate mutate them in place. An a
 is not plain data (a function, an object of the test's own) cannot cross. In a HumanEval test,
 whose scope is dataset code only, that makes the sample `invalid` (the reward cannot judge such
 tests) unless the argument holds a stand-in for a candidate object, which the candidate chose
-to make; in an assert list, whose scope holds the candidate's names, the call fails.
+to make; in an assert list, whose scope holds the candidate's names, the call fails. An
+argument that is plain but over the codec's limits (too deep, too many values, too large)
+fails the call in both: it may be built from the candidate's own answers (a round trip).
 
 Records written on the verdict pipe, each prefixed with the run's token: ``start`` (the
 candidate's process is up), ``test <i> <0|1> <reason hex or ->`` once per test,
@@ -40,7 +42,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ._codec import NotPlain, receive, send
+from ._codec import NotPlain, TooLarge, receive, send
 
 __all__ = ["CandidateFailed", "Link", "Remote", "referee"]
 
@@ -91,6 +93,10 @@ class Link:
             raise self.fail(self.ended)
         try:
             send(self.calls, (op, target, args, kwargs))
+        except TooLarge as exc:
+            # Plain but too large or deep: possibly built from the candidate's own answers
+            # (a round trip), so never the dataset's fault: a failed call.
+            raise self.fail(f"an argument is over the limits: {exc}") from None
         except NotPlain as exc:
             if self.dataset_arguments and not _holds_remote((args, kwargs)):
                 raise _Unsupported(f"the tests pass the candidate {exc}") from None
@@ -179,10 +185,16 @@ def _hex(text: str) -> str:
 
 
 def _describe(link: Link) -> str:
+    """Why the test failed. Never raises: the exception may hold the candidate's value, whose
+    ``str()`` can itself fail (an int over Python's digit limit)."""
     if link.failure is not None:
         return link.failure[:500]
     error = sys.exc_info()[1]
-    return f"{type(error).__name__}: {error}"[:500]
+    name = type(error).__name__
+    try:
+        return f"{name}: {error}"[:500]
+    except BaseException as exc:
+        return f"{name} (its message cannot be printed: {type(exc).__name__})"
 
 
 def _prompt_scope(prompt: str) -> dict[str, Any]:

@@ -10,11 +10,20 @@ What is sent. The same referee and candidate processes as a local run (`_runtime
 ``remote`` entry), shipped as source in the code with a small loader (`WRAPPER`). The
 request and the program travel on **stdin** first; the referee's configuration (the tests,
 the per-run token) follows on stdin and is read by the referee process alone, after the
-candidate's process was forked, so the candidate never held it. HumanEval/asserts suites:
-the verdict records go to stdout, the program's stdout and stderr to stderr, so the host
-reads the records alone, with the token check and the duplicate check of a local run.
-stdin/stdout cases: the ``start`` record is the first line of stderr and the host compares
-the program's stdout.
+candidate's process was forked, so the candidate never held it.
+HumanEval/asserts suites: the verdict records go to stdout, read by the host with the token
+check and the duplicate check of a local run. The program's stdout and stderr never reach
+the server: the wrapper keeps them (capped) and ends its stdout with one line of base64
+(`_runtime.OUTPUT_MARKER`: the program's output, exit status and whether the run's own wall
+clock struck, in plain data), so the server relays ASCII only, whatever bytes the program
+wrote. stdin/stdout cases: the ``start`` record is the first line of stderr.
+
+Time and processes. The wrapper enforces the run's own wall clock (`timeout_s`), then kills
+the run's process group itself; the server's ``run_timeout`` is 1 s longer (the wrapper's
+start-up). The run's processes are tied to the wrapper's life (``PR_SET_PDEATHSIG``) and
+run under ``RLIMIT_CPU``, so a wrapper killed by the server or by the candidate takes the run
+down with it; only processes the candidate itself starts and detaches (it is not filtered
+there) can outlive it, as far as the server's deployment allows.
 
 Mapping. Anything that is not a well-formed answer (connection refused, HTTP error, time-out
 of the HTTP call, a body that is not the documented JSON, ``status: SandboxError``, no
@@ -24,8 +33,9 @@ timeout of the program (0); ``Failed`` with a run result is a program that faile
 decide, as locally).
 
 What the remote side can and cannot guarantee. Isolation (filesystem, network, processes,
-memory) is whatever the server's deployment gives: rewardsmith sets only the run timeout,
-none of its local rlimits, no namespaces and no seccomp filter, and cannot check any of it.
+memory) is whatever the server's deployment gives: rewardsmith sets only the run timeout
+and RLIMIT_CPU, none of its other local rlimits, no namespaces and no seccomp filter, and
+cannot check any of it.
 The referee and the candidate are two processes of the same user there: the candidate's
 process never holds the tests, the token or the verdict pipe, and the referee is marked
 non-dumpable, but a candidate running as root (or with ``CAP_SYS_PTRACE``) on the server can
@@ -44,6 +54,8 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from ._codec import decode
+from ._runtime import OUTPUT_MARKER
 from ._sandbox import RunResult, SandboxUnavailable
 from ._zygote import Job, shipped_sources
 
@@ -51,8 +63,9 @@ __all__ = ["WRAPPER", "RemoteBackend"]
 
 _HTTP_SLACK_S = 30.0
 """HTTP timeout on top of the run timeout when `remote_timeout_s` is not set."""
-_OWN_DEADLINE_SLACK_S = 5.0
-"""The run's own wall clock, beyond the server's run timeout (the server strikes first)."""
+_SERVER_SLACK_S = 1.0
+"""The server's run timeout beyond the run's own wall clock (the wrapper's start-up): the
+wrapper's deadline strikes first and kills the run's process group itself."""
 
 WRAPPER = r"""
 import base64, marshal, sys, types
@@ -78,18 +91,20 @@ class RemoteBackend:
         sources = base64.b64encode(marshal.dumps(shipped_sources())).decode()
         self._code = WRAPPER.replace("SOURCES", repr(sources))
 
-    def run(self, job: Job, *, run_timeout_s: float) -> RunResult:
+    def run(self, job: Job, *, run_timeout_s: float, max_output_bytes: int) -> RunResult:
         """One execution; raises `SandboxUnavailable` for anything but a well-formed answer."""
         style_io = not job.tests
+        cpu = [("RLIMIT_CPU", max(1, int(run_timeout_s) + 1))]
         request = {
             "isolate": False,
-            "timeout": run_timeout_s + _OWN_DEADLINE_SLACK_S,
-            "rlimits_candidate": [],
-            "rlimits_referee": [],
+            "timeout": run_timeout_s,
+            "rlimits_candidate": cpu,
+            "rlimits_referee": cpu,
             "seccomp": None,
             "style": "io" if style_io else "suite",
             "start_token": job.start_token,
             "base64": True,
+            "max_output": max_output_bytes,
         }
         head = base64.b64encode(marshal.dumps((request, job.program)))
         rest = job.stdin if style_io else base64.b64encode(job.tests)
@@ -97,12 +112,12 @@ class RemoteBackend:
             "code": self._code,
             "language": self.language,
             "stdin": f"{len(head)}\n{head.decode()}{rest.decode('utf-8', 'replace')}",
-            "run_timeout": run_timeout_s,
-            "compile_timeout": run_timeout_s,
+            "run_timeout": run_timeout_s + _SERVER_SLACK_S,
+            "compile_timeout": run_timeout_s + _SERVER_SLACK_S,
         }
         started = time.monotonic()
         answer = self._post(body, run_timeout_s)
-        return _to_result(answer, style_io, time.monotonic() - started)
+        return _to_result(answer, style_io, time.monotonic() - started, max_output_bytes)
 
     def _post(self, body: dict[str, Any], run_timeout_s: float) -> dict[str, Any]:
         request = urllib.request.Request(
@@ -128,7 +143,9 @@ class RemoteBackend:
         return answer
 
 
-def _to_result(answer: dict[str, Any], style_io: bool, duration_s: float) -> RunResult:
+def _to_result(
+    answer: dict[str, Any], style_io: bool, duration_s: float, max_output_bytes: int
+) -> RunResult:
     status = answer.get("status")
     message = str(answer.get("message") or "")[:300]
     if status not in ("Success", "Failed"):
@@ -145,23 +162,41 @@ def _to_result(answer: dict[str, Any], style_io: bool, duration_s: float) -> Run
         raise SandboxUnavailable(f"SandboxFusion run status {run_status!r}")
     stdout = _text(run.get("stdout")).encode()
     stderr = _text(run.get("stderr")).encode()
-    timed_out = run_status == "TimeLimitExceeded"
+    records, own = _split_report(stdout)
     code = run.get("return_code")
-    exit_code = None if timed_out or not isinstance(code, int) else code
-    if style_io:
-        first, _, rest = stderr.partition(b"\n")
-        channel, stderr = first + b"\n", rest
-    else:
-        channel, stdout = stdout, b""
-    return RunResult(
-        exit_code=exit_code,
-        timed_out=timed_out,
-        stdout=stdout,
-        stderr=stderr,
-        channel=channel,
+    result = RunResult(
+        exit_code=code if isinstance(code, int) else None,
+        timed_out=run_status == "TimeLimitExceeded",
+        channel=stderr.partition(b"\n")[0] + b"\n" if style_io else records,
         duration_s=duration_s,
         extra={"remote_status": status, "remote_run_status": run_status},
     )
+    if own is not None:  # the wrapper's report: the program's own output and exit
+        if own.get("error"):
+            raise SandboxUnavailable(f"the remote run failed: {str(own['error'])[:300]}")
+        result.timed_out = result.timed_out or own.get("timed_out") is True
+        exit_code = own.get("exit")
+        result.exit_code = exit_code if isinstance(exit_code, int) else None
+        for name in ("stdout", "stderr"):
+            data = own.get(name)
+            data = data if isinstance(data, bytes) else b""
+            setattr(result, name, data[:max_output_bytes])
+            setattr(result, f"{name}_truncated", len(data) > max_output_bytes)
+    if result.timed_out:
+        result.exit_code = None
+    return result
+
+
+def _split_report(stdout: bytes) -> tuple[bytes, dict[str, Any] | None]:
+    """The verdict records, and the wrapper's report (its last line), if it wrote one."""
+    head, _, last = stdout.rstrip(b"\n").rpartition(b"\n")
+    if not last.startswith(OUTPUT_MARKER + b" "):
+        return stdout, None
+    try:
+        report = decode(base64.b64decode(last[len(OUTPUT_MARKER) + 1 :], validate=True))
+    except ValueError:  # not base64, or not plain data (`NotPlain`)
+        return stdout, None
+    return head + b"\n", report if isinstance(report, dict) else None
 
 
 def _text(value: Any) -> str:

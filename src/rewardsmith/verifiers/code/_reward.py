@@ -18,6 +18,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +27,7 @@ from typing import Any, Literal
 
 from ..._exceptions import ConfigError
 from ...models import Sample, Score
-from ...registry import RewardFn, bounded, reward
+from ...registry import RewardFn, bounded, reward, timed
 from .._common import answer_part
 from . import _seccomp
 from ._extract import Extract, extract_code
@@ -67,12 +68,23 @@ MAX_PROGRAM_CHARS = 200_000
 MAX_TESTS = 1_000
 """Most tests (assertions or io cases) one reference may ask for (-> `invalid`)."""
 MAX_TIMEOUT_S = 60.0
-"""Largest per-execution timeout a spec may set."""
+"""Largest `timeout_s` a spec may set."""
+START_UP_S = 1.0
+"""What a sample may take beyond `timeout_s` (starting a sandbox, reading results): the
+spec's own `timeout_s` must be above `timeout_s` + this (`registry.timed`)."""
+_MIN_RUN_S = 0.05
+"""Least time left of a sample worth starting one more stdin/stdout case for."""
 _DETAIL_CASES = 20
 """Per-test outcomes reported in `detail` (the counts always cover all)."""
 _NO_SANDBOX_WARNING = (
     "rewardsmith code reward: `sandbox: none` RUNS MODEL-WRITTEN CODE UNSANDBOXED on this "
     "host, with your files, network and processes. Use it only for trusted code."
+)
+
+_NO_FILTER_WARNING = (
+    "rewardsmith code reward: this machine has no seccomp filter table (only x86-64 has "
+    "one): sandboxed programs run WITHOUT the filter (debugging, keyrings, mounts, new "
+    "processes... are not refused), so memory_mb holds each process, not the sample."
 )
 
 
@@ -119,12 +131,14 @@ def code(
     ``{tests, setup}``, or stdin/stdout ``{io: [{input, output}]}``. `sandbox`: ``bwrap``
     (default; bubblewrap must be installed) or ``none`` (no isolation, trusted code only).
     `extract`: which fenced block is the program. `prepend_prompt`: run
-    ``prompt + program`` (HumanEval completions). `timeout_s`, `max_processes` (tasks),
+    ``prompt + program`` (HumanEval completions). `timeout_s`: the sample's wall clock (a
+    test suite's run; all stdin/stdout cases together, each run getting what is left); the
+    spec's `timeout_s` must be above it plus `START_UP_S`. `max_processes` (tasks),
     `max_output_bytes`: limits of one execution; `memory_mb`: the sample's memory budget
     (see `_sandbox.memory_rule`). `parallelism`: concurrent stdin/stdout cases (default:
-    cores). `warm` (default true): a warm sandbox per engine worker (a preloaded interpreter
-    that forks each run's referee and candidate processes, see `_runtime`) instead of a new
-    sandbox per run.
+    cores). `warm` (default true): warm sandboxes (a preloaded interpreter that forks each
+    run's referee and candidate processes, see `_runtime`), kept by the reward for its next
+    samples, one per concurrent run, instead of a new sandbox per run.
     ``sandbox: remote`` sends each program to a SandboxFusion server at `url` (see `_remote`);
     `remote_language` is its language name, `remote_timeout_s` the HTTP timeout.
     `strip_think` (default true): look for the program in the answer part only, never in the
@@ -170,13 +184,14 @@ def code(
         strip_think=strip_think,
     )
     if sandbox == "remote":
-        remote = _RemoteRunner(config, RemoteBackend(url or "", remote_language, remote_timeout_s))
-        return bounded(remote.score, 0.0, 1.0)
-    if sandbox == "none":
-        warnings.warn(_NO_SANDBOX_WARNING, RuntimeWarning, stacklevel=2)
-        log.warning(_NO_SANDBOX_WARNING)
-    runner = _Runner(config)
-    return bounded(runner.score, 0.0, 1.0)
+        backend = RemoteBackend(url or "", remote_language, remote_timeout_s)
+        runner: _Runner = _RemoteRunner(config, backend)
+    else:
+        if sandbox == "none":
+            warnings.warn(_NO_SANDBOX_WARNING, RuntimeWarning, stacklevel=2)
+            log.warning(_NO_SANDBOX_WARNING)
+        runner = _Runner(config)
+    return timed(bounded(runner, 0.0, 1.0), timeout_s + START_UP_S)
 
 
 def _cores() -> int:
@@ -189,12 +204,12 @@ def _cores() -> int:
 _rule_said = False
 
 
-def _say_memory_rule() -> None:
+def _say_memory_rule(filtered: bool) -> None:
     """Once per process: how a sample's memory is held on this machine."""
     global _rule_said
     if not _rule_said:
         _rule_said = True
-        log.warning("rewardsmith code reward: %s", memory_rule())
+        log.warning("rewardsmith code reward: %s", memory_rule(filtered))
 
 
 class _Runner:
@@ -206,8 +221,15 @@ class _Runner:
         self._site: list[str] | None = None
         self._pool: WarmPool | None = None
         self._seccomp = _seccomp.program(allow_fork=False)
+        self._unfiltered = config.sandbox == "bwrap" and self._seccomp is None
+        if self._unfiltered:
+            warnings.warn(_NO_FILTER_WARNING, RuntimeWarning, stacklevel=3)
+            log.warning(_NO_FILTER_WARNING)
 
     # -- the reward function ---------------------------------------------------------------
+
+    def __call__(self, sample: Sample) -> Score:
+        return self.score(sample)
 
     def score(self, sample: Sample) -> Score:
         config = self.config
@@ -254,7 +276,7 @@ class _Runner:
                 if bwrap_path() is None:
                     raise SandboxUnavailable(BWRAP_MISSING)
                 self._plan = plan_bwrap(self.config.python, self.config.limits)
-                _say_memory_rule()
+                _say_memory_rule(filtered=self._seccomp is not None)
         return self._plan
 
     def _path(self) -> list[str]:
@@ -322,39 +344,26 @@ class _Runner:
     # -- stdin/stdout: one execution per case ------------------------------------------------
 
     def _score_io(self, plan: Any, suite: Suite, program: str) -> Score:
+        """The cases share the sample's `timeout_s`: each run gets what is left of it, and a
+        case that cannot start in time fails. In ``mode: all`` the first failed case stops
+        the others (they could not change the score)."""
         started = time.monotonic()
+        deadline = started + self.config.limits.timeout_s
         workers = min(self.config.parallelism, len(suite.cases))
         config = program_config(program, self._path())
+        failed = threading.Event()
+        stop_early = self.config.mode == "all"
 
-        def one(i: int) -> tuple[dict[str, Any], RunResult, str | None]:
-            case = suite.cases[i]
-            token = new_token()
-            job = Job(
-                program=config,
-                stdin=case.input.encode(),
-                start_token=token,
-                seccomp=self._seccomp,
-            )
-            run = self._execute(plan, job)
-            channel = parse_channel(run.channel, token, 0)
-            if not channel.started and self._no_start_is_error(run):
-                raise SandboxUnavailable(_startup_failure(run))
-            if channel.tampered:
-                return {"passed": False, "error": channel.tampered}, run, channel.tampered
-            if run.timed_out:
-                return {"passed": False, "error": "timeout"}, run, None
-            if run.exit_code != 0:
-                return {"passed": False, "error": _exit_reason(run)}, run, None
-            if run.stdout_truncated:
-                return {"passed": False, "error": "output limit exceeded"}, run, None
-            got = run.stdout.decode("utf-8", errors="replace")
-            ok = outputs_match(got, case.output, self.config.compare)
-            outcome: dict[str, Any] = {"passed": ok}
-            if not ok:
-                outcome["error"] = "wrong output"
-                outcome["got"] = tail(run.stdout, 300)
-                outcome["expected"] = case.output[-300:]
-            return outcome, run, None
+        def one(i: int) -> tuple[dict[str, Any], RunResult | None, str | None]:
+            left = deadline - time.monotonic()
+            if stop_early and failed.is_set():
+                return {"passed": False, "error": "not run: an earlier case failed"}, None, None
+            if left < _MIN_RUN_S:
+                return {"passed": False, "error": "not run: timeout (the sample's)"}, None, None
+            outcome, run, tampered = self._case(plan, suite.cases[i], config, left)
+            if not outcome["passed"]:
+                failed.set()
+            return outcome, run, tampered
 
         if workers <= 1:
             results = [one(i) for i in range(len(suite.cases))]
@@ -363,18 +372,49 @@ class _Runner:
                 results = list(pool.map(one, range(len(suite.cases))))
         outcomes = [r[0] for r in results]
         tampered = next((r[2] for r in results if r[2]), None)
-        first_failure = next(
-            (r[1] for r, o in zip(results, outcomes, strict=True) if not o["passed"]), None
-        )
-        evidence = _evidence(first_failure or results[-1][1])
+        ran = [(o, r[1]) for o, r in zip(outcomes, results, strict=True) if r[1] is not None]
+        shown = next((run for o, run in ran if not o["passed"]), ran[-1][1] if ran else None)
         return self._verdict(
             suite,
             outcomes,
             complete=True,
             tampered=tampered,
             runtime_s=time.monotonic() - started,
-            evidence=evidence,
+            evidence=_evidence(shown) if shown is not None else {},
         )
+
+    def _case(
+        self, plan: Any, case: Any, config: bytes, timeout_s: float
+    ) -> tuple[dict[str, Any], RunResult, str | None]:
+        """One stdin/stdout case: (outcome, run, why the channel was tampered with)."""
+        token = new_token()
+        job = Job(
+            program=config,
+            stdin=case.input.encode(),
+            start_token=token,
+            seccomp=self._seccomp,
+            timeout_s=timeout_s,
+        )
+        run = self._execute(plan, job)
+        channel = parse_channel(run.channel, token, 0)
+        if not channel.started and self._no_start_is_error(run):
+            raise SandboxUnavailable(_startup_failure(run))
+        if channel.tampered:
+            return {"passed": False, "error": channel.tampered}, run, channel.tampered
+        if run.timed_out:
+            return {"passed": False, "error": "timeout"}, run, None
+        if run.exit_code != 0:
+            return {"passed": False, "error": _exit_reason(run)}, run, None
+        if run.stdout_truncated:
+            return {"passed": False, "error": "output limit exceeded"}, run, None
+        got = run.stdout.decode("utf-8", errors="replace")
+        ok = outputs_match(got, case.output, self.config.compare)
+        outcome: dict[str, Any] = {"passed": ok}
+        if not ok:
+            outcome["error"] = "wrong output"
+            outcome["got"] = tail(run.stdout, 300)
+            outcome["expected"] = case.output[-300:]
+        return outcome, run, None
 
     # -- scoring -----------------------------------------------------------------------------
 
@@ -397,6 +437,7 @@ class _Runner:
             "tests": outcomes[:_DETAIL_CASES],
             "runtime_s": round(runtime_s, 4),
             "sandbox": self.config.sandbox,
+            **({"seccomp": "none"} if self._unfiltered else {}),
             **evidence,
         }
         if tampered:
@@ -430,7 +471,12 @@ class _RemoteRunner(_Runner):
         return not run.timed_out
 
     def _execute(self, plan: Any, job: Job) -> RunResult:
-        return self.backend.run(job, run_timeout_s=self.config.limits.timeout_s)
+        limits = self.config.limits
+        return self.backend.run(
+            job,
+            run_timeout_s=job.timeout_s or limits.timeout_s,
+            max_output_bytes=limits.max_output_bytes,
+        )
 
 
 def _missing_reason(run: RunResult) -> str:

@@ -7,7 +7,8 @@ of the sandbox's own user namespace and keeps that namespace's capabilities (the
 nothing outside it) to give each run namespaces of its own:
 
 * ``A`` (forked by the zygote) unshares a mount, PID, IPC and network namespace; makes the
-  root and ``/dev`` read-only; mounts a fresh size-capped tmpfs on ``/tmp`` and ``/dev/shm``;
+  root and ``/dev`` read-only; mounts a fresh tmpfs, capped in size and inodes, on ``/tmp``
+  and ``/dev/shm``;
   brings up a loopback of its own; forks ``B`` and exits.
 * ``B`` is PID 1 of the run's PID namespace: it mounts a ``/proc`` of that namespace, makes
   the two call pipes, forks the referee ``T`` (test suites) and the candidate's ``U0``, and
@@ -28,8 +29,11 @@ runs. The zygote enforces the wall clock (SIGKILL of ``B`` = the whole run) and 
 per-run status pipe no run process holds.
 
 Without ``isolate`` (``sandbox: none``, and SandboxFusion's server) the same tree runs
-without namespaces, capabilities, filter or mounts: ``B`` leads a process group that is
-killed at the end.
+without namespaces, capabilities, filter or mounts, and without ``A``: ``B`` is forked by
+the zygote (or the remote wrapper) and leads a process group that is killed at the end or
+at the wall clock. ``B``, the referee and the candidate are each tied to their parent's life
+(``PR_SET_PDEATHSIG``: SIGKILL), so a wrapper killed by the server (at its time limit, or by
+the candidate) takes the run down with it.
 """
 
 from __future__ import annotations
@@ -47,10 +51,10 @@ import time
 from typing import Any
 
 from ._candidate import describe, run_main, serve
-from ._codec import send
+from ._codec import encode, send
 from ._referee import Link, referee
 
-__all__ = ["BOOTSTRAP", "remote", "zygote"]
+__all__ = ["BOOTSTRAP", "OUTPUT_MARKER", "remote", "zygote"]
 
 BOOTSTRAP = r"""
 import marshal, socket, sys, types
@@ -126,12 +130,14 @@ def _remount_ro(path: str) -> None:
 
 
 def _scratch(req: dict[str, Any]) -> None:
-    """Fresh size-capped ``/tmp`` and ``/dev/shm``; the interpreter's directories that live
-    under ``/tmp`` bound back read-only from where the sandbox keeps them."""
-    flags = _MS_NOSUID | _MS_NODEV
-    _mount(b"tmpfs", "/tmp", b"tmpfs", flags, b"size=%d,mode=1777" % req["tmpfs"])
-    if os.path.isdir("/dev/shm"):
-        _mount(b"tmpfs", "/dev/shm", b"tmpfs", flags, b"size=%d,mode=1777" % req["shm"])
+    """Fresh ``/tmp`` and ``/dev/shm``, capped in size and inodes; the interpreter's
+    directories that live under ``/tmp`` bound back read-only from where the sandbox keeps
+    them."""
+    flags, inodes = _MS_NOSUID | _MS_NODEV, req["inodes"]
+    for target, size in (("/tmp", req["tmpfs"]), ("/dev/shm", req["shm"])):
+        if target == "/tmp" or os.path.isdir(target):
+            data = b"size=%d,nr_inodes=%d,mode=1777" % (size, inodes)
+            _mount(b"tmpfs", target, b"tmpfs", flags, data)
     for staged, target in req["tmp_binds"]:
         os.makedirs(target, exist_ok=True)
         _mount(staged.encode(), target, None, _MS_BIND | _MS_REC, None)
@@ -193,17 +199,29 @@ def _confine(req: dict[str, Any], rlimits: list[tuple[str, int]]) -> None:
             os._exit(126)
 
 
-def _fork(run: Any, *args: Any, close: tuple[int, ...] = ()) -> int:
-    """A child that closes `close`, runs ``run(*args)`` and never returns; its pid."""
+def _fork(run: Any, *args: Any, close: tuple[int, ...] = (), tied: bool = False) -> int:
+    """A child that closes `close`, runs ``run(*args)`` and never returns; its pid. `tied`:
+    the child is killed when this process dies (no PID namespace does it for them)."""
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:
         try:
+            if tied:
+                _tie_to(parent)
             for fd in close:
                 os.close(fd)
             run(*args)
         finally:
             os._exit(127)
     return pid
+
+
+def _tie_to(parent: int) -> None:
+    """SIGKILL this process when `parent` dies (``PR_SET_PDEATHSIG``); if it already has,
+    exit now."""
+    _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(0)
 
 
 def _read_all(fd: int) -> bytes:
@@ -335,9 +353,10 @@ def _init(req: dict[str, Any], fds: dict[str, int], report_w: int) -> None:
     fds["calls_r"], fds["calls_w"] = os.pipe()
     fds["answers_r"], fds["answers_w"] = os.pipe()
     referee_pid = None
+    tied = not req["isolate"]
     if req["style"] == "suite":
-        referee_pid = _fork(_referee_process, req, fds, close=(report_w,))
-    candidate_pid = _fork(_candidate_outer, req, fds, close=(report_w,))
+        referee_pid = _fork(_referee_process, req, fds, close=(report_w,), tied=tied)
+    candidate_pid = _fork(_candidate_outer, req, fds, close=(report_w,), tied=tied)
     for fd in fds.values():
         os.close(fd)
     statuses: dict[int, int] = {}
@@ -359,18 +378,17 @@ def _init(req: dict[str, Any], fds: dict[str, int], report_w: int) -> None:
 
 
 def _setup(req: dict[str, Any], fds: dict[str, int], pid_w: int, report_w: int) -> None:
-    """A: the run's namespaces and mounts (isolated), then B."""
-    if req["isolate"]:
-        try:
-            if _libc.unshare(_NEWNS | _NEWPID | _NEWIPC | _NEWNET) != 0:
-                os._exit(121)
-            _mount(b"none", "/", None, _MS_REC | _MS_PRIVATE, None)
-            _remount_ro("/")
-            _remount_ro("/dev")
-            _scratch(req)
-            _loopback_up()
-        except OSError:
-            os._exit(122)
+    """A: the run's namespaces and mounts, then B."""
+    try:
+        if _libc.unshare(_NEWNS | _NEWPID | _NEWIPC | _NEWNET) != 0:
+            os._exit(121)
+        _mount(b"none", "/", None, _MS_REC | _MS_PRIVATE, None)
+        _remount_ro("/")
+        _remount_ro("/dev")
+        _scratch(req)
+        _loopback_up()
+    except OSError:
+        os._exit(122)
     child = _fork(_init, req, fds, report_w, close=(pid_w,))
     os.write(pid_w, child.to_bytes(4, "little"))
     os._exit(0)
@@ -379,22 +397,13 @@ def _setup(req: dict[str, Any], fds: dict[str, int], pid_w: int, report_w: int) 
 _FDS = ("status", "tests", "program", "stdin", "out", "err", "verdict", "start")
 
 
-def _run_one(req: dict[str, Any], fds: dict[str, int], stop: int | None) -> dict[str, Any]:
-    """One run: A, then B under the wall clock; the report. `stop`: a descriptor whose
-    readability means the host is gone (stop now). Closes every descriptor of `fds`."""
+def _start_isolated(
+    req: dict[str, Any], fds: dict[str, int], report_w: int, close: tuple[int, ...]
+) -> int | str:
+    """A (the run's namespaces), which forks B and exits: B's pid, or why setup failed.
+    Closes every descriptor of `fds` and `report_w`."""
     pid_r, pid_w = os.pipe()
-    report_r, report_w = os.pipe()
-    started = time.monotonic()
-    a = os.fork()
-    if a == 0:
-        try:
-            os.close(pid_r)
-            os.close(report_r)
-            if stop is not None:
-                os.close(stop)
-            _setup(req, fds, pid_w, report_w)
-        finally:
-            os._exit(120)
+    a = _fork(_setup, req, fds, pid_w, report_w, close=(pid_r, *close))
     for fd in (*fds.values(), pid_w, report_w):
         os.close(fd)
     data = b""
@@ -404,9 +413,25 @@ def _run_one(req: dict[str, Any], fds: dict[str, int], stop: int | None) -> dict
     _, status = os.waitpid(a, 0)
     code = os.waitstatus_to_exitcode(status)
     if code != 0 or len(data) != 4:
-        os.close(report_r)
-        return {"error": SETUP_FAILURES.get(code, f"run setup failed (status {code})")}
-    b = int.from_bytes(data, "little")
+        return SETUP_FAILURES.get(code, f"run setup failed (status {code})")
+    return int.from_bytes(data, "little")
+
+
+def _run_one(req: dict[str, Any], fds: dict[str, int], stop: int | None) -> dict[str, Any]:
+    """One run: A, then B under the wall clock; the report. `stop`: a descriptor whose
+    readability means the host is gone (stop now). Closes every descriptor of `fds`."""
+    report_r, report_w = os.pipe()
+    started = time.monotonic()
+    own = (report_r,) if stop is None else (report_r, stop)
+    if req["isolate"]:
+        b = _start_isolated(req, fds, report_w, own)
+        if isinstance(b, str):
+            os.close(report_r)
+            return {"error": b}
+    else:  # B directly, tied to this process: it dies with it, and so do its children
+        b = _fork(_init, req, fds, report_w, close=own, tied=True)
+        for fd in (*fds.values(), report_w):
+            os.close(fd)
     pidfd = os.pidfd_open(b)
     deadline = started + req["timeout"]
     timed_out = stopped = False
@@ -484,15 +509,22 @@ def zygote(ctl: socket.socket) -> None:
             return
 
 
+OUTPUT_MARKER = b"rewardsmith-output"
+"""Starts the last line the remote wrapper writes on its stdout: base64 of the run's report."""
+
+
 def remote() -> None:
     """One run in this process's own tree, for SandboxFusion (`_remote`): no sandbox.
 
     stdin: a length line and that many base64 bytes of the request and the program (marshal),
     then the rest: for a test suite, the referee's configuration (base64 marshal), read by the
     referee alone (so the candidate's process, forked before, never held it); for a
-    stdin/stdout case, the program's input. Suites: the verdict records go to stdout, the
-    program's stdout and stderr to stderr. stdin/stdout: the program's stdout is stdout, the
-    start record the first line of stderr. Exits with the candidate's exit status.
+    stdin/stdout case, the program's input. The program's stdout and stderr go to memory
+    files of this process, never to the server: its last line on stdout is `OUTPUT_MARKER`
+    and the base64 of ``{stdout, stderr, exit, timed_out, error}`` in plain data (`_codec`;
+    each stream capped), so the
+    server relays ASCII only, whatever bytes the program wrote. Suites: the verdict records
+    come before it on stdout. stdin/stdout: the start record is the first line of stderr.
     """
     import base64
 
@@ -510,19 +542,30 @@ def remote() -> None:
         data += chunk
     req, program = marshal.loads(base64.b64decode(data))
     suite = req["style"] == "suite"
+    out, err = _memory_file(b""), _memory_file(b"")
     fds = {
         "tests": os.dup(0) if suite else os.open(os.devnull, os.O_RDONLY),
         "program": _memory_file(program),
         "stdin": os.open(os.devnull, os.O_RDONLY) if suite else os.dup(0),
-        "out": os.dup(2 if suite else 1),
-        "err": os.dup(2),
+        "out": os.dup(out),
+        "err": os.dup(err),
         "verdict": os.dup(1) if suite else os.open(os.devnull, os.O_WRONLY),
         "start": os.open(os.devnull, os.O_WRONLY) if suite else os.dup(2),
     }
-    _libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: B, forked by A, stays ours
+    _libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: the candidate's orphans stay ours
     report = _run_one(req, fds, None)
-    code = report.get("exit")
-    os._exit(code if isinstance(code, int) and code >= 0 else 1)
+    cap = req["max_output"]
+    result = {
+        "stdout": os.pread(out, cap + 1, 0),
+        "stderr": os.pread(err, cap + 1, 0),
+        "exit": report.get("exit"),
+        "timed_out": bool(report.get("timed_out")),
+        "error": report.get("error"),
+    }
+    line = b"\n" + OUTPUT_MARKER + b" " + base64.b64encode(encode(result)) + b"\n"
+    while line:
+        line = line[os.write(1, line) :]
+    os._exit(0)
 
 
 def _memory_file(data: bytes) -> int:

@@ -45,6 +45,8 @@ from pathlib import Path
 
 __all__ = [
     "BWRAP_MISSING",
+    "SHM_MB",
+    "TMPFS_INODES",
     "Capped",
     "Limits",
     "RunResult",
@@ -77,6 +79,14 @@ ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": 
 """The environment of every sandboxed process."""
 SHM_MB = 4
 """Size of a run's private ``/dev/shm``."""
+TMPFS_INODES = 1024
+"""Files, directories and links each private tmpfs (``/tmp``, ``/dev/shm``) of a run may
+hold (``nr_inodes``). Inodes and extended attributes are kernel memory that neither the
+tmpfs size nor RLIMIT_AS counts; tmpfs bounds both by this count (1 KiB of "inode space"
+each), so they are counted in the budget (`Limits.candidate_address_space`)."""
+_INODE_SPACE = 2 * 1024
+"""Kernel memory charged to the budget per inode of a private tmpfs: the kernel's 1 KiB
+of inode space, doubled (its slab allocations round up)."""
 
 
 class SandboxUnavailable(RuntimeError):
@@ -111,8 +121,10 @@ class Limits:
 
     @property
     def candidate_address_space(self) -> int:
-        """RLIMIT_AS of the candidate's process: the budget less its /tmp and /dev/shm."""
-        return self.memory_mb * 1024 * 1024 - self.tmp_bytes - SHM_MB * 1024 * 1024
+        """RLIMIT_AS of the candidate's process: the budget less its /tmp and /dev/shm (their
+        blocks and their inodes)."""
+        inodes = 2 * TMPFS_INODES * _INODE_SPACE
+        return self.memory_mb * 1024 * 1024 - self.tmp_bytes - SHM_MB * 1024 * 1024 - inodes
 
 
 @dataclass
@@ -187,8 +199,9 @@ def own_task_count(uid: int) -> int:
 # -- memory ------------------------------------------------------------------------------------
 
 
-def memory_rule() -> str:
+def memory_rule(filtered: bool = True) -> str:
     """How a sample's memory is held, with the machine's cgroup facts: said once at start.
+    `filtered`: whether the seccomp filter (which refuses new processes) exists here.
 
     Holding several processes to one budget takes a cgroup (v2 ``memory.max``): creating one
     per run needs a delegated cgroup v2 subtree with the memory and pids controllers, which
@@ -213,6 +226,12 @@ def memory_rule() -> str:
         fact = "cgroup v2 offers a memory controller here, but rewardsmith creates no cgroups"
     else:
         fact = f"cgroup v2 controllers here: {controllers.strip() or 'none'}"
+    if not filtered:
+        return (
+            "NO seccomp filter on this machine (only x86-64 has one), so new processes are "
+            "NOT refused: memory_mb limits each process's address space, not the sample; "
+            f"no per-sample cgroup ({fact})"
+        )
     return (
         "one process per sample: new processes are refused (threads are allowed), the "
         "process's address space is limited to memory_mb less its private /tmp and /dev/shm; "

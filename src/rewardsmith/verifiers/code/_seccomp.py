@@ -3,12 +3,18 @@
 Assembled here as a classic BPF program (``struct sock_filter`` records) and installed by
 each sandboxed process (`_runtime`) after it dropped its capabilities and set
 ``no_new_privs``, just before it runs any code of the dataset or the completion. The filter
-first checks the audit architecture: any other ABI (32-bit ``int 0x80`` calls, x32 numbers)
-kills the process. Then:
+first checks the audit architecture and the x32 bit: any other ABI (32-bit ``int 0x80``
+calls, x32 numbers) kills the process (SIGSYS). Then:
 
+* a number above `HIGHEST_KNOWN` (a system call newer than this table): ``ENOSYS``, as a
+  kernel without it would say (the C library then falls back, as it does on older kernels);
 * refused with ``EPERM``: every call in `DENIED` (debugging and reading other processes,
   kernel keyrings, mounts and namespaces, kernel modules, eBPF, perf, io_uring, SysV IPC and
-  POSIX message queues, anonymous memory files, the clock, swap, reboot...);
+  POSIX message queues, anonymous memory files, extended attributes, the clock, swap,
+  reboot...);
+* ``socket`` and ``socketpair`` of any family but `SOCKET_FAMILIES` (Unix, IPv4, IPv6,
+  netlink): ``EAFNOSUPPORT``. The run's network namespace leaves it only a loopback, but a
+  namespace does not confine every family (``AF_VSOCK`` reaches the hypervisor from a VM);
 * ``clone`` with any namespace flag: ``EPERM``; ``clone3``: ``ENOSYS`` (its flags are in
   memory a filter cannot read; the C library then falls back to ``clone``);
 * when new processes are not allowed (no per-sample memory cgroup, see `_reward`):
@@ -16,7 +22,8 @@ kills the process. Then:
   allowed: they share their process's address-space limit.
 
 Only x86-64 has a table here; on other machines `program` returns None and the sandbox runs
-without a filter (said at start, and in every score's `detail`).
+without a filter, and so without the one-process memory rule: the reward says so in the log
+and a warning when it starts, and in every score's `detail` (``seccomp: "none"``).
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from __future__ import annotations
 import platform
 import struct
 
-__all__ = ["DENIED", "program"]
+__all__ = ["DENIED", "HIGHEST_KNOWN", "SOCKET_FAMILIES", "program"]
 
 AUDIT_ARCH_X86_64 = 0xC000003E
 _X32_BIT = 0x40000000
@@ -32,7 +39,13 @@ _CLONE, _FORK, _VFORK, _CLONE3 = 56, 57, 58, 435
 _CLONE_THREAD = 0x00010000
 _CLONE_NAMESPACES = 0x7E020080
 """NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET | NEWTIME."""
-_EPERM, _ENOSYS = 1, 38
+_EPERM, _ENOSYS, _EAFNOSUPPORT = 1, 38, 97
+HIGHEST_KNOWN = 469
+"""The highest x86-64 system call number this table was written against (``file_setattr``,
+Linux 6.17); newer ones get ``ENOSYS``."""
+_SOCKET, _SOCKETPAIR = 41, 53
+SOCKET_FAMILIES = {"AF_UNIX": 1, "AF_INET": 2, "AF_INET6": 10, "AF_NETLINK": 16}
+"""The only socket families a sandboxed process may create."""
 
 DENIED: dict[str, int] = {
     # other processes' memory and execution
@@ -59,9 +72,14 @@ DENIED: dict[str, int] = {
     "fsmount": 432,
     "fspick": 433,
     "mount_setattr": 442,
+    "open_tree_attr": 467,
     "name_to_handle_at": 303,
     "open_by_handle_at": 304,
-    # memory outside the address-space limit
+    # memory outside the address-space limit (extended attributes: kernel memory on tmpfs)
+    "setxattr": 188,
+    "lsetxattr": 189,
+    "fsetxattr": 190,
+    "setxattrat": 463,
     "memfd_create": 319,
     "memfd_secret": 447,
     "userfaultfd": 323,
@@ -117,7 +135,7 @@ DENIED: dict[str, int] = {
 """Refused with EPERM (x86-64 numbers, from the kernel's ``unistd_64.h``)."""
 
 _LD_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
-_JEQ, _JGE, _JSET = 0x15, 0x35, 0x45  # BPF_JMP | BPF_{JEQ,JGE,JSET} | BPF_K
+_JEQ, _JGT, _JGE, _JSET = 0x15, 0x25, 0x35, 0x45  # BPF_JMP | BPF_{JEQ,JGT,JGE,JSET} | BPF_K
 _RET = 0x06  # BPF_RET | BPF_K
 _KILL_PROCESS = 0x80000000
 _ERRNO = 0x00050000
@@ -141,12 +159,20 @@ def program(allow_fork: bool, machine: str | None = None) -> bytes | None:
         _insn(_RET, _KILL_PROCESS),
         _insn(_LD_ABS, _NR),
         _insn(_JGE, _X32_BIT, jf=1),
-        deny,
+        _insn(_RET, _KILL_PROCESS),
+        _insn(_JGT, HIGHEST_KNOWN, jf=1),
+        _insn(_RET, _ERRNO | _ENOSYS),
         _insn(_JEQ, _CLONE3, jf=1),
         _insn(_RET, _ERRNO | _ENOSYS),
     ]
     for number in sorted(set(DENIED.values())) + ([] if allow_fork else [_FORK, _VFORK]):
         code += [_insn(_JEQ, number, jf=1), deny]
+    families = sorted(SOCKET_FAMILIES.values())
+    socket = [_insn(_LD_ABS, _ARG0)]
+    for i, family in enumerate(families):
+        socket.append(_insn(_JEQ, family, jt=len(families) - i))
+    socket += [_insn(_RET, _ERRNO | _EAFNOSUPPORT), _insn(_RET, _ALLOW)]
+    code += [_insn(_JEQ, _SOCKET, jt=1), _insn(_JEQ, _SOCKETPAIR, jf=len(socket)), *socket]
     clone = [_insn(_LD_ABS, _ARG0), _insn(_JSET, _CLONE_NAMESPACES, jf=1), deny]
     if not allow_fork:
         clone += [_insn(_JSET, _CLONE_THREAD, jt=1), deny]

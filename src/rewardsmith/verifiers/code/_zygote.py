@@ -38,6 +38,8 @@ from pathlib import Path
 from ._runtime import BOOTSTRAP
 from ._sandbox import (
     ENV,
+    SHM_MB,
+    TMPFS_INODES,
     Capped,
     Limits,
     RunResult,
@@ -83,6 +85,9 @@ class Job:
     stdin: bytes = b""
     start_token: str = ""
     seccomp: bytes | None = None
+    timeout_s: float | None = None
+    """This run's wall clock, when less than `Limits.timeout_s` (what is left of the
+    sample's time)."""
 
 
 def _rlimits(limits: Limits, nproc: int, address_space: int) -> list[tuple[str, int]]:
@@ -199,11 +204,13 @@ class _Zygote:
     def run(self, job: Job) -> RunResult:
         limits = self.limits
         nproc = self._nproc()
+        timeout = min(job.timeout_s or limits.timeout_s, limits.timeout_s)
         request = {
             "isolate": self.plan.isolate,
-            "timeout": limits.timeout_s,
+            "timeout": timeout,
             "tmpfs": limits.tmp_bytes,
-            "shm": 4 * 1024 * 1024,
+            "shm": SHM_MB * 1024 * 1024,
+            "inodes": TMPFS_INODES,
             "tmp_binds": [list(pair) for pair in self.plan.tmp_binds],
             "rlimits_candidate": _rlimits(limits, nproc, limits.candidate_address_space),
             "rlimits_referee": _rlimits(limits, nproc, max(limits.memory_mb, 512) * 1024 * 1024),
@@ -237,17 +244,19 @@ class _Zygote:
             for fd in sent:
                 os.close(fd)
         try:
-            return self._collect(out_r, err_r, res_r, st_r, started)
+            return self._collect(out_r, err_r, res_r, st_r, started, timeout)
         finally:
             for fd in (out_r, err_r, res_r, st_r):
                 os.close(fd)
 
-    def _collect(self, out_r: int, err_r: int, res_r: int, st_r: int, started: float) -> RunResult:
+    def _collect(
+        self, out_r: int, err_r: int, res_r: int, st_r: int, started: float, timeout: float
+    ) -> RunResult:
         limits = self.limits
         out, err = Capped(limits.max_output_bytes), Capped(limits.max_output_bytes)
         channel, status = Capped(limits.max_output_bytes), Capped(4096)
         sinks = {out_r: out, err_r: err, res_r: channel, st_r: status}
-        backstop = started + limits.timeout_s + _BACKSTOP_S
+        backstop = started + timeout + _BACKSTOP_S
         exited_at: float | None = None
         with selectors.DefaultSelector() as selector:
             for fd in sinks:

@@ -115,6 +115,7 @@ def weak_no_comma() -> RewardFn:
     return score
 
 
+@reward("tests.evaluate.weak_f1")
 def weak_f1() -> RewardFn:
     """Token F1 against the reference, with no hedge detection."""
 

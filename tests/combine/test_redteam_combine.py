@@ -166,59 +166,78 @@ def _guard_uncertainty_lambda_refused() -> tuple[float, float]:
     return 0.0, 0.0
 
 
-def _hole(reason: str) -> Any:
-    return pytest.mark.xfail(strict=True, reason=f"redteam: {reason}")
-
-
 AT_MOST_HONEST: Callable[[float, float], bool] = lambda attack, honest: attack <= honest + 1e-9  # noqa: E731
 POSITIVE: Callable[[float, float], bool] = lambda attack, honest: attack > honest  # noqa: E731
 EQUAL: Callable[[float, float], bool] = lambda attack, honest: attack == pytest.approx(honest)  # noqa: E731
-ESCAPE = "a failure the completion caused is charged at its group's lowest reward; when every "
-ESCAPE += "scored sample is correct it ties them (advantage 0) where an honest wrong answer gets "
-ESCAPE += "a negative advantage"
+
+
+def hole(name: str, attack: Any, should: Any, today: str, reason: str) -> Any:
+    """An open hole: the row fails today (strict xfail)."""
+    marks = pytest.mark.xfail(strict=True, reason=f"redteam: {reason}")
+    return pytest.param(name, attack, should, today, marks=marks, id=name)
+
+
+def guard(name: str, attack: Any, should: Any, today: str) -> Any:
+    """An attack that fails today."""
+    return pytest.param(name, attack, should, today, id=name)
+
+
+ESCAPE = (
+    "a failure the completion caused is charged at its group's lowest reward; when every "
+    "scored sample is correct it ties them (advantage 0) where an honest wrong answer gets "
+    "a negative advantage"
+)
+
+
+def _charged(kind: str, **options: Any) -> Callable[[], tuple[float, float]]:
+    return lambda: _charged_vs_wrong({"type": kind, **options})
+
 
 ROWS = [
-    # (id, attack -> (attack earns, honest wrong earns), should(attack, honest), today)
-    pytest.param(*("timeout_grpo", lambda: _charged_vs_wrong({"type": "grpo"}), AT_MOST_HONEST,
-                   "timeout 0.0 vs wrong -1.414"), marks=_hole(ESCAPE), id="timeout_grpo"),
-    pytest.param(*("timeout_rloo", lambda: _charged_vs_wrong({"type": "rloo"}), AT_MOST_HONEST,
-                   "timeout 0.0 vs wrong -1.0"), marks=_hole(ESCAPE), id="timeout_rloo"),
-    pytest.param(*("timeout_dr_grpo", lambda: _charged_vs_wrong({"type": "dr_grpo"}),
-                   AT_MOST_HONEST, "timeout 0.0 vs wrong -0.667"), marks=_hole(ESCAPE),
-                 id="timeout_dr_grpo"),
-    pytest.param(*("timeout_rank", lambda: _charged_vs_wrong({"type": "rank"}), AT_MOST_HONEST,
-                   "timeout 0.0 vs wrong -0.5"), marks=_hole(ESCAPE), id="timeout_rank"),
-    pytest.param(*("timeout_gdpo",
-                   lambda: _charged_vs_wrong({"type": "gdpo", "batch_whiten": False}),
-                   AT_MOST_HONEST, "timeout 0.0 vs wrong -1.414"), marks=_hole(ESCAPE),
-                 id="timeout_gdpo"),
-    pytest.param(*("engine_checker_crash", _engine_checker_crash, AT_MOST_HONEST,
-                   "'ab' (ZeroDivisionError in ratio:overlap) 0.0 vs wrong -1.414"),
-                 marks=_hole(ESCAPE + " (real checker crash, engine)"), id="engine_checker_crash"),
-    pytest.param(*("gdpo_gate", _gdpo_gate, AT_MOST_HONEST,
-                   "wrong answer -2.646 beats correct badly formatted -3.296"),
-                 marks=_hole("GDPO credits a gated-off component at its group mean (0), so a "
-                             "wrong answer gets a better advantage than a correct one"),
-                 id="gdpo_gate_credits_wrong_answer"),
-    pytest.param(*("veto_on_penalty", _veto_on_penalty, POSITIVE,
-                   "veto fires on every sample: all advantages 0, no warning"),
-                 marks=_hole("a veto on a component whose best score is <= 0 can never pass: "
-                             "it silently flattens every group instead of being refused"),
-                 id="veto_on_penalty_never_passes"),
-    # guards
-    pytest.param("timeout_tournament", lambda: _charged_vs_wrong({"type": "tournament"}),
-                 AT_MOST_HONEST, "timeout loses to every scored sample", id="timeout_tournament"),
-    pytest.param("on_error_charged", _guard_on_error_charged, AT_MOST_HONEST,
-                 "on_error -1 enters below the wrong answer", id="on_error_charged"),
-    pytest.param("veto_never_pays", _guard_veto_never_pays, AT_MOST_HONEST,
-                 "vetoed correct answer below well-formed wrong", id="veto_never_pays"),
-    pytest.param("gate_chain", _guard_gate_chain, EQUAL, "bonus closed", id="gate_chain_closed"),
-    pytest.param("tournament_ties", _guard_tournament_ties, EQUAL, "all 0",
-                 id="tournament_all_equal_zero"),
-    pytest.param("product_refused", _guard_product_refused, POSITIVE, "refused",
-                 id="product_of_penalties_refused"),
-    pytest.param("uncertainty_refused", _guard_uncertainty_lambda_refused, POSITIVE, "refused",
-                 id="uncertainty_large_lambda_refused"),
+    # (id, attack -> (attack earns, honest earns), should(attack, honest), today)
+    hole("timeout_grpo", _charged("grpo"), AT_MOST_HONEST, "0.0 vs wrong -1.414", ESCAPE),
+    hole("timeout_rloo", _charged("rloo"), AT_MOST_HONEST, "0.0 vs wrong -1.0", ESCAPE),
+    hole("timeout_dr_grpo", _charged("dr_grpo"), AT_MOST_HONEST, "0.0 vs wrong -0.667", ESCAPE),
+    hole("timeout_rank", _charged("rank"), AT_MOST_HONEST, "0.0 vs wrong -0.5", ESCAPE),
+    hole(
+        "timeout_gdpo",
+        _charged("gdpo", batch_whiten=False),
+        AT_MOST_HONEST,
+        "0.0 vs wrong -1.414",
+        ESCAPE,
+    ),
+    hole(
+        "engine_checker_crash",
+        _engine_checker_crash,
+        AT_MOST_HONEST,
+        "'ab' (ZeroDivisionError in ratio:overlap) 0.0 vs wrong -1.414",
+        ESCAPE + " (a real checker crash, through the engine)",
+    ),
+    hole(
+        "gdpo_gate_credits_wrong_answer",
+        _gdpo_gate,
+        AT_MOST_HONEST,
+        "wrong answer -2.646 vs correct badly formatted -3.296",
+        "GDPO credits a gated-off component at its group mean (0), so a wrong answer gets a "
+        "better advantage than a correct one",
+    ),
+    hole(
+        "veto_on_penalty_never_passes",
+        _veto_on_penalty,
+        POSITIVE,
+        "the veto fires on every sample: all advantages 0, no warning",
+        "a veto on a component whose best score is <= 0 can never pass: it silently flattens "
+        "every group instead of being refused",
+    ),
+    guard("timeout_tournament", _charged("tournament"), AT_MOST_HONEST, "loses to every sample"),
+    guard("on_error_charged", _guard_on_error_charged, AT_MOST_HONEST, "-1 enters below wrong"),
+    guard("veto_never_pays", _guard_veto_never_pays, AT_MOST_HONEST, "below well-formed wrong"),
+    guard("gate_chain_closed", _guard_gate_chain, EQUAL, "bonus closed"),
+    guard("tournament_all_equal_zero", _guard_tournament_ties, EQUAL, "all 0"),
+    guard("product_of_penalties_refused", _guard_product_refused, POSITIVE, "refused"),
+    guard(
+        "uncertainty_large_lambda_refused", _guard_uncertainty_lambda_refused, POSITIVE, "refused"
+    ),
 ]
 
 

@@ -78,9 +78,10 @@ def test_dataset_failures_are_left_out_and_completion_failures_charged() -> None
         row("g", {"r": Score.failed("invalid", "bad reference")}),
     ]
     results = run(grpo(epsilon=0), items)
-    # the timeout enters at the group's lowest reward (0.0): values [1, 0, 0]
-    third = math.sqrt(2) / 2
-    assert [r.advantage for r in results] == pytest.approx([2 * third, -third, -third, None, None])
+    # `r` declares no range, so the timeout enters strictly below the group's lowest reward
+    # (by the group's spread, at least 1): values [1, -1, 0]
+    unit = math.sqrt(1.5)
+    assert [r.advantage for r in results] == pytest.approx([unit, -unit, 0.0, None, None])
     assert results[4].advantage is None
     assert all("advantage" in r.model_dump(exclude_unset=True) for r in results)
 
@@ -88,7 +89,9 @@ def test_dataset_failures_are_left_out_and_completion_failures_charged() -> None
 def test_on_error_enters_statistics_no_better_than_the_worst() -> None:
     s = spec(R, group_transform="dr_grpo", on_error=2.0)
     items = [row("g", {"r": ok(1.0)}), row("g", {"r": Score.failed("error", "x")})]
-    assert advantages(s, items) == [0.0, 0.0]  # charged at min(2.0, 1.0): level with the worst
+    # charged at min(2.0, 1.0) = the worst, so (the range being unknown) strictly below it:
+    # a group whose scored answers are all correct must not tie a failure
+    assert advantages(s, items) == [0.5, -0.5]
     s = spec(R, group_transform="dr_grpo", on_error=-1.0)
     assert advantages(s, items) == [1.0, -1.0]
 

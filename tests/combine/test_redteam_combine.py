@@ -182,6 +182,11 @@ def guard(name: str, attack: Any, should: Any, today: str) -> Any:
     return pytest.param(name, attack, should, today, id=name)
 
 
+def closed(name: str, attack: Any, should: Any, today: str, reason: str) -> Any:
+    """A hole since closed: `today` and `reason` say what the attack earned before the fix."""
+    return pytest.param(name, attack, should, f"before the fix: {today}; {reason}", id=name)
+
+
 ESCAPE = (
     "a failure the completion caused is charged at its group's lowest reward; when every "
     "scored sample is correct it ties them (advantage 0) where an honest wrong answer gets "
@@ -195,25 +200,25 @@ def _charged(kind: str, **options: Any) -> Callable[[], tuple[float, float]]:
 
 ROWS = [
     # (id, attack -> (attack earns, honest earns), should(attack, honest), today)
-    hole("timeout_grpo", _charged("grpo"), AT_MOST_HONEST, "0.0 vs wrong -1.414", ESCAPE),
-    hole("timeout_rloo", _charged("rloo"), AT_MOST_HONEST, "0.0 vs wrong -1.0", ESCAPE),
-    hole("timeout_dr_grpo", _charged("dr_grpo"), AT_MOST_HONEST, "0.0 vs wrong -0.667", ESCAPE),
-    hole("timeout_rank", _charged("rank"), AT_MOST_HONEST, "0.0 vs wrong -0.5", ESCAPE),
-    hole(
+    closed("timeout_grpo", _charged("grpo"), AT_MOST_HONEST, "0.0 vs wrong -1.414", ESCAPE),
+    closed("timeout_rloo", _charged("rloo"), AT_MOST_HONEST, "0.0 vs wrong -1.0", ESCAPE),
+    closed("timeout_dr_grpo", _charged("dr_grpo"), AT_MOST_HONEST, "0.0 vs wrong -0.667", ESCAPE),
+    closed("timeout_rank", _charged("rank"), AT_MOST_HONEST, "0.0 vs wrong -0.5", ESCAPE),
+    closed(
         "timeout_gdpo",
         _charged("gdpo", batch_whiten=False),
         AT_MOST_HONEST,
         "0.0 vs wrong -1.414",
         ESCAPE,
     ),
-    hole(
+    closed(
         "engine_checker_crash",
         _engine_checker_crash,
         AT_MOST_HONEST,
         "'ab' (ZeroDivisionError in ratio:overlap) 0.0 vs wrong -1.414",
         ESCAPE + " (a real checker crash, through the engine)",
     ),
-    hole(
+    closed(
         "gdpo_gate_credits_wrong_answer",
         _gdpo_gate,
         AT_MOST_HONEST,

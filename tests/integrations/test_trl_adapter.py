@@ -185,11 +185,12 @@ def test_not_applicable_is_none_and_failures_follow_their_cause() -> None:
     with TRLRewards(scripted_spec(on_error=None), workers=1) as rewards:
         a, b = rewards.funcs
         kwargs = trl_kwargs(completions)
-        # `raise` is the completion's doing: charged the prompt's lowest total (0.0, carried
-        # by the failed component); `invalid` (a bad reference) gets no reward at all
-        assert a(**kwargs) == [2.0, None, 0.0, 3.0, None]
+        # `raise` is the completion's doing: charged below the prompt's lowest total (the
+        # scripted rewards declare no range: 0.0 minus the group's spread 5.75, carried by the
+        # failed component, weight 2); `invalid` (a bad reference) gets no reward at all
+        assert a(**kwargs) == [2.0, None, -2.875, 3.0, None]
         assert b(**kwargs) == [0.0, 0.0, None, -0.5, None]
-        assert trl_total(rewards.funcs, rewards.weights, kwargs) == [4.0, 0.0, 0.0, 5.75, 0.0]
+        assert trl_total(rewards.funcs, rewards.weights, kwargs) == [4.0, 0.0, -5.75, 5.75, 0.0]
         expected = [r.reward for r in rewards.engine.score(_samples(kwargs))]
         assert expected == [4.0, 0.0, None, 5.75, None]
     with TRLRewards(scripted_spec(on_error=-1.0), workers=1) as rewards:
@@ -201,7 +202,7 @@ def test_not_applicable_is_none_and_failures_follow_their_cause() -> None:
     with TRLRewards(scripted_spec(on_error=9.0), workers=1) as rewards:
         kwargs = trl_kwargs(completions)
         total = trl_total(rewards.funcs, rewards.weights, kwargs)
-        assert total == [4.0, 0.0, 0.0, 5.75, 9.0]  # a charge is never above the worst
+        assert total == [4.0, 0.0, -5.75, 5.75, 9.0]  # a charge is below the worst
 
 
 def test_logs_components_once_per_batch() -> None:
@@ -231,8 +232,9 @@ def test_a_spec_that_is_not_a_weighted_sum_needs_the_total_function() -> None:
     try:
         assert total.__name__ == "math_reward"
         values = total(**trl_kwargs(["a b c", "raise", "invalid"], log_metric=recorder.log_metric))
-        # min(2 * 3, 0.5 * -0.5); `raise` charged the group's lowest; a bad reference: None
-        assert values == [-0.25, -0.25, None]
+        # min(2 * 3, 0.5 * -0.5); `raise` charged below the group's lowest (by at least 1:
+        # the ranges are unknown); a bad reference: None
+        assert values == [-0.25, -1.25, None]
         metrics = dict(recorder.metrics)
         assert metrics["rewardsmith/a/mean"] == 3.0
         assert metrics["rewardsmith/b/mean"] == pytest.approx(-0.5 / 3)  # -0.5, 0.0, 0.0

@@ -6,22 +6,27 @@ would get no advantage at all, which beats the negative advantage of an honest w
 and a policy learns to fail. So such a sample is *charged*: it enters its group's statistics
 at
 
-    min(on_error, the lowest reward of its group's scored samples)
+    min(on_error, the lowest reward of its group's scored samples, the spec's lowest total)
 
-(whichever of the two exists; with neither, the lowest total the spec can produce), and its
-advantage is then capped at the lowest advantage of the group's scored samples. A failure
+and the lowest total the spec can produce (whichever exist). When that total is unknown (a
+component declares no range), the value is kept strictly below the group's lowest reward (by
+the group's spread, at least 1): a charge equal to the group's lowest would tie a group whose
+scored samples are all correct (advantage 0) where an honest wrong answer in their place gets
+a negative advantage. The advantage is then capped at the lowest advantage of the group's
+scored samples. A failure
 the dataset or the infrastructure caused (a bad reference, a judge server that is down) is
 not the policy's doing: the sample stays out of the statistics, with a null advantage.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ._advantages import Entry
 from ._base import Counted
-from ._bounds import lowest_total
+from ._bounds import component_bounds, lowest_total
 
 if TYPE_CHECKING:
     from ..spec import RewardSpec
@@ -29,27 +34,45 @@ if TYPE_CHECKING:
 __all__ = ["cap_charged", "charged_counted", "charged_value"]
 
 
-def charged_value(spec: RewardSpec, group_lowest: float | None) -> float | None:
+def charged_value(spec: RewardSpec, group: Sequence[float]) -> float | None:
     """The value a charged failure enters its group's statistics with (None: unknown).
 
-    `group_lowest` is the lowest reward among the group's scored samples (None when none
-    scored). Trainer adapters that see no group pass None: the value is then `on_error`, or
-    the lowest total the spec can produce.
+    `group` holds the rewards of the group's scored samples (empty when none scored; trainer
+    adapters that see no group pass it empty): the value is then `on_error`, or the lowest
+    total the spec can produce.
     """
-    known = [v for v in (spec.on_error, group_lowest) if v is not None]
-    return min(known) if known else lowest_total(spec)
+    floor = lowest_total(spec)
+    known = [v for v in (spec.on_error, floor, min(group, default=None)) if v is not None]
+    if not known:
+        return None
+    value = min(known)
+    if floor is None and group and value >= min(group):
+        value = min(group) - max(1.0, max(group) - min(group))
+    return value
 
 
-def charged_counted(scored: Sequence[Entry]) -> tuple[Counted, ...]:
+def charged_counted(spec: RewardSpec, scored: Sequence[Entry]) -> tuple[Counted, ...]:
     """A charged sample's components for per-component statistics (GDPO): every component
-    that counted in the group, at its lowest weighted value among the scored samples."""
-    worst: dict[str, Counted] = {}
+    that counted in the group, at its lowest weighted value among the scored samples or the
+    low end of its range, whichever is lower (strictly below the group's lowest when the
+    range is unknown, as for the total)."""
+    cells: dict[str, list[Counted]] = {}
     for entry in scored:
         for c in entry.counted:
-            known = worst.get(c.name)
-            if known is None or c.weight * c.score < known.weight * known.score:
-                worst[c.name] = c
-    return tuple(sorted(worst.values(), key=lambda c: c.position))
+            cells.setdefault(c.name, []).append(c)
+    worst: list[Counted] = []
+    for name, column in cells.items():
+        first = column[0]
+        if first.weight == 0:
+            worst.append(first)
+            continue
+        values = [c.weight * c.score for c in column]
+        floor = component_bounds(spec, name).weighted(first.weight).low
+        value = min(min(values), floor)
+        if not math.isfinite(floor) and value >= min(values):
+            value = min(values) - max(1.0, max(values) - min(values))
+        worst.append(first._replace(score=value / first.weight))
+    return tuple(sorted(worst, key=lambda c: c.position))
 
 
 def cap_charged(group: Sequence[Entry], values: list[float]) -> list[float]:

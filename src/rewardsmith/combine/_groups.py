@@ -156,9 +156,8 @@ class ResultBuilder:
         finished: list[Finished] = [(r, None, False) for r in results]
         if self._transform is None or not (entries or charged):
             return finished
-        lowest = min((e.reward for _, e in entries), default=None)
-        value = charged_value(self._spec, lowest)
-        worst = charged_counted([e for _, e in entries])
+        value = charged_value(self._spec, [e.reward for _, e in entries])
+        worst = charged_counted(self._spec, [e for _, e in entries])
         for position, item, result in charged:
             entry = Entry(item.sample, result, worst, 0.0 if value is None else value, True)
             entries.append((position, entry))

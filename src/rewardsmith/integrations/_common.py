@@ -114,18 +114,19 @@ def charged_rewards(
     """For each result whose failure the completion caused, the reward it is charged (see
     `rewardsmith.combine._failures`); None for every other result.
 
-    The charge is ``min(on_error, the lowest reward of the sample's group)`` (whichever
-    exists, else the lowest total the spec can produce), so a failure never earns a trainer's
-    group baseline more than the group's worst answer. `groups` gives each result's group
-    (None: each result is a group of its own).
+    The charge is ``min(on_error, the lowest reward of the sample's group, the lowest total
+    the spec can produce)`` (whichever exist; strictly below the group's lowest when the
+    spec's lowest total is unknown), so a failure never earns a trainer's group baseline more
+    than the group's worst answer, even in a group whose other answers are all correct.
+    `groups` gives each result's group (None: each result is a group of its own).
     """
     keys = list(groups) if groups is not None else [object() for _ in results]
-    lowest: dict[Any, float] = {}
+    rewards: dict[Any, list[float]] = {}
     for key, result in zip(keys, results, strict=True):
         if result.status == "ok" and result.reward is not None:
-            lowest[key] = min(result.reward, lowest.get(key, result.reward))
+            rewards.setdefault(key, []).append(result.reward)
     return [
-        charged_value(spec, lowest.get(key)) if result.cause == "completion" else None
+        charged_value(spec, rewards.get(key, [])) if result.cause == "completion" else None
         for key, result in zip(keys, results, strict=True)
     ]
 

@@ -29,9 +29,9 @@ How values map (see `component_values`): a component that counted gives its scor
 component that does not apply, or whose `only_if` gate is closed (gates read gated values),
 gives None; a fired veto's total is carried by the veto component. A sample whose failure
 its completion caused (a verifier timed out or crashed on it) is charged: its weighted sum is
-``min(on_error, the lowest reward among its prompt's completions)`` (either that exists, else
-the lowest total the spec can produce), so failing never earns a better advantage than the
-worst answer. A sample failed by its dataset row or the infrastructure gives None everywhere
+``min(on_error, the lowest reward among its prompt's completions, the lowest total the spec
+can produce)`` (whichever exist; strictly below the prompt's lowest when a component declares
+no range), so failing never earns a better advantage than the worst answer. A sample failed by its dataset row or the infrastructure gives None everywhere
 when the spec's `on_error` is null -- TRL >= 1.10 then leaves it out of the group baseline and
 gives it a zero advantage, where older TRL sums it to 0 with a warning -- or, with `on_error`
 set, exactly `on_error`. With the spec's weights as `reward_weights`, TRL's total is the spec's

@@ -31,11 +31,12 @@ gives None; a fired veto's total is carried by the veto component. A sample whos
 its completion caused (a verifier timed out or crashed on it) is charged: its weighted sum is
 ``min(on_error, the lowest reward among its prompt's completions, the lowest total the spec
 can produce)`` (whichever exist; strictly below the prompt's lowest when a component declares
-no range), so failing never earns a better advantage than the worst answer. A sample failed by its dataset row or the infrastructure gives None everywhere
-when the spec's `on_error` is null -- TRL >= 1.10 then leaves it out of the group baseline and
-gives it a zero advantage, where older TRL sums it to 0 with a warning -- or, with `on_error`
-set, exactly `on_error`. With the spec's weights as `reward_weights`, TRL's total is the spec's
-total; a spec whose combination is not a weighted sum is refused (use `total_reward_func`).
+no range), so failing never earns a better advantage than the worst answer. A sample failed
+by its dataset row or the infrastructure gives None everywhere when the spec's `on_error` is
+null -- TRL >= 1.10 then leaves it out of the group baseline and gives it a zero advantage,
+where older TRL sums it to 0 with a warning -- or, with `on_error` set, exactly `on_error`.
+With the spec's weights as `reward_weights`, TRL's total is the spec's total; a spec whose
+combination is not a weighted sum is refused (use `total_reward_func`).
 
 Groups: TRL passes each process the completions it generated, a prompt's `num_generations`
 completions next to each other, so consecutive completions of the same prompt form a group

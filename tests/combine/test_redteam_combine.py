@@ -226,7 +226,7 @@ ROWS = [
         "GDPO credits a gated-off component at its group mean (0), so a wrong answer gets a "
         "better advantage than a correct one",
     ),
-    hole(
+    closed(
         "veto_on_penalty_never_passes",
         _veto_on_penalty,
         POSITIVE,

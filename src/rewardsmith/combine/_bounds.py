@@ -6,7 +6,8 @@ declared is unknown: (-inf, inf). Three rules need ranges and refuse a spec whos
 they cannot know (a `clip` transform makes any range known):
 
 - a fired veto gives the lowest total the spec can produce (`lowest_total`), so breaking a
-  hard rule never pays better than keeping it (or the spec's `veto_value`);
+  hard rule never pays better than keeping it (or the spec's `veto_value`); a veto on a
+  component that never scores above 0 (a penalty) would fire on every sample and is refused;
 - `combine: product` takes non-negative members only (a product of two penalties is a bonus);
 - `combine: uncertainty` takes a `lambda` small enough that raising one member's score never
   lowers the total.
@@ -112,6 +113,15 @@ def check_combination(spec: RewardSpec) -> str | None:
     if spec.veto_value is not None and not math.isfinite(spec.veto_value):
         return "veto_value must be a finite number"
     vetoes = [n for n, c in spec.rewards.items() if c.veto]
+    for name in vetoes:
+        high = raw_bounds(spec, name).high
+        if high <= 0:
+            return (
+                f"rewards.{name}: a veto fires when its component scores <= 0, and "
+                f"rewards.{name} (type {spec.rewards[name].type}) scores at most {high:g}, so it "
+                "would fire on every sample and flatten every group. Veto on a component that "
+                "scores above 0 when the rule holds, or use it as a (weighted) penalty"
+            )
     if vetoes and spec.veto_value is None and lowest_total(spec) is None:
         unknown = next(n for n, b in ranges if not math.isfinite(b.low))
         return (

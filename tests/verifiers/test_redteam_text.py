@@ -190,6 +190,11 @@ def guard(name: str, attack: Callable[[], Pair], should: Any, today: str = "refu
     return pytest.param(name, attack, should, today, id=name)
 
 
+def closed(name: str, attack: Callable[[], Pair], should: Any, today: str, reason: str) -> Any:
+    """A hole since closed: `today` and `reason` say what the attack earned before the fix."""
+    return pytest.param(name, attack, should, f"before the fix: {today}; {reason}", id=name)
+
+
 F1_HEDGE = "f1: an answer offering alternatives is paid partial credit (README: such answers are 0)"
 CHOICE_HEDGE = "choice: several letters score 1.0 (README: several letters are a hedge, 0)"
 LOREM_WHY = (
@@ -325,7 +330,7 @@ ROWS = [
         for i, c in enumerate(["\u200b", "\u3164", "\u034f", "\u2800", ".", "\u00ad", "\u115f"])
     ],
     # repetition
-    hole(
+    closed(
         "repetition_zero_width_loop",
         versus(REPETITION, _invisible_loop(), LOOP),
         FULL_PENALTY,
@@ -341,7 +346,7 @@ ROWS = [
         FULL_PENALTY,
     ),
     # length (unit: words) and turns
-    hole(
+    closed(
         "length_words_punctuation_padding",
         versus(WORDS_100, "answer " + "." * 100_000, HONEST_200),
         AT_MOST,
@@ -349,7 +354,7 @@ ROWS = [
         "length: 100,000 '.' (or emoji) count as no words: symbol runs cost nothing under "
         "unit: words",
     ),
-    hole(
+    closed(
         "length_words_emoji_padding",
         versus(WORDS_100, "answer " + "\U0001f642" * 5000, HONEST_200),
         AT_MOST,

@@ -17,7 +17,7 @@ from .._exceptions import ConfigError
 from ..models import Sample, Score
 from ..registry import RewardFn, bounded, reward
 from ._common import Turns, generated_text
-from ._words import count_words
+from ._words import length_in_words, visible
 
 __all__ = ["compressed_ratio", "length", "repeated_ratio", "repetition"]
 
@@ -27,7 +27,7 @@ def _measure(sample: Sample, unit: str, turns: Turns) -> tuple[int, str] | Score
     if unit == "chars":
         return len(generated_text(sample, turns)), "text"
     if unit == "words":
-        return count_words(generated_text(sample, turns)), "text"
+        return length_in_words(generated_text(sample, turns)), "text"
     ids = sample.metadata.get("completion_ids")
     if ids is not None:
         if not isinstance(ids, list):
@@ -82,8 +82,9 @@ def length(
     `unit` ``tokens`` reads ``metadata.completion_ids`` (as TRL passes them) or
     ``metadata.completion_length``; without either the status is `not_applicable`, never a
     guessed 0. ``words`` counts words as a reader does (`_words`: each CJK character is a word,
-    zero-width characters and ``_`` separate words), ``chars`` counts characters; both measure
-    the `turns` of the completion.
+    zero-width characters and ``_`` separate words, runs of symbols or emoji count one word
+    per 16 characters), ``chars`` counts characters; both measure the `turns` of the
+    completion.
     """
     shape: Callable[[int], float]
     if mode == "overlong":
@@ -167,8 +168,10 @@ def repetition(
       between repeats 0.12 and plain loops below 0.02: each pays the full penalty, as a
       plain loop does.
 
-    `char_ngram: 0` or `min_compression: 0` turns that measure off. Texts shorter than a
-    window have nothing to repeat: 0 for that measure.
+    All three measure the text as a reader sees it (`_words.visible`: zero-width and other
+    default-ignorable characters removed, NFKC), so invisible characters sprinkled between
+    the repeats of a loop do not hide it. `char_ngram: 0` or `min_compression: 0` turns that
+    measure off. Texts shorter than a window have nothing to repeat: 0 for that measure.
     """
     if ngram < 1:
         raise ConfigError(f"ngram: must be at least 1, got {ngram}")
@@ -182,7 +185,7 @@ def repetition(
         )
 
     def score(sample: Sample) -> Score:
-        text = generated_text(sample, turns)
+        text = visible(generated_text(sample, turns))
         words = text.lower().split()
         measures = {
             "word": repeated_ratio(

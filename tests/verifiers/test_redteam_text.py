@@ -304,7 +304,7 @@ ROWS = [
     guard("choice_and_or", versus(choice(), "Answer: B and/or C", "Answer: C", "B"), ZERO),
     guard("choice_or_bold", versus(choice(), "Answer: **B** (or **C**)", "Answer: C", "B"), ZERO),
     # regex
-    hole(
+    closed(
         "regex_unclosed_think",
         versus(ASCII_ONLY, "<think> \u8fd9\u662f\u4e2d\u6587", "The answer is \u4e2d\u6587"),
         ZERO,

@@ -311,7 +311,9 @@ REGEX_CASES = [
     ({"pattern": r"^<think>", "scope": "completion"}, "<think>x</think>y", 1.0),
     ({"pattern": r"\d"}, "<think>1 2 3", 0.0),
     ({"pattern": r"\d", "mode": "fullmatch"}, "", 0.0),
-    ({"pattern": r"^$", "mode": "fullmatch"}, "", 1.0),
+    ({"pattern": r"^$", "mode": "fullmatch"}, "", 0.0),  # a blank answer is no answer
+    ({"pattern": r"[\x00-\x7F]*", "mode": "fullmatch"}, "<think> 中文", 0.0),
+    ({"pattern": r"^[^!]*$"}, "\u200b \n", 0.0),
     ({"pattern": r"東京"}, chat("東京です"), 1.0),
 ]
 

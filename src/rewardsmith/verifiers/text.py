@@ -16,6 +16,7 @@ from .._exceptions import ConfigError
 from ..models import Sample, Score
 from ..registry import RewardFn, bounded, reward
 from ._common import answer_part
+from ._words import visible
 
 __all__ = ["MAX_REGEX_CHARS", "choice", "exact_match", "f1", "regex"]
 
@@ -267,7 +268,10 @@ def regex(
     `mode` is ``search`` (anywhere) or ``fullmatch`` (the stripped text, entirely). The
     pattern is Python `re` syntax, compiled once here. Texts over `MAX_REGEX_CHARS` score 0
     without running (a backtracking pattern on a huge text could stall a worker): the policy
-    wrote them, so they are wrong, never `invalid`.
+    wrote them, so they are wrong, never `invalid`. A blank text (nothing visible: empty,
+    whitespace, zero-width characters; an unclosed ``<think>`` leaves the answer part empty)
+    is no answer and scores 0 without running: an empty answer satisfies any "must not
+    contain" pattern.
     """
     flags = (
         (re.IGNORECASE if ignore_case else 0)
@@ -288,6 +292,8 @@ def regex(
             return Score.ok(
                 0.0, reason=f"text is {len(text)} chars, over the regex limit of {MAX_REGEX_CHARS}"
             )
+        if not visible(text).strip():
+            return Score.ok(0.0, reason="no answer: the text is blank")
         found = match(text)
         if found is None:
             return Score.ok(0.0, reason="no match" if mode == "search" else "no full match")

@@ -205,45 +205,45 @@ LOREM_WHY = (
 
 ROWS = [
     # f1
-    hole(
+    closed(
         "f1_or_in_parentheses",
         versus(F1, "Paris (or London)", "London", "Paris"),
         ZERO,
         "0.5 vs 0.0",
         F1_HEDGE,
     ),
-    hole(
+    closed(
         "f1_maybe",
         versus(F1, "Paris, maybe London", "London", "Paris"),
         ZERO,
         "0.5 vs 0.0",
         F1_HEDGE,
     ),
-    hole(
+    closed(
         "f1_versus", versus(F1, "Paris vs London", "London", "Paris"), ZERO, "0.5 vs 0.0", F1_HEDGE
     ),
-    hole(
+    closed(
         "f1_ampersand",
         versus(F1, "Paris & London", "London", "Paris"),
         ZERO,
         "0.667 vs 0.0",
         F1_HEDGE,
     ),
-    hole(
+    closed(
         "f1_question_marks",
         versus(F1, "Paris? London?", "London", "Paris"),
         ZERO,
         "0.667 vs 0.0",
         F1_HEDGE,
     ),
-    hole(
+    closed(
         "f1_newline_list",
         versus(F1, "Paris\nLondon", "London", "Paris"),
         ZERO,
         "0.667 vs 0.0",
         F1_HEDGE + " (a list on lines)",
     ),
-    hole(
+    closed(
         "f1_comma_list_documented",
         versus(F1, "Paris, London", "London", "Paris"),
         ZERO,
@@ -251,7 +251,7 @@ ROWS = [
         "f1: a plain list is paid 2/3 (documented in the README, still a "
         "hedge that beats a guess's expected 1/2)",
     ),
-    hole(
+    closed(
         "f1_empty_vs_reference_of_articles",
         versus(F1, "", "Pixies", "The The"),
         ZERO,

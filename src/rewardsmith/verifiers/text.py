@@ -129,15 +129,26 @@ def _token_f1(prediction: list[str], gold: list[str]) -> float:
 
 
 _DISJUNCTION = re.compile(
-    r"\s(?:and/)?or\s|\beither\b|[;|]|(?<=[^\W\d_])\s*/\s*(?=[^\W\d_])", re.IGNORECASE
+    r"(?<![^\W_])(?:and/)?or(?![^\W_])|\b(?:either|maybe|perhaps|possibly|versus|vs)\b\.?"
+    r"|[;|&?()\[\]\n\u2013\u2014]|(?<!\d),|,(?!\d)|(?<=[^\W\d_])\s*/\s*(?=[^\W\d_])",
+    re.IGNORECASE,
 )
+"""What separates the candidates of a hedge: "or" (also "(or"), "either", "maybe", "vs",
+";", "|", "&", "?", parentheses, dashes, a line break, a comma (not inside a number:
+"1,000"), a slash between words (not "9/11")."""
 
 
 def _candidates(answer: str) -> list[str]:
-    """The alternatives an answer offers ("Paris or London", "Paris/London", "either A or B"),
-    each with at least one SQuAD token; one item when it offers none."""
+    """The alternatives an answer offers ("Paris or London", "Paris (London)", "Paris,
+    London", "Paris\nLondon"), each with at least one SQuAD token; one item when it offers
+    none."""
     parts = [part for part in _DISJUNCTION.split(answer) if _squad_tokens(part)]
     return parts or [answer]
+
+
+def _plain_tokens(text: str) -> list[str]:
+    """SQuAD's normalisation without dropping articles."""
+    return "".join(c for c in text.lower() if c not in _SQUAD_PUNCT).split()
 
 
 @reward("f1")
@@ -150,11 +161,17 @@ def f1(*, reject_hedges: bool = True) -> RewardFn:
     empty is 1.0, one empty is 0.0 (v1.1 would give 0 for both empty).
 
     F1 pays for hedging: k candidates earn about 2/(k+1), more than a guess's expected 1/k.
-    With `reject_hedges` (default), an answer offering alternatives ("Paris or London",
-    "Paris/London", "either ... or", ";"-separated) scores 0 with the reason, unless the
-    reference itself offers them. A list without such words ("Paris, London" or "Paris
-    London") is not detected ("Paris, France" is an answer, not a hedge): token F1 remains a
-    partial-credit measure, which a policy can pad.
+    With `reject_hedges` (default), an answer offering several candidates scores 0 with the
+    reason, unless the reference itself offers several. Candidates are separated by "or",
+    "either", "maybe", "vs", ";", "|", "&", "?", parentheses, dashes, line breaks, commas
+    (outside numbers) and slashes between words (`_DISJUNCTION`): a list is a hedge however
+    it is written. So an answer more specific than its reference in that form ("Paris,
+    France" or "Paris (France)" for "Paris") is 0 too: the price of not paying lists. Turn
+    it off for plain SQuAD F1.
+
+    When either side normalises to no token, both keep their articles: the band "The The"
+    needs an answer saying "the the", and an empty answer scores 0 against it (1.0 only
+    against a blank reference, as in SQuAD v2.0).
     """
 
     def score(sample: Sample) -> Score:
@@ -169,9 +186,14 @@ def f1(*, reject_hedges: bool = True) -> RewardFn:
                     0.0, answer=answer, candidates=offered, reason="hedged between answers"
                 )
         tokens = _squad_tokens(answer)
-        best, best_ref = max(
-            ((_token_f1(tokens, _squad_tokens(r)), r) for r in refs), key=lambda pair: pair[0]
-        )
+
+        def overlap(ref: str) -> float:
+            gold = _squad_tokens(ref)
+            if tokens and gold:
+                return _token_f1(tokens, gold)
+            return _token_f1(_plain_tokens(answer), _plain_tokens(ref))  # "The The"
+
+        best, best_ref = max(((overlap(r), r) for r in refs), key=lambda pair: pair[0])
         return Score.ok(best, answer=answer, reference=best_ref)
 
     return bounded(score, 0.0, 1.0)

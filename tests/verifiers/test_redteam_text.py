@@ -264,35 +264,35 @@ ROWS = [
     guard("f1_slash", versus(F1, "Paris/London", "London", "Paris"), ZERO),
     guard("f1_semicolon", versus(F1, "Paris; London", "London", "Paris"), ZERO),
     # choice
-    hole(
+    closed(
         "choice_zero_width_comma",
         versus(choice(), "Answer: B\u200b, C", "Answer: C", "B"),
         ZERO,
         "1.0 vs 0.0",
         CHOICE_HEDGE + " (U+200B before the comma)",
     ),
-    hole(
+    closed(
         "choice_en_dash",
         versus(choice(), "Answer: B\u2013D", "Answer: C", "B"),
         ZERO,
         "1.0 vs 0.0",
         CHOICE_HEDGE,
     ),
-    hole(
+    closed(
         "choice_ideographic_comma",
         versus(choice(), "Answer: B\u3001C", "Answer: C", "B"),
         ZERO,
         "1.0 vs 0.0",
         CHOICE_HEDGE,
     ),
-    hole(
+    closed(
         "choice_juxtaposed",
         versus(choice(), "Answer: (B) (C)", "Answer: C", "B"),
         ZERO,
         "1.0 vs 0.0",
         CHOICE_HEDGE,
     ),
-    hole(
+    closed(
         "choice_though",
         versus(choice(), "The answer is B, though C", "Answer: C", "B"),
         ZERO,

@@ -214,16 +214,23 @@ def choice(*, choices: str = "ABCD") -> RewardFn:
     ``\\boxed{B}``. Failing those, the first or last line of the answer being a lone letter
     or starting with a label: ``B``, ``(B)``, ``B)``, ``B. Paris``. Two different committed
     letters are hedging and score 0, whether committed twice or in one run joined by a
-    separator (``A or B``, ``B, C``, ``B; A``, ``B/C``, ``B & C``, ``\\boxed{B, C}``,
-    ``(B), also (C)``). The reference is a letter, optionally in parentheses, any case.
+    separator (``A or B``, ``B, C``, ``B; A``, ``B/C``, ``B & C``, ``B–D``, ``B、C``,
+    ``B, though C``, ``\\boxed{B, C}``, ``(B), also (C)``, ``(B) (C)``). The answer is read
+    as it is seen: zero-width and other default-ignorable characters removed, NFKC (full-width
+    letters and commas fold to ASCII). The reference is a letter, optionally in parentheses,
+    any case.
     """
     if not choices or not re.fullmatch(r"[A-Z]+", choices) or len(set(choices)) != len(choices):
         raise ConfigError(f"choices: must be distinct uppercase letters A-Z, got {choices!r}")
     # Regexes run on text with markdown emphasis and `$` removed and whitespace collapsed, so
     # each gap is at most one space: no ambiguous `\s*` runs to backtrack over.
     one = rf"(?<![A-Za-z0-9])[{choices}](?![A-Za-z0-9])"
-    words = r"(?i:or|and|also|plus|maybe|perhaps|possibly|either|as well as)\b"
-    sep = rf" ?[)\]}}]? ?[(\[{{]? ?(?:(?:[,;/&+]|{words}) ?){{1,3}}[(\[{{]? ?"
+    words = (
+        r"(?i:or|and|also|plus|maybe|perhaps|possibly|either|as well as|though|although"
+        r"|otherwise|alternatively|else|through|to)\b"
+    )
+    joined = rf" ?[)\]}}]? ?[(\[{{]? ?(?:(?:[,;/&+\-\u2013\u2014\u3001~]|{words}) ?){{1,3}}"
+    sep = rf"(?:{joined}[(\[{{]? ?| ?[)\]}}] ?[(\[{{] ?)"
     run = rf"{one}(?:{sep}{one})*"
     committed = re.compile(
         rf"\b(?i:answer|option|choice)\b ?(?:(?i:is)\b|:|=) ?:? ?(?:(?i:option|choice) )?"
@@ -235,7 +242,8 @@ def choice(*, choices: str = "ABCD") -> RewardFn:
     letter = re.compile(one)
 
     def committed_letters(answer: str) -> list[str]:
-        lines = [_SPACES.sub(" ", line).strip() for line in _MARKUP.sub("", answer).splitlines()]
+        answer = _MARKUP.sub("", visible(answer))
+        lines = [_SPACES.sub(" ", line).strip() for line in answer.splitlines()]
         lines = [line for line in lines if line]
         found = [
             c

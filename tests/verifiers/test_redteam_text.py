@@ -412,7 +412,7 @@ ROWS = [
 
 if pos_tagger() is None:
     ROWS.append(
-        hole(
+        closed(
             "ifbench_missing_tagger_charged",
             _start_verb_cause,
             POSITIVE,

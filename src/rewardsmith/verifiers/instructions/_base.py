@@ -20,15 +20,19 @@ __all__ = ["Builder", "Check", "InstructionError", "Kwargs", "ResourceMissing", 
 
 
 class InstructionError(ValueError):
-    """An instruction id is unknown or its kwargs are unusable (status `invalid`)."""
+    """An instruction id is unknown or its kwargs are unusable (status `invalid`, caused by
+    the dataset)."""
 
     status = "invalid"
+    cause = "dataset"
 
 
 class ResourceMissing(InstructionError):
-    """A checker needs local data that is not installed (status `error`)."""
+    """A checker needs local data that is not installed (status `error`): the machine's
+    failure, never the completion's (`cause: infrastructure`, left out of group statistics)."""
 
     status = "error"
+    cause = "infrastructure"
 
 
 class Text:

@@ -186,7 +186,7 @@ def constraints(
         try:
             root = parse_expression(data)
         except InstructionError as exc:
-            return Score.failed(exc.status, str(exc))  # type: ignore[arg-type]
+            return Score.failed(exc.status, str(exc), cause=exc.cause)  # type: ignore[arg-type]
         leaves = _leaves(root)
         if len(leaves) > MAX_LEAVES:
             return Score.failed("invalid", f"{len(leaves)} leaves, over {MAX_LEAVES}")

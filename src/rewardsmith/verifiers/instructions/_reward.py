@@ -84,7 +84,12 @@ def build_checks(
         try:
             checks.append((instruction_id, build(registry, instruction_id, raw)))
         except InstructionError as exc:
-            return Score.failed(exc.status, str(exc), instruction_index=index)  # type: ignore[arg-type]
+            return Score.failed(
+                exc.status,  # type: ignore[arg-type]
+                str(exc),
+                cause=exc.cause,  # type: ignore[arg-type]
+                instruction_index=index,
+            )
     return checks
 
 

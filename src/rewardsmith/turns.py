@@ -11,8 +11,10 @@ completion. With `scope: turns` it scores each assistant turn on its own view of
   else the sample's own reference.
 
 The component's result carries one value per turn in ``detail.steps`` (what
-``combine: renorm`` reads as per-step process rewards) and, as its score, their mean. The
-policy decides how many turns it takes, so neither count is an escape: a turn past the end of
+``combine: renorm`` reads as per-step process rewards) and, as its score, their mean; for a
+penalty (a reward whose declared range tops out at or below 0, as `length` and `repetition`),
+the worst turn's value instead: averaged, nine "ok" turns would cut an overlong turn's penalty
+tenfold. The policy decides how many turns it takes, so neither count is an escape: a turn past the end of
 ``turn_references`` scores the reward's floor (the low end of the range it declares with
 `bounded`; 0 for a reward that declares none), with the reason, and a gold turn the
 trajectory never reached counts the floor in the mean. Whatever the trajectory, the
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 from .models import FAILURE_STATUSES, Message, Sample, Score
 from .registry import RewardFn, bounded, declared_bounds
@@ -70,11 +72,15 @@ def turn_views(sample: Sample) -> Iterator[Sample]:
         yield sample.model_copy(update={"prompt": prefix, "completion": [completion[i]]})
 
 
-def per_turn(fn: RewardFn) -> RewardFn:
+def per_turn(fn: RewardFn, reduce: Literal["mean", "min"] | None = None) -> RewardFn:
     """`fn` applied to every assistant turn; per-turn values in ``detail.steps``. Missing and
-    extra turns score `fn`'s floor; the result declares `fn`'s range."""
+    extra turns score `fn`'s floor; the result declares `fn`'s range. `reduce` turns the
+    per-turn values into the score: by default ``min`` (the worst turn) for a penalty, a
+    reward whose range tops out at or below 0, else ``mean``."""
     declared = declared_bounds(fn)
     floor = declared[0] if declared is not None else 0.0
+    if reduce is None:
+        reduce = "min" if declared is not None and declared[1] <= 0 else "mean"
 
     def score(sample: Sample) -> Score:
         references = sample.metadata.get(TURN_REFERENCES)
@@ -99,14 +105,15 @@ def per_turn(fn: RewardFn) -> RewardFn:
                 )
                 scores.append(Score.ok(floor, reason=reason))
         missing = max(0, len(references) - count) if references is not None else 0
-        return _combine_turns(scores, missing, floor)
+        return _combine_turns(scores, missing, floor, reduce)
 
     return bounded(score, *declared) if declared is not None else score
 
 
-def _combine_turns(scores: list[Score], missing: int, floor: float) -> Score:
+def _combine_turns(scores: list[Score], missing: int, floor: float, reduce: str) -> Score:
     """The component's score from its turns' scores: the first failure decides, else the mean
-    over the turns that apply (plus `missing` unreached gold turns, which count `floor`)."""
+    (or the minimum) over the turns that apply, plus `missing` unreached gold turns, which
+    count `floor`."""
     turns: list[dict[str, Any]] = []
     steps: list[float | None] = []
     for k, turn in enumerate(scores):
@@ -123,8 +130,9 @@ def _combine_turns(scores: list[Score], missing: int, floor: float) -> Score:
     counted = [s for s in steps if s is not None]
     if not counted:
         return Score.failed("not_applicable", "no turn applies", steps=steps, turns=turns)
-    mean = math.fsum([*counted, *[floor] * missing]) / (len(counted) + missing)
-    detail: dict[str, Any] = {"steps": steps, "turns": turns}
+    values = [*counted, *[floor] * missing]
+    value = min(values) if reduce == "min" else math.fsum(values) / len(values)
+    detail: dict[str, Any] = {"steps": steps, "turns": turns, "reduce": reduce}
     if missing:
         detail["missing_turns"] = missing
-    return Score.ok(mean, **detail)
+    return Score.ok(value, **detail)

@@ -361,7 +361,7 @@ ROWS = [
         "0.0 vs -1.0",
         "length: emoji count as no words",
     ),
-    hole(
+    closed(
         "turns_dilute_penalty",
         _turn_dilution,
         AT_MOST,

@@ -14,12 +14,12 @@ The component's result carries one value per turn in ``detail.steps`` (what
 ``combine: renorm`` reads as per-step process rewards) and, as its score, their mean; for a
 penalty (a reward whose declared range tops out at or below 0, as `length` and `repetition`),
 the worst turn's value instead: averaged, nine "ok" turns would cut an overlong turn's penalty
-tenfold. The policy decides how many turns it takes, so neither count is an escape: a turn past the end of
-``turn_references`` scores the reward's floor (the low end of the range it declares with
-`bounded`; 0 for a reward that declares none), with the reason, and a gold turn the
-trajectory never reached counts the floor in the mean. Whatever the trajectory, the
-dataset's ``turn_references`` decide validity: a list with a null entry is `invalid` before
-any turn is scored.
+tenfold. The policy decides how many turns it takes, so neither count is an escape: a turn
+past the end of ``turn_references`` scores the reward's floor (the low end of the range it
+declares with `bounded`; 0 for a reward that declares none), with the reason, and a gold turn
+the trajectory never reached counts the floor in the mean (or the minimum). Whatever the
+trajectory, the dataset's ``turn_references`` decide validity: a list with a null entry is
+`invalid` before any turn is scored.
 
 Views are built one at a time: each holds its whole prefix, so all of them at once would
 take memory growing with the square of the number of turns.

@@ -215,3 +215,30 @@ def test_json_refuses_a_schema_with_a_format_nobody_checks() -> None:
     assert json_valid(schema=schema)(sample('{"format": "A4"}')).score == 1.0
     dated = json_valid(schema={"type": "string", "format": "date"})
     assert [dated(sample(t)).score for t in ('"2024-02-29"', '"2024-02-30"')] == [1.0, 0.0]
+
+
+EMAILS = [
+    ("email", "a@b.co", 1.0),
+    ("email", "john.doe+tag@mail.example.com", 1.0),
+    ("email", "user@[127.0.0.1]", 1.0),
+    ("email", "user@[IPv6:::1]", 1.0),
+    ("email", "@", 0.0),  # jsonschema's own check is `"@" in value`
+    ("email", "a@b", 0.0),  # one label
+    ("email", "not an email@x.com", 0.0),
+    ("email", "a..b@x.com", 0.0),
+    ("email", ".a@x.com", 0.0),
+    ("email", "a@-x.com", 0.0),
+    ("email", "a@x.123", 0.0),
+    ("email", "a@x..com", 0.0),
+    ("email", "josé@example.com", 0.0),  # non-ASCII: idn-email only
+    ("idn-email", "josé@example.com", 1.0),
+    ("idn-email", "用户@例子.广告", 1.0),
+    ("idn-email", "@例子.广告", 0.0),
+    ("idn-email", "@", 0.0),
+]
+
+
+@pytest.mark.parametrize(("fmt", "value", "expected"), EMAILS)
+def test_json_email_formats_are_real_checks(fmt: str, value: str, expected: float) -> None:
+    reward = json_valid(schema={"type": "string", "format": fmt})
+    assert reward(sample(json.dumps(value, ensure_ascii=False))).score == expected

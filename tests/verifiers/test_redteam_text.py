@@ -314,7 +314,7 @@ ROWS = [
     ),
     guard("regex_over_limit", versus(regex(pattern="a"), "a" * (MAX_REGEX_CHARS + 1), "b"), ZERO),
     # json
-    hole(
+    closed(
         "json_email_format",
         versus(json_valid(schema={"type": "string", "format": "email"}), '"@"', '"not an email"'),
         ZERO,

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
+from functools import partial
 from typing import Any, Literal
 
+import idna
 import jsonschema
 import jsonschema.exceptions
 
@@ -113,6 +116,60 @@ def _formats(schema: Any) -> set[str]:
     return found
 
 
+_ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
+_LOCAL = re.compile(rf"{_ATEXT}+(?:\.{_ATEXT}+)*")
+_IDN_ATEXT = r"[\w!#$%&'*+/=?^`{|}~-]"
+_IDN_LOCAL = re.compile(rf"{_IDN_ATEXT}+(?:\.{_IDN_ATEXT}+)*")
+_LABEL = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)")
+
+
+def _email_domain(domain: str, idn: bool) -> bool:
+    """A domain of at least two labels (the last not all digits), or an address literal."""
+    if domain.startswith("[") and domain.endswith("]"):
+        literal = domain[1:-1]
+        literal = literal[5:] if literal.lower().startswith("ipv6:") else literal
+        try:
+            ipaddress.ip_address(literal)
+        except ValueError:
+            return False
+        return True
+    if idn:
+        try:
+            domain = idna.encode(domain, uts46=True).decode("ascii")
+        except (idna.IDNAError, UnicodeError):
+            return False
+    labels = domain.split(".")
+    return (
+        len(domain) <= 253
+        and len(labels) >= 2
+        and all(_LABEL.fullmatch(label) for label in labels)
+        and not labels[-1].isdigit()
+    )
+
+
+def _is_email(value: object, idn: bool = False) -> bool:
+    """An address as RFC 5321 delivers it: a dot-atom local part (at most 64 characters;
+    non-ASCII letters allowed for `idn-email`, RFC 6531) at a domain. jsonschema's own check
+    is ``"@" in value``, so ``"@"`` would pass. Quoted local parts are refused."""
+    if not isinstance(value, str):
+        return True
+    local, at, domain = value.rpartition("@")
+    if not at or len(value) > 254 or not 0 < len(local) <= 64:
+        return False
+    pattern = _IDN_LOCAL if idn else _LOCAL
+    return bool(pattern.fullmatch(local)) and _email_domain(domain, idn)
+
+
+def _format_checker(base: jsonschema.FormatChecker) -> jsonschema.FormatChecker:
+    """`base` (a draft's format checker) with real `email` and `idn-email` checks."""
+    checker = jsonschema.FormatChecker(formats=())
+    checker.checkers = dict(base.checkers)
+    for name, idn in (("email", False), ("idn-email", True)):
+        if name in checker.checkers:
+            checker.checkers[name] = (partial(_is_email, idn=idn), ())
+    return checker
+
+
 @reward("json")
 def json_valid(
     *,
@@ -127,7 +184,10 @@ def json_valid(
     (latest by default); it is checked here, so a bad schema fails the spec, not every sample.
     ``format`` keywords (``email``, ``date-time``, ``uri``...) are asserted, not just noted as
     JSON Schema allows: a schema naming a format no installed checker knows is refused, so a
-    format is never silently unchecked. JSON nested too deeply to parse is what the policy
+    format is never silently unchecked. The checks are jsonschema's (with its
+    `format-nongpl` extras), except `email` and `idn-email`, whose check there is only
+    ``"@" in value``: here an address must be a dot-atom local part at a domain of two or
+    more labels (`_is_email`). JSON nested too deeply to parse is what the policy
     wrote: 0, with the reason (never `invalid`).
     """
     validator: jsonschema.protocols.Validator | None = None
@@ -137,7 +197,7 @@ def json_valid(
             cls.check_schema(schema)
         except jsonschema.exceptions.SchemaError as exc:
             raise ConfigError(f"schema: invalid JSON Schema: {exc.message}") from exc
-        checker = cls.FORMAT_CHECKER
+        checker = _format_checker(cls.FORMAT_CHECKER)
         unknown = sorted(_formats(schema) - set(checker.checkers))
         if unknown:
             raise ConfigError(

@@ -46,11 +46,14 @@ SETS = {
 }
 KEYWORD_KWARGS = ("keywords", "keyword", "keyword1", "keyword2", "keyword3", "keyword4",
                   "keyword5", "word", "forbidden_words", "first_word", "end_phrase")  # fmt: skip
-REPLIES = ["", "OK", "\u200b", "keywords", "real"]
+LOREM = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor"
+"""A fixed twelve-word filler sent to every prompt (red team rt17)."""
+REPLIES = ["", "OK", "\u200b", "keywords", LOREM, "real"]
 LABELS = {
     "": '`""`',
     "OK": "`OK`",
     "\u200b": "`\\u200b`",
+    LOREM: "lorem ipsum (12 words, the same for every prompt)",
     "keywords": "the prompt's keywords",
     "real": "**real responses**",
 }

@@ -214,7 +214,8 @@ def test_the_training_example_spec_scores_contentless_replies_zero() -> None:
     reward = spec.rewards["instructions"].build()
     reference = {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}
     prompt = "Write a short story about a lighthouse. Do not use any commas."
-    story = "The keeper lit the lamp at dusk and watched the ships pass the dark rocks below."
-    for reply, expected in [("OK", 0.0), ("\u200b", 0.0), (story, 1.0)]:
+    story = "The keeper lit the lighthouse lamp at dusk and watched the ships pass the rocks."
+    filler = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor"
+    for reply, expected in [("OK", 0.0), ("\u200b", 0.0), (filler, 0.0), (story, 1.0)]:
         result = reward(Sample(id="s", completion=reply, prompt=prompt, reference=reference))
         assert (result.status, result.score) == ("ok", expected), reply

@@ -127,8 +127,8 @@ def _training_cases(folder: Path, prompts: str, responses: str) -> list[tuple[di
 @pytest.mark.parametrize(
     ("factory", "folder", "prompts", "responses", "changed"),
     [
-        (ifeval, IFEVAL, "input_data.jsonl", "input_response_data_gpt4_20231107_145030.jsonl", 1),
-        (ifbench, IFBENCH, "IFBench_test.jsonl", "sample_output.jsonl", 0),
+        (ifeval, IFEVAL, "input_data.jsonl", "input_response_data_gpt4_20231107_145030.jsonl", 10),
+        (ifbench, IFBENCH, "IFBench_test.jsonl", "sample_output.jsonl", 1),
     ],
 )
 def test_training_option_pays_no_contentless_reply_and_keeps_real_responses(
@@ -137,7 +137,9 @@ def test_training_option_pays_no_contentless_reply_and_keeps_real_responses(
     """Issue 17 item 7 on the real prompts: "", "OK", "\\u200b" and the instructions'
     keywords earn 0 on every prompt (up to 0.44 on average officially), while the real
     responses keep their official reward, but for IFEval 2359, which only repeats the
-    request it was asked to repeat before answering (see BENCHMARKS.md)."""
+    request it was asked to repeat before answering, and 10 whose words share no stem with
+    the prompt's topic (a haiku about Ireland that never says "Ireland"; the price of
+    refusing a fixed filler such as lorem ipsum: see BENCHMARKS.md)."""
     official, training = factory(), factory(training=True)
     moved = []
     for row, real in _training_cases(folder, prompts, responses):

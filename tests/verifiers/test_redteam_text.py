@@ -375,21 +375,21 @@ ROWS = [
     ),
     guard("length_cjk", versus(WORDS_100, "\u5b57" * 2100, HONEST_200), AT_MOST),
     # IFEval / IFBench / constraints
-    hole(
+    closed(
         "ifeval_1001_lorem",
         _contentless("ifeval", 1001, LOREM),
         ZERO,
         "1.0 vs GPT-4's itinerary 0.0",
         LOREM_WHY,
     ),
-    hole(
+    closed(
         "ifeval_1092_lorem",
         _contentless("ifeval", 1092, LOREM),
         ZERO,
         "1.0 vs GPT-4's blog post 0.0",
         LOREM_WHY,
     ),
-    hole(
+    closed(
         "ifbench_48_lorem_vacuous",
         _contentless("ifbench", 48, LOREM),
         ZERO,

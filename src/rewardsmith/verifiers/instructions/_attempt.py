@@ -18,11 +18,19 @@ scores 0, whatever the checkers say, when:
 - the prompt asks for prose (write an essay, a story, a letter...; explain, describe...)
   and the response has fewer than `min_words` words (fewer than a word-count ceiling the
   instructions set, if lower), unless an instruction asks for a short form (one of given
-  options, a fixed phrase, no whitespace, a CSV...).
+  options, a fixed phrase, no whitespace, a CSV...);
+- it has `min_words` or more words and none shares its first five characters with a topic
+  word of the prompt (a word that is not function, filler or instruction vocabulary, nor
+  one an instruction forbids): a fixed filler sent to every prompt ("lorem ipsum ..."). Not
+  judged for riddles, rewrites, short forms, other languages and replies mostly in another
+  script. On the real data this costs 10 of 835 real responses their reward (a haiku about
+  Ireland that never says "Ireland"), and a twelve-word lorem ipsum still earns full marks on
+  9 IFEval and 13 IFBench prompts (those exemptions, or a shared stem).
 
 These are heuristics over the prompt and the response, not a judge: a short content word
 that does not come from the prompt ("Banana") still passes on a prompt that does not ask for
-prose. Pair the reward with a correctness or judged reward for content.
+prose, and a filler written with the prompt's topic words passes the topic check. Pair the
+reward with a correctness or judged reward for content.
 """
 
 from __future__ import annotations
@@ -136,6 +144,79 @@ def _word_ceiling(ids: Sequence[str], kwargs: Sequence[Any]) -> int | None:
     return min(ceilings) if ceilings else None
 
 
+STEM = 5
+"""Words are compared by their first `STEM` characters ("Japan" and "Japanese" agree)."""
+
+INSTRUCTION_WORDS = frozenset((
+    "respo", "write", "writi", "writt", "least", "inclu", "words", "word", "shoul", "about", "use",
+    "must", "sente", "not", "answe", "conta", "lette", "make", "entir", "each", "exact", "all",
+    "pleas", "what", "follo", "one", "any", "than", "how", "two", "three", "four", "five", "give",
+    "doubl", "start", "sure", "more", "most", "first", "secon", "third", "last", "from", "point",
+    "have", "using", "new", "separ", "keywo", "markd", "comma", "times", "secti", "only", "brack",
+    "squar", "capit", "other", "bulle", "but", "text", "end", "endin", "creat", "forma", "diffe",
+    "such", "has", "who", "witho", "descr", "betwe", "less", "repea", "appea", "then", "expla",
+    "chara", "into", "like", "title", "befor", "after", "parag", "chang", "list", "numbe", "langu",
+    "where", "say", "engli", "reque", "phras", "gener", "wrap", "wrapp", "allow", "place", "angul",
+    "lower", "upper", "every", "style", "which", "their", "need", "short", "long", "state",
+    "would", "name", "ensur", "marks", "quota", "quote", "help", "alter", "provi", "aster", "also",
+    "does", "outpu", "add", "was", "some", "above", "below", "total", "lengt", "highl", "posts",
+    "symbo", "case", "thing", "time", "way", "just", "very", "your", "our", "them", "his", "her",
+    "him", "can't", "don't", "do", "did", "get", "want", "know", "think", "tell", "ask", "asked",
+    "exampl", "examp", "respon",
+))  # fmt: skip
+"""First `STEM` characters of the words IFEval's and IFBench's instructions are phrased in
+(the prefixes in more than 3% of their 835 prompts that are not a topic): a reply sharing
+only these with a prompt shares nothing with its task."""
+
+
+def _stems(text: str) -> set[str]:
+    """The prompt-comparable content words of `text` (three or more characters, not filler,
+    function or instruction words, not numbers), cut to `STEM` characters."""
+    found = set()
+    for word in words(text):
+        low = word.lower()
+        if len(low) > 2 and not low.isdigit() and low not in FILLER | FUNCTION_WORDS:
+            stem = low[:STEM]
+            if stem not in INSTRUCTION_WORDS:
+                found.add(stem)
+    return found
+
+
+_OBLIQUE = re.compile(r"\briddles?\b", re.IGNORECASE)
+"""Prompts whose good reply hides its topic."""
+
+
+def _ignores_prompt(
+    response: str, prompt: str, ids: Sequence[str], kwargs: Sequence[Any], min_words: int
+) -> bool:
+    """A reply of `min_words` or more words, none sharing its first `STEM` characters with
+    a topic word of the prompt (the words an instruction forbids are no topic): what a fixed
+    filler ("lorem ipsum ...") sent to every prompt looks like. Not judged when the prompt
+    has no other topic words; when an instruction asks for another language or a short or
+    copied form; when the prompt asks to rewrite its text or for a riddle; or when most of
+    the reply is in another script."""
+    forbidden = {
+        stem
+        for raw in kwargs
+        if isinstance(raw, Mapping)
+        for stem in _stems(" ".join(_strings([raw.get("forbidden_words") or []])))
+    }
+    topic = _stems(prompt) - forbidden
+    given = set(ids)
+    if (
+        not topic
+        or SHORT_FORM & given
+        or any(i.startswith("language:") for i in given)
+        or _REUSE.search(prompt)
+        or _OBLIQUE.search(prompt)
+    ):
+        return False
+    said = words(response)
+    if len(said) < min_words or sum(w.isascii() for w in said) * 2 < len(said):
+        return False
+    return not _stems(response) & topic
+
+
 def no_attempt(
     response: str, prompt: str, ids: Sequence[str], kwargs: Sequence[Any], min_words: int
 ) -> str | None:
@@ -167,4 +248,6 @@ def no_attempt(
         needed = min_words if ceiling is None else max(1, min(min_words, ceiling))
         if count_words(response) < needed:
             return f"{count_words(response)} words where the prompt asks for prose ({needed}+)"
+    if _ignores_prompt(response, prompt, ids, kwargs, min_words):
+        return "no word of the prompt's topic: a reply that ignores the prompt"
     return None

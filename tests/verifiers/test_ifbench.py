@@ -154,6 +154,22 @@ def test_start_verb_without_tagger_data_is_an_error_not_a_guess() -> None:
         assert result.detail["follow_instruction_list"] == [True]
 
 
+def test_start_verb_without_tagger_data_is_the_infrastructure_s_failure() -> None:
+    result = _score("words:start_verb", {}, "Run fast.")
+    if pos_tagger() is None:
+        assert result.cause == "infrastructure"  # never charged to the completion
+
+
+def test_every_nth_word_on_a_shorter_reply_is_vacuous_and_fails_in_training() -> None:
+    reply = "A cat story: the cat sat on the mat and then slept all day long"
+    kwargs = {"N": 29}
+    assert _score("count:words_japanese", kwargs, reply).detail["follow_instruction_list"] == [
+        True
+    ]  # upstream: no 29th word, nothing to check
+    training = score_one(ifbench(training=True), "count:words_japanese", kwargs, reply)
+    assert training.detail["follow_instruction_list"] == [False]
+
+
 def test_null_kwargs_are_ignored_as_upstream() -> None:
     kwargs = {"N": 2, "small_n": None, "keyword": None}
     assert _score("count:numbers", kwargs, "1 2").detail["follow_instruction_list"] == [True]

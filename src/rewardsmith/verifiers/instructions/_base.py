@@ -39,8 +39,9 @@ class Text:
     """One response text with what several checkers need computed at most once.
 
     `undecided_language_passes`: whether a language check passes when langdetect cannot
-    decide (the official behaviour: "12345" is then in any language). The training option
-    turns it off.
+    decide (the official behaviour: "12345" is then in any language), or has nothing to
+    judge ("every 29th word in Japanese" on a reply of 12 words). The training option turns
+    it off.
     """
 
     def __init__(self, value: str, undecided_language_passes: bool = True) -> None:

@@ -46,7 +46,8 @@ class Entry:
     sample: Sample
     result: Result
     counted: tuple[Counted, ...]
-    """The components that counted (for a charged sample: each at the group's lowest)."""
+    """The components that counted (for a charged sample: each at the lower of the group's
+    lowest and its range's low end)."""
     reward: float
     """The value the statistics see: the combined reward, or a charged failure's value."""
     charged: bool = False

@@ -385,7 +385,7 @@ ATTACKS = [
         )
     ),
     # ------------------------------------------------ escape hatches: timeout, memory, stalls
-    hole(
+    guard(
         Attack(
             "escape/sin-of-huge-power-single-box",
             f"\\boxed{{{SIN_OF_HUGE}}} against an expression gold: functions of symbols are never"
@@ -395,10 +395,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: engine(f"\\boxed{{{SIN_OF_HUGE}}}", "x^2+1"),
-        ),
-        "one uninterruptible mpmath call: timeout instead of 0 (README: never near 5 s)",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "escape/sin-of-huge-power-second-box",
             r"Any gold: a second box makes `_agreeing` compare the two answers by value first",
@@ -406,10 +405,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: engine(r"\boxed{\sin((2^{4096})^{4096})} \boxed{7}", "1"),
-        ),
-        "hedge-agreement check evaluates the junk box: timeout instead of 0",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "escape/factorial-of-huge-integer-memory",
             r"(((2^{4096})^{4096})^{4096})! next to a second box: `_factorial` converts the"
@@ -419,8 +417,7 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=("ok", 0.0, False),
             run=lambda: under_memory_limit(r"\boxed{(((2^{4096})^{4096})^{4096})!} \boxed{7}", "1"),
-        ),
-        "an integer of 2^36 bits is built before any size check",
+        )
     ),
     hole(
         Attack(

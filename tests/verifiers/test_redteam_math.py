@@ -157,7 +157,7 @@ reduces it modulo pi in one call that the 1.5 s numeric cap cannot interrupt."""
 
 ATTACKS = [
     # ------------------------------------------------ approximations bypass the finished form
-    hole(
+    guard(
         Attack(
             "approx/unevaluated-binomial-with-prompt",
             r"MATH-500 #348 'Compute $\dbinom{31}{28}$': box the question with any finished"
@@ -167,10 +167,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK0,
             run=on_math500(348, r"The answer is $\boxed{\binom{31}{28} \approx 0}$.", "4495"),
-        ),
-        r"`X \approx junk` is finished when junk is: unevaluated X earns 1",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "approx/unevaluated-arithmetic",
             r"`#### 16-3-4`-style arithmetic, made 'finished' by a wrong approximation",
@@ -178,10 +177,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{2 \cdot 3 \cdot 7 \approx 0}", "42"),
-        ),
-        r"`2 \cdot 3 \cdot 7 \approx 0` earns 1 for 42",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "approx/unevaluated-factorial",
             r"\boxed{5! \approx 1} for 120",
@@ -189,10 +187,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{5! \approx 1}", "120"),
-        ),
-        r"`5! \approx 1` earns 1 for 120",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "approx/rounds-to-integer-gold",
             r"A near miss (7.6) with '\approx 8' earns an exact integer gold 8: a policy appends"
@@ -201,10 +198,9 @@ ATTACKS = [
             honest_wrong="ok 0 (\\boxed{7.6})",
             should=OK0,
             run=lambda: direct(r"\boxed{7.6 \approx 8}", "8"),
-        ),
-        "a wrong exact value with a rounded approximation matches an integer gold",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "approx/hedge-two-golds",
             r"\boxed{\frac{15}{2} \approx 8} earns both gold 15/2 and gold 8: a hedge in one box",
@@ -212,10 +208,9 @@ ATTACKS = [
             honest_wrong="(1.0, 0.0) for \\boxed{\\frac{15}{2}}",
             should=(1.0, 0.0),
             run=lambda: both(r"\boxed{\frac{15}{2} \approx 8}", r"\frac{15}{2}", "8"),
-        ),
-        "an exact value and its rounding are two answers; both earn",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "approx/wrong-constant",
             r"\boxed{\pi \approx 3} for gold 3 (and for gold \pi)",
@@ -223,8 +218,7 @@ ATTACKS = [
             honest_wrong="ok 0 (\\boxed{\\pi})",
             should=OK0,
             run=lambda: direct(r"\boxed{\pi \approx 3}", "3"),
-        ),
-        r"`\pi \approx 3` earns gold 3",
+        )
     ),
     guard(
         Attack(

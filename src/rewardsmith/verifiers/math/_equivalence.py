@@ -302,14 +302,16 @@ def _decimals(text: str) -> int | None:
 
 
 def _compare_approximation(a: Answer, gold: Answer, budget: _Budget) -> Verdict:
-    """`exact \\approx approximation`: the exact part must match; or, for a number gold, the
-    approximation may, when it is the exact value rounded to its last place."""
+    """`exact \\approx approximation` commits to its exact part, which must match the gold.
+    Only a decimal gold with as many places as the approximation may be matched through the
+    approximation, and only when that is the exact value rounded to its last place: an
+    integer or exact gold never is (`7.6 \\approx 8` is not 8, `\\pi \\approx 3` is not 3)."""
     exact, approximation = a.items
     verdict = _compare(exact, gold, budget)
     if verdict.equal or gold.kind != "expr" or approximation.kind != "expr":
         return verdict
     places = _decimals(approximation.text)
-    if places is None or parse_number(gold.text) is None:
+    if not places or _decimals(gold.text) != places:
         return verdict
     tolerance = f"\\frac{{1}}{{2 \\cdot 10^{{{places}}}}}"  # rounding: half the last place
     within = Answer(

@@ -242,9 +242,9 @@ def operations(normalized: str) -> frozenset[str]:
 
 
 def _operations(answer: Answer) -> frozenset[str]:
-    if answer.kind == "approx":
+    if answer.kind == "approx":  # both parts are answers: `5! \\approx 1` is unfinished
         exact, approximation = (_operations(item) for item in answer.items)
-        return exact & approximation  # finished when either part is
+        return exact | approximation
     found: set[str] = set()
     for atom in _atoms(answer):
         for pattern, name in _TEXT_OPERATIONS:

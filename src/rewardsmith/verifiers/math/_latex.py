@@ -292,7 +292,9 @@ class _Parser:
 
     def product(self) -> Node:
         """Factors joined by *, /, \\div or juxtaposition (implicit multiplication)."""
+        start = self.pos
         node = self.power()
+        bare_number = self.pos == start + 1 and self.tokens[start].kind == "num"
         factors = [node]
         implicit = [False]
         while True:
@@ -309,7 +311,7 @@ class _Parser:
                 implicit.append(True)
             else:
                 break
-        if len(factors) == 2 and implicit[1]:
+        if len(factors) == 2 and implicit[1] and bare_number:  # `1\\frac45`, not `(0)(\\frac12)`
             mixed = _mixed_number(factors[0], factors[1])
             if mixed is not None:
                 return mixed

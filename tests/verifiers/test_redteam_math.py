@@ -299,7 +299,7 @@ ATTACKS = [
         "e^{...} of numbers is not 'logarithm or exponential'",
     ),
     # ------------------------------------------------ restated prompt, re-spelled
-    hole(
+    guard(
         Attack(
             "restated/readme-example-slash",
             r"MATH-500 #430 'What is $\frac{9}{2}$ expressed as a decimal?': the README's own"
@@ -308,10 +308,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK0,
             run=on_math500(430, r"\boxed{9/2}", "4.5"),
-        ),
-        "restatement detection is defeated by a/b for \\frac{a}{b}",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "restated/parenthesised",
             r"The same with the copied fraction in parentheses: (\frac{9}{2})",
@@ -319,10 +318,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK0,
             run=on_math500(430, r"\boxed{(\frac{9}{2})}", "4.5"),
-        ),
-        "restatement detection is defeated by parentheses",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "restated/complex-division-respelled",
             r"MATH-500 #373 with the prompt: (-3+4i)/(1+2i) is the question re-spelled",
@@ -330,10 +328,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK0,
             run=on_math500(373, r"\boxed{(-3+4i)/(1+2i)}", "1+2i"),
-        ),
-        "the question's quotient re-spelled with / earns 1 with the prompt",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "restated/polynomial-times-one",
             r"MATH-500 #347 'Simplify $4(3r^3+5r-6)-6(2r^3-r^2+4r)$': the expression wrapped in"
@@ -342,10 +339,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK0,
             run=on_math500(347, r"\boxed{1\cdot(4(3r^3+5r-6)-6(2r^3-r^2+4r))}", "6r^2-4r-24"),
-        ),
-        "1\\cdot(question) escapes both the restatement and the finished-form rules",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "restated/factors-reordered",
             r"'Expand the product $(x+1)(x+2)$.' answered (x+2)(x+1)",
@@ -355,8 +351,7 @@ ATTACKS = [
             run=lambda: direct(
                 r"\boxed{(x+2)(x+1)}", "x^2+3x+2", "Expand the product $(x+1)(x+2)$."
             ),
-        ),
-        "the question's product with its factors swapped earns 1",
+        )
     ),
     guard(
         Attack(
@@ -512,7 +507,7 @@ ATTACKS = [
         )
     ),
     # ------------------------------------------------ recall: correct answers that earn 0
-    hole(
+    guard(
         Attack(
             "recall/decimal-found-in-asy-code",
             r"MATH-500 #219 (gold \frac{1}{2}): the correct 0.5 is 'restated' because its [asy]"
@@ -521,8 +516,7 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK1,
             run=on_math500(219, r"The answer is $\boxed{0.5}$.", r"\frac{1}{2}"),
-        ),
-        "a value that merely occurs in the prompt text makes a correct answer a restatement",
+        )
     ),
     hole(
         Attack(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from collections.abc import Iterator
 from functools import lru_cache
 from math import gcd
 
@@ -301,12 +302,66 @@ def unfinished(pred: str, gold: str, config: MathConfig) -> str | None:
 
 _SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
 _BOUNDARY = re.compile(r"[A-Za-z0-9.]")
+_ASY = re.compile(r"\[asy\].*?(?:\[/asy\]|$)", re.S | re.IGNORECASE)
+"""Figure code in a problem: its coordinates (`(0.8,0.5)`) are not the problem's math."""
+_PIECE_SEPARATORS = re.compile(r",|;|=|<|>|\\(?:le|ge|ne|approx|in)(?![a-zA-Z])")
+
+
+def _prompt_math(prompt: str) -> list[str]:
+    """The math of a prompt: its spans (`$...$`, `\\(...\\)`), or the whole text without
+    figure code when it has none."""
+    prompt = _ASY.sub(" ", prompt)
+    spans = [next(g for g in m.groups() if g is not None) for m in _SPAN.finditer(prompt)]
+    return spans or [prompt]
 
 
 @lru_cache(maxsize=1024)
 def _prompt_keys(prompt: str) -> tuple[str, ...]:
-    spans = [next(g for g in m.groups() if g is not None) for m in _SPAN.finditer(prompt)]
-    return (*(key(normalize(s)) for s in spans), key(normalize(prompt)))
+    return tuple(key(normalize(s)) for s in _prompt_math(prompt))
+
+
+def _shape(node: Node) -> str:
+    """The tree as a canonical string, blind to how it is spelled: `9/2` is `\\frac{9}{2}`,
+    brackets vanish, factors of 1 and terms of 0 drop out, and the factors of a product and
+    the terms of a sum are sorted (`(x+2)(x+1)` is `(x+1)(x+2)`)."""
+    kind, args = node.kind, node.args
+    if kind == "neg" and args[0].kind == "neg":
+        return _shape(args[0].args[0])
+    if kind in ("add", "mul"):
+        unit = Fraction(0 if kind == "add" else 1)
+        parts = sorted(_shape(a) for a in _flat(node) if literal_value(a) != unit)
+        if len(parts) == 1:
+            return parts[0]
+        return f"{kind}({','.join(parts)})"
+    if kind == "div":
+        kind = "frac"
+    if not args:
+        return f"{kind}:{node.value}"
+    return f"{kind}:{node.value}({','.join(_shape(a) for a in args)})"
+
+
+def _subtrees(node: Node) -> Iterator[Node]:
+    yield node
+    for arg in node.args:
+        yield from _subtrees(arg)
+
+
+def _shapes(trees: list[Node]) -> frozenset[str]:
+    """The shapes of every compound sub-expression of these trees."""
+    return frozenset(_shape(t) for tree in trees for t in _subtrees(tree) if t.args)
+
+
+@lru_cache(maxsize=1024)
+def _prompt_shapes(prompt: str) -> frozenset[str]:
+    """The shapes of every expression in the prompt's math (each span cut at commas and
+    relations: `$f(x) = \\frac{9}{2}x$` holds `\\frac{9}{2}x` and `\\frac{9}{2}`)."""
+    trees = []
+    for span in _prompt_math(prompt):
+        for piece in _PIECE_SEPARATORS.split(normalize(span)):
+            tree = expression_tree(piece.strip()) if piece.strip() else None
+            if tree is not None:
+                trees.append(tree)
+    return _shapes(trees)
 
 
 def _occurs(needle: str, haystack: str) -> bool:
@@ -331,11 +386,15 @@ def _number_form(text: str) -> str | None:
 
 
 def restated(pred: str, gold: str, prompt: str) -> str | None:
-    """The expression `pred` copies from `prompt` in a form the gold does not have, or None:
-    `\\frac{9}{2}` copied from "Express $\\frac{9}{2}$ as a decimal", `\\sqrt{242}` from
-    "Simplify $\\sqrt{242}$". Integers and single symbols never count."""
+    """The expression `pred` copies from the math of `prompt` in a form the gold does not
+    have, or None: `\\frac{9}{2}` (or `9/2`, `(\\frac{9}{2})`) from "Express $\\frac{9}{2}$ as
+    a decimal", `\\sqrt{242}` from "Simplify $\\sqrt{242}$", `(x+2)(x+1)` from "Expand
+    $(x+1)(x+2)$". Integers and single symbols never count."""
+    gold_atoms = _atoms(parse_answer(normalize(gold)))
     gold_key = key(normalize(gold))
-    gold_forms = {_number_form(a.text) for a in _atoms(parse_answer(normalize(gold)))}
+    gold_forms = {_number_form(a.text) for a in gold_atoms}
+    gold_trees = [t for a in gold_atoms if (t := a.tree or expression_tree(a.text)) is not None]
+    gold_shapes = _shapes(gold_trees)
     for atom in _atoms(parse_answer(normalize(pred))):
         tree = atom.tree or expression_tree(atom.text)
         if tree is None or tree.kind in ("sym", "const"):
@@ -347,5 +406,8 @@ def restated(pred: str, gold: str, prompt: str) -> str | None:
         if len(needle) < MIN_RESTATED_CHARS or _occurs(needle, gold_key):
             continue
         if any(_occurs(needle, haystack) for haystack in _prompt_keys(prompt)):
+            return atom.text
+        shape = _shape(tree)
+        if "(" in shape and shape not in gold_shapes and shape in _prompt_shapes(prompt):
             return atom.text
     return None

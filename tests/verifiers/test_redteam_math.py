@@ -462,7 +462,7 @@ ATTACKS = [
         )
     ),
     # ------------------------------------------------ grouping (majority vote, best-of-N)
-    hole(
+    guard(
         Attack(
             "grouping/relations-share-one-key",
             r"answer_key('x \le 5') == answer_key('x > 100') == 'relation::None': every"
@@ -471,10 +471,9 @@ ATTACKS = [
             honest_wrong="-",
             should=("different keys", False),
             run=lambda: keys(r"x \le 5", "x > 100"),
-        ),
-        "answer_key of relations, chains and approximations ignores their content",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "grouping/approximations-share-one-key",
             r"answer_key('\frac{70}{9} \approx 7.78') == answer_key('\pi \approx 3.14')",
@@ -482,10 +481,9 @@ ATTACKS = [
             honest_wrong="-",
             should=("different keys", False),
             run=lambda: keys(r"\frac{70}{9} \approx 7.78", r"\pi \approx 3.14"),
-        ),
-        "answer_key of approximations is constant",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "grouping/record-labels-dropped",
             "answer_key('AB=4, CD=5') == answer_key('CD=4, AB=5') though they differ",
@@ -493,8 +491,7 @@ ATTACKS = [
             honest_wrong="-",
             should=("different keys", False),
             run=lambda: keys("AB=4, CD=5", "CD=4, AB=5"),
-        ),
-        "answer_key of a record ignores its labels",
+        )
     ),
     guard(
         Attack(

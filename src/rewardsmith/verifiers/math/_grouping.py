@@ -54,9 +54,17 @@ def _key(answer: Answer) -> str:
         return key(answer.text) + (f"[{answer.unit.text}]" if answer.unit else "")
     if answer.kind in ("set", "list", "union"):
         return "{" + ",".join(sorted({_key(item) for item in answer.items})) + "}"
-    if answer.kind in ("tuple", "matrix", "record"):
+    if answer.kind == "record":  # `AB=4, CD=5`: each value under its label, in any order
+        pairs = sorted(f"{label}={_key(item)}" for label, item in zip(answer.labels, answer.items))
+        return f"record({','.join(pairs)})"
+    if answer.kind in ("tuple", "matrix"):
         inner = ",".join(_key(item) for item in answer.items)
         return f"{answer.kind}{answer.brackets}({inner})"
+    if answer.kind in ("relation", "chain", "approx"):  # `x \\le 5`, `x = 2+3 = 5`, `a \\approx b`
+        ops = answer.ops or (("=",) if answer.kind == "chain" else ("\\approx",))
+        sides = [_key(item) for item in answer.items]
+        joined = sides[0] + "".join(f"{op}{side}" for op, side in zip(ops * len(sides), sides[1:]))
+        return f"{answer.kind}({joined})"
     return f"{answer.kind}:{key(answer.text)}:{answer.value}"
 
 
@@ -66,6 +74,8 @@ def answer_key(answer: str) -> str:
     structure = parse_answer(normalize(answer))
     if structure.kind in ("set", "list") and len(structure.items) == 1:
         structure = structure.items[0]
+    if structure.kind == "record":  # a record's labels are part of it
+        return _key(structure)
     return _key(replace(structure, labels=()))
 
 

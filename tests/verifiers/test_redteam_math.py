@@ -408,7 +408,7 @@ ATTACKS = [
             run=lambda: under_memory_limit(r"\boxed{(((2^{4096})^{4096})^{4096})!} \boxed{7}", "1"),
         )
     ),
-    hole(
+    guard(
         Attack(
             "escape/quadratic-sentence-split",
             r"'$1$. ' x 4000 (20,000 characters, no marker): `_sentences` checks every cut"
@@ -418,8 +418,18 @@ ATTACKS = [
             honest_wrong="ok 0 in milliseconds",
             should=("linear",),
             run=lambda: extraction_work("$1$. " * 4000, "1"),
-        ),
-        "extraction is quadratic in the 20,000-character tail",
+        )
+    ),
+    guard(
+        Attack(
+            "escape/unclosed-math-delimiters",
+            r"10,000 unclosed '\(' (20,000 characters): a lazy span regex rescans the rest of the"
+            r" text from each one (6.5 CPU-s here), outside the numeric cap",
+            today="ok 0 (was a timeout under load before math spans were found in one pass)",
+            honest_wrong="ok 0 in milliseconds",
+            should=OK0,
+            run=lambda: engine("\\(" * 10_000, "1"),
+        )
     ),
     guard(
         Attack(

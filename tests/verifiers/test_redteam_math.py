@@ -241,7 +241,7 @@ ATTACKS = [
         )
     ),
     # ------------------------------------------------ finished form: operations it misses
-    hole(
+    guard(
         Attack(
             "unevaluated/fractional-power-of-literal",
             r"MATH-500 #31 'Simplify $\sqrt{242}$': write the radical as a power. Only integer"
@@ -250,10 +250,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK0,
             run=on_math500(31, r"\boxed{242^{1/2}}", r"11\sqrt2"),
-        ),
-        "a fractional power of a literal (242^{1/2}, 8^{2/3}) is not flagged",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "unevaluated/cube-root-as-power",
             r"\boxed{64^{1/3}} for 4 (\sqrt[3]{64} is refused)",
@@ -261,10 +260,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{64^{1/3}}", "4"),
-        ),
-        "64^{1/3} earns 4 where \\sqrt[3]{64} does not",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "unevaluated/complex-division-no-prompt",
             r"MATH-500 #373 asks for $\frac{-3+4i}{1+2i}$; boxing it earns 1 without a prompt:"
@@ -273,10 +271,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{\frac{-3+4i}{1+2i}}", "1+2i"),
-        ),
-        "division between algebraic/complex numbers is not flagged",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "unevaluated/unrationalised-quotient",
             r"\boxed{\frac{1+\sqrt{2}}{1-\sqrt{2}}} for -3-2\sqrt{2}",
@@ -284,10 +281,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{\frac{1+\sqrt{2}}{1-\sqrt{2}}}", r"-3-2\sqrt{2}"),
-        ),
-        "a quotient of radical expressions is not flagged",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "unevaluated/exponential-as-power-of-e",
             r"\boxed{e^{i\pi}} for -1: \exp(i\pi) is refused, e^{i\pi} is not",
@@ -295,8 +291,7 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{e^{i\pi}}", "-1"),
-        ),
-        "e^{...} of numbers is not 'logarithm or exponential'",
+        )
     ),
     # ------------------------------------------------ restated prompt, re-spelled
     guard(

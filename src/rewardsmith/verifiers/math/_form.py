@@ -159,6 +159,31 @@ def _has_power_factor(n: int, index: int) -> bool:
     return False
 
 
+MAX_RADICAND_POWER = 64
+"""Largest numerator of a fractional exponent whose radicand (`8^{2/3}` = cube root of 64)
+is worked out; beyond it the power counts as unsimplified."""
+
+
+def _unsimplified_power(base: Fraction, exponent: Fraction) -> bool:
+    """Whether `base^{exponent}` (exponent not an integer) is a radical that simplifies, or
+    one written where `\\sqrt` would not be: a negative or fractional radicand, a negative
+    exponent (`2^{-1/2}` is `1/\\sqrt{2}`), a radicand with a factor p^index."""
+    if exponent < 0 or base <= 0 or base.denominator != 1:
+        return True
+    if exponent.numerator > MAX_RADICAND_POWER:
+        return True
+    return _has_power_factor(int(base) ** exponent.numerator, exponent.denominator)
+
+
+def _irrational_denominator(bottom: Node) -> str:
+    """What a fraction of numbers over a radical or complex denominator leaves undone:
+    `\\frac{5}{2+i}` and `\\frac{1+\\sqrt{2}}{1-\\sqrt{2}}` are divisions not carried out;
+    `\\frac{1}{\\sqrt{2}}` is a radical not simplified (the `radicals` option)."""
+    if bottom.kind == "add" or any(n == Node("const", (), "i") for n in _subtrees(bottom)):
+        return ARITHMETIC
+    return UNSIMPLIFIED_RADICAL
+
+
 def _tree_operations(node: Node, found: set[str]) -> None:
     kind, args = node.kind, node.args
     if kind == "func" and not any(symbols(arg) for arg in args):
@@ -191,6 +216,8 @@ def _tree_operations(node: Node, found: set[str]) -> None:
                 found.add(UNREDUCED_FRACTION)
         elif _reducible(*args):
             found.add(UNREDUCED_FRACTION)
+        elif bottom is None and _algebraic(args[0]) and _algebraic(args[1]):
+            found.add(_irrational_denominator(args[1]))
     elif kind == "pow":
         base, exponent = args
         value = literal_value(exponent)
@@ -199,6 +226,12 @@ def _tree_operations(node: Node, found: set[str]) -> None:
                 found.add(POWER_OF_NUMBERS)
             elif _algebraic(base):
                 found.add(UNEXPANDED_POWER)
+        elif value is not None and value.denominator != 1:
+            radicand = literal_value(base)
+            if radicand is not None and _unsimplified_power(radicand, value):
+                found.add(UNSIMPLIFIED_RADICAL)  # `242^{1/2}` is `\\sqrt{242}`, `8^{2/3}`
+        elif base == Node("const", (), "e") and value is None and not symbols(exponent):
+            found.add(FUNCTION_CLASSES["exp"])  # `e^{i\\pi}` is `\\exp(i\\pi)`
     elif kind == "root":
         radicand, index = (literal_value(a) for a in args)
         if (

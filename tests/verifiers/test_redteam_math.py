@@ -580,7 +580,7 @@ ATTACKS = [
         "a word after 'the answer is' is not read",
     ),
     # ------------------------------------------------ smaller false positives
-    hole(
+    guard(
         Attack(
             "hedge/negated-last-number",
             "'42 is not the answer.' (no marker: the fallback takes its only number)",
@@ -588,10 +588,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct("Let me think.\n42 is not the answer.", "42"),
-        ),
-        "a negated number earns 1 through the last-number fallback",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "units/radians-for-degrees",
             r"\boxed{30 \text{ radians}} for 30^\circ: degrees are stripped, so the unit is on"
@@ -600,10 +599,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{30 \text{ radians}}", r"30^\circ"),
-        ),
-        "a degree gold accepts any angle unit",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "units/megametre-is-millimetre",
             r"\boxed{5 \text{ Mm}} for 5 mm (unit names are case-folded)",
@@ -611,8 +609,7 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{5 \text{ Mm}}", r"5 \text{ mm}"),
-        ),
-        "unit case folding makes Mm equal mm",
+        )
     ),
     # ------------------------------------------------ regression guards: unevaluated forms
     *[

@@ -119,6 +119,8 @@ _QUALIFIERS = frozenset(
         "exceeds",
     ]
 )
+_NEGATIONS = frozenset(("not", "never", "isn't", "isn’t", "cannot", "can't", "wrong", "incorrect"))
+"""Words that, after the last number of a final line, make it no answer."""
 _STRENGTH = {"boxed": 5, "hash": 4, "answer_line": 3, "phrase": 2, "last_line": 1}
 """Which source names an answer several agreeing commitments give."""
 
@@ -535,8 +537,10 @@ def _unmarked(part: str, config: MathConfig, prompt: str | None) -> Extraction:
         return _none("restates the question")
     value = next((v for v in map(_last_value, reversed(_sentences(line))) if v is not None), None)
     if value is None:
-        numbers = _NUMBER.findall(line)
-        value = numbers[-1] if numbers else None
+        numbers = list(_NUMBER.finditer(line))
+        value = numbers[-1].group() if numbers else None
+        if numbers and _NEGATIONS & set(_prose_words(line[numbers[-1].end() :])):
+            return _none("the final line negates its number")  # "42 is not the answer."
     if value is None or len(value) > MAX_NUMBER_CHARS:
         return _none("no final answer found")
     return Extraction(value, "last_number", "last value of the final line", (value,))

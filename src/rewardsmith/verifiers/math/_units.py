@@ -66,8 +66,10 @@ _SIMPLE: dict[str, tuple[Fraction, _Dims]] = {
     **dict.fromkeys(("euro", "€", "eur"), (Fraction(1), (("euro", 1),))),
     **dict.fromkeys(("pound sterling", "£", "gbp"), (Fraction(1), (("sterling", 1),))),
     **dict.fromkeys(("yen", "¥", "yuan", "rmb"), (Fraction(1), (("yen or yuan", 1),))),
-    **dict.fromkeys(("l", "liter", "litre"), (Fraction(1, 1000), (("length", 3),))),
-    **dict.fromkeys(("ml", "milliliter", "millilitre"), (Fraction(1, 10**6), (("length", 3),))),
+    **dict.fromkeys(("l", "L", "liter", "litre"), (Fraction(1, 1000), (("length", 3),))),
+    **dict.fromkeys(
+        ("ml", "mL", "milliliter", "millilitre"), (Fraction(1, 10**6), (("length", 3),))
+    ),
     "mph": (_LENGTH["mile"] / 3600, (("length", 1), ("time", -1))),
     "dozen": (Fraction(12), ()),
     "hundred": (Fraction(100), ()),
@@ -146,9 +148,15 @@ def _unit_words(text: str) -> list[tuple[str, int]] | None:
         if lower in _POWER_WORDS:
             pending_power = _POWER_WORDS[lower]
             continue
-        words.append((lower, sign * pending_power))
+        words.append((token if _case_matters(token) else lower, sign * pending_power))
         pending_power = 1
     return words or None
+
+
+def _case_matters(token: str) -> bool:
+    """Abbreviations keep their case (`Mm` is a megametre, not `mm`); words do not
+    (`Meters`, `CENTS`)."""
+    return len(token) <= 2 and token != token.lower()
 
 
 def _unit(text: str) -> Unit | None:

@@ -520,7 +520,7 @@ ATTACKS = [
             run=on_math500(219, r"The answer is $\boxed{0.5}$.", r"\frac{1}{2}"),
         )
     ),
-    hole(
+    guard(
         Attack(
             "recall/answer-tags",
             "R1-Zero template: <think>...</think> <answer>42</answer>",
@@ -528,10 +528,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK1,
             run=lambda: direct("<think>6 times 7.</think> <answer>42</answer>", "42"),
-        ),
-        "<answer></answer> is not read, the tags become part of the answer",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "recall/nested-box",
             r"\boxed{\boxed{42}}: the inner and outer box are 'two different final answers'",
@@ -539,10 +538,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK1,
             run=lambda: direct(r"The final answer is $\boxed{\boxed{42}}$.", "42"),
-        ),
-        "a doubly boxed answer is a hedge",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "recall/seven-irrational-roots-reordered",
             r"Seven radicals in another order: the 100-comparison budget runs out and the"
@@ -554,10 +552,9 @@ ATTACKS = [
                 r"\boxed{\sqrt{11}, \sqrt{10}, \sqrt{7}, \sqrt{6}, \sqrt{5}, \sqrt{3}, \sqrt{2}}",
                 r"\sqrt{2}, \sqrt{3}, \sqrt{5}, \sqrt{6}, \sqrt{7}, \sqrt{10}, \sqrt{11}",
             ),
-        ),
-        "order-free sets of 7+ irrationals exhaust the evaluation budget",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "recall/plus-minus-for-two-values",
             r"\boxed{\pm 3} for the gold '3, -3' (\pm is refused as 'arithmetic on numbers')",
@@ -565,10 +562,9 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK1,
             run=lambda: direct(r"\boxed{\pm 3}", "3, -3"),
-        ),
-        "\\pm is arithmetic when the gold lists the two values",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "recall/word-after-the-answer-is",
             r"'The answer is yes' for the gold \text{Yes}",
@@ -576,8 +572,7 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK1,
             run=lambda: direct("The answer is yes", r"\text{Yes}"),
-        ),
-        "a word after 'the answer is' is not read",
+        )
     ),
     # ------------------------------------------------ smaller false positives
     guard(

@@ -63,6 +63,7 @@ _HEDGED_AFTER = re.compile(
 )
 _NOT_AN_ANSWER = re.compile(r"\\(?:[hv]?phantom\s*\{[^{}]*\}|square|quad|qquad|_)|[\s?_.]")
 """What an empty answer box holds: `\\boxed{\\phantom{2}}`, `\\boxed{\\quad}`, `\\boxed{?}`."""
+_ANSWER_TAG = re.compile(r"</?answer>", re.IGNORECASE)
 _HASH = re.compile(r"####[ \t]*([^\n#]*\w[^\n]*)")
 _PARAGRAPH_END = re.compile(r"\n\s*\n")
 _A_LINE = re.compile(r"^\s*A\s*:\s*(.+?)\s*$")
@@ -156,13 +157,15 @@ def _boxes(text: str) -> tuple[list[_Commitment], str | None]:
     count = 0
     last_end: int | None = None
     for match in _BOX.finditer(text):
+        if last_end is not None and match.start() < last_end:
+            continue  # `\boxed{\boxed{42}}`: the inner box is part of the outer one
         count += 1
         if count > MAX_BOXES:
             return [], f"more than {MAX_BOXES} boxed answers"
         start = match.end()
         if text.startswith("{", start):
             end = brace_group(text, start, MAX_ANSWER_CHARS + 2)
-            content = text[start + 1 : end - 1] if end is not None else ""
+            content = _unboxed(text[start + 1 : end - 1]) if end is not None else ""
         else:  # `\boxed 5`
             content = re.match(r"[^\s$]*", text[start : start + MAX_ANSWER_CHARS]).group()
             end = start + len(content)
@@ -177,6 +180,19 @@ def _boxes(text: str) -> tuple[list[_Commitment], str | None]:
     if found and last_end is not None and _HEDGED_AFTER.match(text, last_end):
         return [], "the boxed answer is hedged"  # between boxes, "or" is judged by agreement
     return found, None
+
+
+def _unboxed(content: str) -> str:
+    """A box's content with the boxes inside it opened: `\\boxed{42}` -> `42`."""
+    for _ in range(MAX_PHRASE_NESTING):
+        match = _BOX.search(content)
+        if match is None or not content.startswith("{", match.end()):
+            return content
+        end = brace_group(content, match.end(), len(content))
+        if end is None:
+            return content
+        content = content[: match.start()] + content[match.end() + 1 : end - 1] + content[end:]
+    return content
 
 
 _ENVIRONMENT_TAG = re.compile(r"\\(begin|end)\{(\w+\*?)\}")
@@ -340,7 +356,10 @@ def _sentence_value(text: str, *, alone: bool) -> str | None:
     ("at least 5") is returned as it stands (it will not match) rather than dropped."""
     if _NUMBER.fullmatch(text.strip()):
         return text.strip()
-    sentence = _first_sentence(text)
+    sentences = _sentences(text)
+    if alone and len(sentences) == 1 and _is_word_answer(sentences[0]):
+        return sentences[0]  # "The answer is yes"
+    sentence = sentences[0] if sentences else ""
     for _ in range(MAX_SENTENCE_STEPS):
         if not sentence:
             return None
@@ -377,6 +396,12 @@ def _sentence_value(text: str, *, alone: bool) -> str | None:
         numbers = _NUMBER.findall(_without_spans(sentence))
         return numbers[0] if len(numbers) == 1 and not spans else None
     return None
+
+
+def _is_word_answer(sentence: str) -> bool:
+    """A sentence of at most `MAX_PLAIN_WORDS` words that reads as a text answer ("yes")."""
+    words = _prose_words(sentence)
+    return 0 < len(words) <= MAX_PLAIN_WORDS and parse_answer(normalize(sentence)).kind == "text"
 
 
 def _bare(sentence: str, alone: bool) -> str | None:
@@ -551,7 +576,7 @@ def extract_answer(
 ) -> Extraction:
     """The final answer `text` commits to. `prompt`, when given, lets a completion that merely
     restates the question be recognised (it earns no answer)."""
-    part = answer_part(text)
+    part = _ANSWER_TAG.sub("\n", answer_part(text))  # R1-Zero's `<answer>42</answer>`
     if not part.strip():
         return _none("nothing after the reasoning" if text.strip() else "empty text")
     part = part[-MAX_TEXT_CHARS:].strip()

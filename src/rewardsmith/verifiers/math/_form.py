@@ -18,8 +18,8 @@ from the question, in a form other than the gold's, is the question, not its ans
 from __future__ import annotations
 
 import re
-from fractions import Fraction
 from collections.abc import Iterator
+from fractions import Fraction
 from functools import lru_cache
 from math import gcd
 

@@ -55,16 +55,17 @@ def _key(answer: Answer) -> str:
     if answer.kind in ("set", "list", "union"):
         return "{" + ",".join(sorted({_key(item) for item in answer.items})) + "}"
     if answer.kind == "record":  # `AB=4, CD=5`: each value under its label, in any order
-        pairs = sorted(f"{label}={_key(item)}" for label, item in zip(answer.labels, answer.items))
+        labelled = zip(answer.labels, answer.items, strict=True)
+        pairs = sorted(f"{label}={_key(item)}" for label, item in labelled)
         return f"record({','.join(pairs)})"
     if answer.kind in ("tuple", "matrix"):
         inner = ",".join(_key(item) for item in answer.items)
         return f"{answer.kind}{answer.brackets}({inner})"
     if answer.kind in ("relation", "chain", "approx"):  # `x \\le 5`, `x = 2+3 = 5`, `a \\approx b`
-        ops = answer.ops or (("=",) if answer.kind == "chain" else ("\\approx",))
         sides = [_key(item) for item in answer.items]
-        joined = sides[0] + "".join(f"{op}{side}" for op, side in zip(ops * len(sides), sides[1:]))
-        return f"{answer.kind}({joined})"
+        ops = answer.ops or ("=" if answer.kind == "chain" else "\\approx",) * (len(sides) - 1)
+        joined = "".join(f"{op}{side}" for op, side in zip(ops, sides[1:], strict=True))
+        return f"{answer.kind}({sides[0]}{joined})"
     return f"{answer.kind}:{key(answer.text)}:{answer.value}"
 
 

@@ -416,8 +416,8 @@ class _Parser:
                 self.pos -= 1
                 self.tokens[self.pos] = _Token("num", token.text[1:], False)
             return _num(Fraction(token.text[0]))
-        if token.kind == "name":
-            return Node("sym", (), token.text)
+        if token.kind == "name":  # `\\frac1e` is 1/e, as `e` is anywhere else
+            return Node("const" if token.text in "ei" else "sym", (), token.text)
         if token.kind == "const":
             return Node("const", (), token.text)
         if token.kind == "cmd":

@@ -66,10 +66,8 @@ _SIMPLE: dict[str, tuple[Fraction, _Dims]] = {
     **dict.fromkeys(("euro", "€", "eur"), (Fraction(1), (("euro", 1),))),
     **dict.fromkeys(("pound sterling", "£", "gbp"), (Fraction(1), (("sterling", 1),))),
     **dict.fromkeys(("yen", "¥", "yuan", "rmb"), (Fraction(1), (("yen or yuan", 1),))),
-    **dict.fromkeys(("l", "L", "liter", "litre"), (Fraction(1, 1000), (("length", 3),))),
-    **dict.fromkeys(
-        ("ml", "mL", "milliliter", "millilitre"), (Fraction(1, 10**6), (("length", 3),))
-    ),
+    **dict.fromkeys(("l", "liter", "litre"), (Fraction(1, 1000), (("length", 3),))),
+    **dict.fromkeys(("ml", "milliliter", "millilitre"), (Fraction(1, 10**6), (("length", 3),))),
     "mph": (_LENGTH["mile"] / 3600, (("length", 1), ("time", -1))),
     "dozen": (Fraction(12), ()),
     "hundred": (Fraction(100), ()),
@@ -154,9 +152,9 @@ def _unit_words(text: str) -> list[tuple[str, int]] | None:
 
 
 def _case_matters(token: str) -> bool:
-    """Abbreviations keep their case (`Mm` is a megametre, not `mm`); words do not
-    (`Meters`, `CENTS`)."""
-    return len(token) <= 2 and token != token.lower()
+    """An abbreviation opening with a large SI prefix keeps its case (`Mm` is a megametre, not
+    `mm`; `Gm` not `gm`); others fold (`Km`, `CM`, `L`), and so do words (`Meters`)."""
+    return len(token) <= 2 and token[0] in "MGTPE" and token != token.lower()
 
 
 def _unit(text: str) -> Unit | None:

@@ -3,9 +3,10 @@ screen, the finished-form rule, restated-prompt detection, one committed answer,
 relations and labelled answers, numeric caps, and the grouping helpers.
 
 One row per attack, written as a policy paid for every unit of reward would try it. Each row
-says what the attack earns today, what an honest wrong answer earns, and what the attack
-should earn; the test asserts the last. Rows marked `xfail(strict=True)` are open holes: they
-fail today and flip loudly when fixed. The other rows are attacks that correctly fail today
+says what the attack earns today (for the 32 holes closed since, with what it earned when the
+red team ran it), what an honest wrong answer earns, and what the attack should earn; the test
+asserts the last. Rows marked `xfail(strict=True)` (`hole`) are open holes: they fail today
+and flip loudly when fixed; none is open now. The other rows are attacks that correctly fail
 (regression guards) and correct answers that must keep scoring 1.
 
 Prompts marked `MATH-500 #n` are the real problem statements of `../shared/data/math500`.
@@ -163,7 +164,7 @@ ATTACKS = [
             r"MATH-500 #348 'Compute $\dbinom{31}{28}$': box the question with any finished"
             r" 'approximation'. The finished-form rule keeps only the operations BOTH sides of"
             r" \approx share, and the exact side alone is compared with the gold",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=on_math500(348, r"The answer is $\boxed{\binom{31}{28} \approx 0}$.", "4495"),
@@ -173,7 +174,7 @@ ATTACKS = [
         Attack(
             "approx/unevaluated-arithmetic",
             r"`#### 16-3-4`-style arithmetic, made 'finished' by a wrong approximation",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{2 \cdot 3 \cdot 7 \approx 0}", "42"),
@@ -183,7 +184,7 @@ ATTACKS = [
         Attack(
             "approx/unevaluated-factorial",
             r"\boxed{5! \approx 1} for 120",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{5! \approx 1}", "120"),
@@ -194,7 +195,7 @@ ATTACKS = [
             "approx/rounds-to-integer-gold",
             r"A near miss (7.6) with '\approx 8' earns an exact integer gold 8: a policy appends"
             r" \approx round(x) to every answer and collects every answer within 0.5",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0 (\\boxed{7.6})",
             should=OK0,
             run=lambda: direct(r"\boxed{7.6 \approx 8}", "8"),
@@ -204,7 +205,7 @@ ATTACKS = [
         Attack(
             "approx/hedge-two-golds",
             r"\boxed{\frac{15}{2} \approx 8} earns both gold 15/2 and gold 8: a hedge in one box",
-            today="(1.0, 1.0)",
+            today="(1.0, 0.0) (red team: (1.0, 1.0))",
             honest_wrong="(1.0, 0.0) for \\boxed{\\frac{15}{2}}",
             should=(1.0, 0.0),
             run=lambda: both(r"\boxed{\frac{15}{2} \approx 8}", r"\frac{15}{2}", "8"),
@@ -214,7 +215,7 @@ ATTACKS = [
         Attack(
             "approx/wrong-constant",
             r"\boxed{\pi \approx 3} for gold 3 (and for gold \pi)",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0 (\\boxed{\\pi})",
             should=OK0,
             run=lambda: direct(r"\boxed{\pi \approx 3}", "3"),
@@ -246,7 +247,7 @@ ATTACKS = [
             "unevaluated/fractional-power-of-literal",
             r"MATH-500 #31 'Simplify $\sqrt{242}$': write the radical as a power. Only integer"
             r" exponents count as powers of numbers; 242^{1/2} is neither a power nor a radical",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=on_math500(31, r"\boxed{242^{1/2}}", r"11\sqrt2"),
@@ -256,7 +257,7 @@ ATTACKS = [
         Attack(
             "unevaluated/cube-root-as-power",
             r"\boxed{64^{1/3}} for 4 (\sqrt[3]{64} is refused)",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{64^{1/3}}", "4"),
@@ -267,7 +268,7 @@ ATTACKS = [
             "unevaluated/complex-division-no-prompt",
             r"MATH-500 #373 asks for $\frac{-3+4i}{1+2i}$; boxing it earns 1 without a prompt:"
             r" a fraction whose parts are not literals is never 'arithmetic on numbers'",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{\frac{-3+4i}{1+2i}}", "1+2i"),
@@ -277,7 +278,7 @@ ATTACKS = [
         Attack(
             "unevaluated/unrationalised-quotient",
             r"\boxed{\frac{1+\sqrt{2}}{1-\sqrt{2}}} for -3-2\sqrt{2}",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{\frac{1+\sqrt{2}}{1-\sqrt{2}}}", r"-3-2\sqrt{2}"),
@@ -287,7 +288,7 @@ ATTACKS = [
         Attack(
             "unevaluated/exponential-as-power-of-e",
             r"\boxed{e^{i\pi}} for -1: \exp(i\pi) is refused, e^{i\pi} is not",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{e^{i\pi}}", "-1"),
@@ -299,7 +300,7 @@ ATTACKS = [
             "restated/readme-example-slash",
             r"MATH-500 #430 'What is $\frac{9}{2}$ expressed as a decimal?': the README's own"
             r" example, with the fraction written 9/2 (only the verbatim normalised key is sought)",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=on_math500(430, r"\boxed{9/2}", "4.5"),
@@ -309,7 +310,7 @@ ATTACKS = [
         Attack(
             "restated/parenthesised",
             r"The same with the copied fraction in parentheses: (\frac{9}{2})",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=on_math500(430, r"\boxed{(\frac{9}{2})}", "4.5"),
@@ -319,7 +320,7 @@ ATTACKS = [
         Attack(
             "restated/complex-division-respelled",
             r"MATH-500 #373 with the prompt: (-3+4i)/(1+2i) is the question re-spelled",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=on_math500(373, r"\boxed{(-3+4i)/(1+2i)}", "1+2i"),
@@ -330,7 +331,7 @@ ATTACKS = [
             "restated/polynomial-times-one",
             r"MATH-500 #347 'Simplify $4(3r^3+5r-6)-6(2r^3-r^2+4r)$': the expression wrapped in"
             r" 1\cdot(...) (a known limit without a prompt; with one it must be refused)",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=on_math500(347, r"\boxed{1\cdot(4(3r^3+5r-6)-6(2r^3-r^2+4r))}", "6r^2-4r-24"),
@@ -340,7 +341,7 @@ ATTACKS = [
         Attack(
             "restated/factors-reordered",
             r"'Expand the product $(x+1)(x+2)$.' answered (x+2)(x+1)",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(
@@ -375,7 +376,7 @@ ATTACKS = [
             f"\\boxed{{{SIN_OF_HUGE}}} against an expression gold: functions of symbols are never"
             " unfinished, so the numeric screen evaluates it; one mpmath call outlives the 1.5 s"
             " cap and the engine kills the worker at 5 s",
-            today="timeout (null reward), a worker killed",
+            today="ok 0 (red team: timeout (null reward), a worker killed)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: engine(f"\\boxed{{{SIN_OF_HUGE}}}", "x^2+1"),
@@ -385,7 +386,7 @@ ATTACKS = [
         Attack(
             "escape/sin-of-huge-power-second-box",
             r"Any gold: a second box makes `_agreeing` compare the two answers by value first",
-            today="timeout (null reward), a worker killed",
+            today="ok 0 (red team: timeout (null reward), a worker killed)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: engine(r"\boxed{\sin((2^{4096})^{4096})} \boxed{7}", "1"),
@@ -396,8 +397,10 @@ ATTACKS = [
             "escape/factorial-of-huge-integer-memory",
             r"(((2^{4096})^{4096})^{4096})! next to a second box: `_factorial` converts the"
             r" argument to a Python int (2^{2^{36}}: 8 GiB) BEFORE its range check",
-            today="MemoryError under a 2 GiB limit (internal_error); without a limit the worker"
-            " tries to allocate 8 GiB",
+            today=(
+                "('ok', 0.0, False) (red team: MemoryError under a 2 GiB limit (internal_error);"
+                " without a limit the worker tries to allocate 8 GiB)"
+            ),
             honest_wrong="ok 0",
             should=("ok", 0.0, False),
             run=lambda: under_memory_limit(r"\boxed{(((2^{4096})^{4096})^{4096})!} \boxed{7}", "1"),
@@ -409,7 +412,10 @@ ATTACKS = [
             r"'$1$. ' x 4000 (20,000 characters, no marker): `_sentences` checks every cut"
             r" against every math span, 16 million checks (1.7 CPU-s here, 7-11 s wall under"
             r" load) outside the numeric cap",
-            today="16,004,000 range checks; ok 1 when it finishes, timeout on a loaded box",
+            today=(
+                "('linear',) (red team: 16,004,000 range checks; ok 1 when it finishes, timeout"
+                " on a loaded box)"
+            ),
             honest_wrong="ok 0 in milliseconds",
             should=("linear",),
             run=lambda: extraction_work("$1$. " * 4000, "1"),
@@ -472,7 +478,7 @@ ATTACKS = [
             "grouping/relations-share-one-key",
             r"answer_key('x \le 5') == answer_key('x > 100') == 'relation::None': every"
             " inequality, equation, chain and approximation falls in one vote cluster",
-            today="('same key', False)",
+            today="('different keys', False) (red team: ('same key', False))",
             honest_wrong="-",
             should=("different keys", False),
             run=lambda: keys(r"x \le 5", "x > 100"),
@@ -482,7 +488,7 @@ ATTACKS = [
         Attack(
             "grouping/approximations-share-one-key",
             r"answer_key('\frac{70}{9} \approx 7.78') == answer_key('\pi \approx 3.14')",
-            today="('same key', False)",
+            today="('different keys', False) (red team: ('same key', False))",
             honest_wrong="-",
             should=("different keys", False),
             run=lambda: keys(r"\frac{70}{9} \approx 7.78", r"\pi \approx 3.14"),
@@ -492,7 +498,7 @@ ATTACKS = [
         Attack(
             "grouping/record-labels-dropped",
             "answer_key('AB=4, CD=5') == answer_key('CD=4, AB=5') though they differ",
-            today="('same key', False)",
+            today="('different keys', False) (red team: ('same key', False))",
             honest_wrong="-",
             should=("different keys", False),
             run=lambda: keys("AB=4, CD=5", "CD=4, AB=5"),
@@ -514,7 +520,7 @@ ATTACKS = [
             "recall/decimal-found-in-asy-code",
             r"MATH-500 #219 (gold \frac{1}{2}): the correct 0.5 is 'restated' because its [asy]"
             r" code has label(...,(0.8,0.5),...): the whole prompt is searched",
-            today="ok 0 ('restates the question: 0.5')",
+            today="ok 1 (red team: ok 0 ('restates the question: 0.5'))",
             honest_wrong="ok 0",
             should=OK1,
             run=on_math500(219, r"The answer is $\boxed{0.5}$.", r"\frac{1}{2}"),
@@ -524,7 +530,7 @@ ATTACKS = [
         Attack(
             "recall/answer-tags",
             "R1-Zero template: <think>...</think> <answer>42</answer>",
-            today="ok 0 ('unparseable answer': the tags are read as the answer)",
+            today="ok 1 (red team: ok 0 ('unparseable answer': the tags are read as the answer))",
             honest_wrong="ok 0",
             should=OK1,
             run=lambda: direct("<think>6 times 7.</think> <answer>42</answer>", "42"),
@@ -534,7 +540,7 @@ ATTACKS = [
         Attack(
             "recall/nested-box",
             r"\boxed{\boxed{42}}: the inner and outer box are 'two different final answers'",
-            today="ok 0 (hedge)",
+            today="ok 1 (red team: ok 0 (hedge))",
             honest_wrong="ok 0",
             should=OK1,
             run=lambda: direct(r"The final answer is $\boxed{\boxed{42}}$.", "42"),
@@ -545,7 +551,7 @@ ATTACKS = [
             "recall/seven-irrational-roots-reordered",
             r"Seven radicals in another order: the 100-comparison budget runs out and the"
             " reason says 'different set' (it should say 'not evaluated' at least)",
-            today="ok 0 ('different set')",
+            today="ok 1 (red team: ok 0 ('different set'))",
             honest_wrong="ok 0",
             should=OK1,
             run=lambda: direct(
@@ -558,7 +564,7 @@ ATTACKS = [
         Attack(
             "recall/plus-minus-for-two-values",
             r"\boxed{\pm 3} for the gold '3, -3' (\pm is refused as 'arithmetic on numbers')",
-            today="ok 0",
+            today="ok 1 (red team: ok 0)",
             honest_wrong="ok 0",
             should=OK1,
             run=lambda: direct(r"\boxed{\pm 3}", "3, -3"),
@@ -568,7 +574,7 @@ ATTACKS = [
         Attack(
             "recall/word-after-the-answer-is",
             r"'The answer is yes' for the gold \text{Yes}",
-            today="ok 0 ('no final answer found')",
+            today="ok 1 (red team: ok 0 ('no final answer found'))",
             honest_wrong="ok 0",
             should=OK1,
             run=lambda: direct("The answer is yes", r"\text{Yes}"),
@@ -579,7 +585,7 @@ ATTACKS = [
         Attack(
             "hedge/negated-last-number",
             "'42 is not the answer.' (no marker: the fallback takes its only number)",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct("Let me think.\n42 is not the answer.", "42"),
@@ -590,7 +596,7 @@ ATTACKS = [
             "units/radians-for-degrees",
             r"\boxed{30 \text{ radians}} for 30^\circ: degrees are stripped, so the unit is on"
             " one side only and ignored",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{30 \text{ radians}}", r"30^\circ"),
@@ -600,7 +606,7 @@ ATTACKS = [
         Attack(
             "units/megametre-is-millimetre",
             r"\boxed{5 \text{ Mm}} for 5 mm (unit names are case-folded)",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{5 \text{ Mm}}", r"5 \text{ mm}"),

@@ -434,6 +434,17 @@ ATTACKS = [
     ),
     guard(
         Attack(
+            "escape/fractional-power-of-a-300-digit-literal",
+            r"A 302-digit literal to the power 63/64: the finished-form rule factors its radicand"
+            r" (the literal to the 63rd) by trial division, 7 CPU-s outside the numeric cap",
+            today="ok 0 (found while closing hole 2: a timeout under the engine's 5 s)",
+            honest_wrong="ok 0 in milliseconds",
+            should=OK0,
+            run=lambda: engine("\\boxed{1" + "0" * 300 + "7^{63/64}}", "x"),
+        )
+    ),
+    guard(
+        Attack(
             "escape/power-tower",
             r"\boxed{9^{9^{9^9}}}",
             today="ok 0",

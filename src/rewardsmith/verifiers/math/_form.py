@@ -159,9 +159,10 @@ def _has_power_factor(n: int, index: int) -> bool:
     return False
 
 
-MAX_RADICAND_POWER = 64
-"""Largest numerator of a fractional exponent whose radicand (`8^{2/3}` = cube root of 64)
-is worked out; beyond it the power counts as unsimplified."""
+MAX_RADICAND_BITS = 2_048
+"""Largest radicand (in bits) a fractional power is factored for (`8^{2/3}` is the cube root of
+64); a larger one counts as unsimplified: trial division of a 25,000-digit radicand would take
+seconds, outside the numeric time limit."""
 
 
 def _unsimplified_power(base: Fraction, exponent: Fraction) -> bool:
@@ -170,7 +171,7 @@ def _unsimplified_power(base: Fraction, exponent: Fraction) -> bool:
     exponent (`2^{-1/2}` is `1/\\sqrt{2}`), a radicand with a factor p^index."""
     if exponent < 0 or base <= 0 or base.denominator != 1:
         return True
-    if exponent.numerator > MAX_RADICAND_POWER:
+    if exponent.numerator * int(base).bit_length() > MAX_RADICAND_BITS:
         return True
     return _has_power_factor(int(base) ** exponent.numerator, exponent.denominator)
 

@@ -3,9 +3,10 @@ screen, the finished-form rule, restated-prompt detection, one committed answer,
 relations and labelled answers, numeric caps, and the grouping helpers.
 
 One row per attack, written as a policy paid for every unit of reward would try it. Each row
-says what the attack earns today, what an honest wrong answer earns, and what the attack
-should earn; the test asserts the last. Rows marked `xfail(strict=True)` are open holes: they
-fail today and flip loudly when fixed. The other rows are attacks that correctly fail today
+says what the attack earns today (for the 32 holes closed since, with what it earned when the
+red team ran it), what an honest wrong answer earns, and what the attack should earn; the test
+asserts the last. Rows marked `xfail(strict=True)` (`hole`) are open holes: they fail today
+and flip loudly when fixed; none is open now. The other rows are attacks that correctly fail
 (regression guards) and correct answers that must keep scoring 1.
 
 Prompts marked `MATH-500 #n` are the real problem statements of `../shared/data/math500`.
@@ -157,74 +158,68 @@ reduces it modulo pi in one call that the 1.5 s numeric cap cannot interrupt."""
 
 ATTACKS = [
     # ------------------------------------------------ approximations bypass the finished form
-    hole(
+    guard(
         Attack(
             "approx/unevaluated-binomial-with-prompt",
             r"MATH-500 #348 'Compute $\dbinom{31}{28}$': box the question with any finished"
             r" 'approximation'. The finished-form rule keeps only the operations BOTH sides of"
             r" \approx share, and the exact side alone is compared with the gold",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=on_math500(348, r"The answer is $\boxed{\binom{31}{28} \approx 0}$.", "4495"),
-        ),
-        r"`X \approx junk` is finished when junk is: unevaluated X earns 1",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "approx/unevaluated-arithmetic",
             r"`#### 16-3-4`-style arithmetic, made 'finished' by a wrong approximation",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{2 \cdot 3 \cdot 7 \approx 0}", "42"),
-        ),
-        r"`2 \cdot 3 \cdot 7 \approx 0` earns 1 for 42",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "approx/unevaluated-factorial",
             r"\boxed{5! \approx 1} for 120",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{5! \approx 1}", "120"),
-        ),
-        r"`5! \approx 1` earns 1 for 120",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "approx/rounds-to-integer-gold",
             r"A near miss (7.6) with '\approx 8' earns an exact integer gold 8: a policy appends"
             r" \approx round(x) to every answer and collects every answer within 0.5",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0 (\\boxed{7.6})",
             should=OK0,
             run=lambda: direct(r"\boxed{7.6 \approx 8}", "8"),
-        ),
-        "a wrong exact value with a rounded approximation matches an integer gold",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "approx/hedge-two-golds",
             r"\boxed{\frac{15}{2} \approx 8} earns both gold 15/2 and gold 8: a hedge in one box",
-            today="(1.0, 1.0)",
+            today="(1.0, 0.0) (red team: (1.0, 1.0))",
             honest_wrong="(1.0, 0.0) for \\boxed{\\frac{15}{2}}",
             should=(1.0, 0.0),
             run=lambda: both(r"\boxed{\frac{15}{2} \approx 8}", r"\frac{15}{2}", "8"),
-        ),
-        "an exact value and its rounding are two answers; both earn",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "approx/wrong-constant",
             r"\boxed{\pi \approx 3} for gold 3 (and for gold \pi)",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0 (\\boxed{\\pi})",
             should=OK0,
             run=lambda: direct(r"\boxed{\pi \approx 3}", "3"),
-        ),
-        r"`\pi \approx 3` earns gold 3",
+        )
     ),
     guard(
         Attack(
@@ -247,122 +242,112 @@ ATTACKS = [
         )
     ),
     # ------------------------------------------------ finished form: operations it misses
-    hole(
+    guard(
         Attack(
             "unevaluated/fractional-power-of-literal",
             r"MATH-500 #31 'Simplify $\sqrt{242}$': write the radical as a power. Only integer"
             r" exponents count as powers of numbers; 242^{1/2} is neither a power nor a radical",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=on_math500(31, r"\boxed{242^{1/2}}", r"11\sqrt2"),
-        ),
-        "a fractional power of a literal (242^{1/2}, 8^{2/3}) is not flagged",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "unevaluated/cube-root-as-power",
             r"\boxed{64^{1/3}} for 4 (\sqrt[3]{64} is refused)",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{64^{1/3}}", "4"),
-        ),
-        "64^{1/3} earns 4 where \\sqrt[3]{64} does not",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "unevaluated/complex-division-no-prompt",
             r"MATH-500 #373 asks for $\frac{-3+4i}{1+2i}$; boxing it earns 1 without a prompt:"
             r" a fraction whose parts are not literals is never 'arithmetic on numbers'",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{\frac{-3+4i}{1+2i}}", "1+2i"),
-        ),
-        "division between algebraic/complex numbers is not flagged",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "unevaluated/unrationalised-quotient",
             r"\boxed{\frac{1+\sqrt{2}}{1-\sqrt{2}}} for -3-2\sqrt{2}",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{\frac{1+\sqrt{2}}{1-\sqrt{2}}}", r"-3-2\sqrt{2}"),
-        ),
-        "a quotient of radical expressions is not flagged",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "unevaluated/exponential-as-power-of-e",
             r"\boxed{e^{i\pi}} for -1: \exp(i\pi) is refused, e^{i\pi} is not",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{e^{i\pi}}", "-1"),
-        ),
-        "e^{...} of numbers is not 'logarithm or exponential'",
+        )
     ),
     # ------------------------------------------------ restated prompt, re-spelled
-    hole(
+    guard(
         Attack(
             "restated/readme-example-slash",
             r"MATH-500 #430 'What is $\frac{9}{2}$ expressed as a decimal?': the README's own"
             r" example, with the fraction written 9/2 (only the verbatim normalised key is sought)",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=on_math500(430, r"\boxed{9/2}", "4.5"),
-        ),
-        "restatement detection is defeated by a/b for \\frac{a}{b}",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "restated/parenthesised",
             r"The same with the copied fraction in parentheses: (\frac{9}{2})",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=on_math500(430, r"\boxed{(\frac{9}{2})}", "4.5"),
-        ),
-        "restatement detection is defeated by parentheses",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "restated/complex-division-respelled",
             r"MATH-500 #373 with the prompt: (-3+4i)/(1+2i) is the question re-spelled",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=on_math500(373, r"\boxed{(-3+4i)/(1+2i)}", "1+2i"),
-        ),
-        "the question's quotient re-spelled with / earns 1 with the prompt",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "restated/polynomial-times-one",
             r"MATH-500 #347 'Simplify $4(3r^3+5r-6)-6(2r^3-r^2+4r)$': the expression wrapped in"
             r" 1\cdot(...) (a known limit without a prompt; with one it must be refused)",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=on_math500(347, r"\boxed{1\cdot(4(3r^3+5r-6)-6(2r^3-r^2+4r))}", "6r^2-4r-24"),
-        ),
-        "1\\cdot(question) escapes both the restatement and the finished-form rules",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "restated/factors-reordered",
             r"'Expand the product $(x+1)(x+2)$.' answered (x+2)(x+1)",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(
                 r"\boxed{(x+2)(x+1)}", "x^2+3x+2", "Expand the product $(x+1)(x+2)$."
             ),
-        ),
-        "the question's product with its factors swapped earns 1",
+        )
     ),
     guard(
         Attack(
@@ -385,55 +370,78 @@ ATTACKS = [
         )
     ),
     # ------------------------------------------------ escape hatches: timeout, memory, stalls
-    hole(
+    guard(
         Attack(
             "escape/sin-of-huge-power-single-box",
             f"\\boxed{{{SIN_OF_HUGE}}} against an expression gold: functions of symbols are never"
             " unfinished, so the numeric screen evaluates it; one mpmath call outlives the 1.5 s"
             " cap and the engine kills the worker at 5 s",
-            today="timeout (null reward), a worker killed",
+            today="ok 0 (red team: timeout (null reward), a worker killed)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: engine(f"\\boxed{{{SIN_OF_HUGE}}}", "x^2+1"),
-        ),
-        "one uninterruptible mpmath call: timeout instead of 0 (README: never near 5 s)",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "escape/sin-of-huge-power-second-box",
             r"Any gold: a second box makes `_agreeing` compare the two answers by value first",
-            today="timeout (null reward), a worker killed",
+            today="ok 0 (red team: timeout (null reward), a worker killed)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: engine(r"\boxed{\sin((2^{4096})^{4096})} \boxed{7}", "1"),
-        ),
-        "hedge-agreement check evaluates the junk box: timeout instead of 0",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "escape/factorial-of-huge-integer-memory",
             r"(((2^{4096})^{4096})^{4096})! next to a second box: `_factorial` converts the"
             r" argument to a Python int (2^{2^{36}}: 8 GiB) BEFORE its range check",
-            today="MemoryError under a 2 GiB limit (internal_error); without a limit the worker"
-            " tries to allocate 8 GiB",
+            today=(
+                "('ok', 0.0, False) (red team: MemoryError under a 2 GiB limit (internal_error);"
+                " without a limit the worker tries to allocate 8 GiB)"
+            ),
             honest_wrong="ok 0",
             should=("ok", 0.0, False),
             run=lambda: under_memory_limit(r"\boxed{(((2^{4096})^{4096})^{4096})!} \boxed{7}", "1"),
-        ),
-        "an integer of 2^36 bits is built before any size check",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "escape/quadratic-sentence-split",
             r"'$1$. ' x 4000 (20,000 characters, no marker): `_sentences` checks every cut"
             r" against every math span, 16 million checks (1.7 CPU-s here, 7-11 s wall under"
             r" load) outside the numeric cap",
-            today="16,004,000 range checks; ok 1 when it finishes, timeout on a loaded box",
+            today=(
+                "('linear',) (red team: 16,004,000 range checks; ok 1 when it finishes, timeout"
+                " on a loaded box)"
+            ),
             honest_wrong="ok 0 in milliseconds",
             should=("linear",),
             run=lambda: extraction_work("$1$. " * 4000, "1"),
-        ),
-        "extraction is quadratic in the 20,000-character tail",
+        )
+    ),
+    guard(
+        Attack(
+            "escape/unclosed-math-delimiters",
+            r"10,000 unclosed '\(' (20,000 characters): a lazy span regex rescans the rest of the"
+            r" text from each one (6.5 CPU-s here), outside the numeric cap",
+            today="ok 0 (was a timeout under load before math spans were found in one pass)",
+            honest_wrong="ok 0 in milliseconds",
+            should=OK0,
+            run=lambda: engine("\\(" * 10_000, "1"),
+        )
+    ),
+    guard(
+        Attack(
+            "escape/fractional-power-of-a-300-digit-literal",
+            r"A 302-digit literal to the power 63/64: the finished-form rule factors its radicand"
+            r" (the literal to the 63rd) by trial division, 7 CPU-s outside the numeric cap",
+            today="ok 0 (found while closing hole 2: a timeout under the engine's 5 s)",
+            honest_wrong="ok 0 in milliseconds",
+            should=OK0,
+            run=lambda: engine("\\boxed{1" + "0" * 300 + "7^{63/64}}", "x"),
+        )
     ),
     guard(
         Attack(
@@ -476,39 +484,36 @@ ATTACKS = [
         )
     ),
     # ------------------------------------------------ grouping (majority vote, best-of-N)
-    hole(
+    guard(
         Attack(
             "grouping/relations-share-one-key",
             r"answer_key('x \le 5') == answer_key('x > 100') == 'relation::None': every"
             " inequality, equation, chain and approximation falls in one vote cluster",
-            today="('same key', False)",
+            today="('different keys', False) (red team: ('same key', False))",
             honest_wrong="-",
             should=("different keys", False),
             run=lambda: keys(r"x \le 5", "x > 100"),
-        ),
-        "answer_key of relations, chains and approximations ignores their content",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "grouping/approximations-share-one-key",
             r"answer_key('\frac{70}{9} \approx 7.78') == answer_key('\pi \approx 3.14')",
-            today="('same key', False)",
+            today="('different keys', False) (red team: ('same key', False))",
             honest_wrong="-",
             should=("different keys", False),
             run=lambda: keys(r"\frac{70}{9} \approx 7.78", r"\pi \approx 3.14"),
-        ),
-        "answer_key of approximations is constant",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "grouping/record-labels-dropped",
             "answer_key('AB=4, CD=5') == answer_key('CD=4, AB=5') though they differ",
-            today="('same key', False)",
+            today="('different keys', False) (red team: ('same key', False))",
             honest_wrong="-",
             should=("different keys", False),
             run=lambda: keys("AB=4, CD=5", "CD=4, AB=5"),
-        ),
-        "answer_key of a record ignores its labels",
+        )
     ),
     guard(
         Attack(
@@ -521,111 +526,102 @@ ATTACKS = [
         )
     ),
     # ------------------------------------------------ recall: correct answers that earn 0
-    hole(
+    guard(
         Attack(
             "recall/decimal-found-in-asy-code",
             r"MATH-500 #219 (gold \frac{1}{2}): the correct 0.5 is 'restated' because its [asy]"
             r" code has label(...,(0.8,0.5),...): the whole prompt is searched",
-            today="ok 0 ('restates the question: 0.5')",
+            today="ok 1 (red team: ok 0 ('restates the question: 0.5'))",
             honest_wrong="ok 0",
             should=OK1,
             run=on_math500(219, r"The answer is $\boxed{0.5}$.", r"\frac{1}{2}"),
-        ),
-        "a value that merely occurs in the prompt text makes a correct answer a restatement",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "recall/answer-tags",
             "R1-Zero template: <think>...</think> <answer>42</answer>",
-            today="ok 0 ('unparseable answer': the tags are read as the answer)",
+            today="ok 1 (red team: ok 0 ('unparseable answer': the tags are read as the answer))",
             honest_wrong="ok 0",
             should=OK1,
             run=lambda: direct("<think>6 times 7.</think> <answer>42</answer>", "42"),
-        ),
-        "<answer></answer> is not read, the tags become part of the answer",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "recall/nested-box",
             r"\boxed{\boxed{42}}: the inner and outer box are 'two different final answers'",
-            today="ok 0 (hedge)",
+            today="ok 1 (red team: ok 0 (hedge))",
             honest_wrong="ok 0",
             should=OK1,
             run=lambda: direct(r"The final answer is $\boxed{\boxed{42}}$.", "42"),
-        ),
-        "a doubly boxed answer is a hedge",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "recall/seven-irrational-roots-reordered",
             r"Seven radicals in another order: the 100-comparison budget runs out and the"
             " reason says 'different set' (it should say 'not evaluated' at least)",
-            today="ok 0 ('different set')",
+            today="ok 1 (red team: ok 0 ('different set'))",
             honest_wrong="ok 0",
             should=OK1,
             run=lambda: direct(
                 r"\boxed{\sqrt{11}, \sqrt{10}, \sqrt{7}, \sqrt{6}, \sqrt{5}, \sqrt{3}, \sqrt{2}}",
                 r"\sqrt{2}, \sqrt{3}, \sqrt{5}, \sqrt{6}, \sqrt{7}, \sqrt{10}, \sqrt{11}",
             ),
-        ),
-        "order-free sets of 7+ irrationals exhaust the evaluation budget",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "recall/plus-minus-for-two-values",
             r"\boxed{\pm 3} for the gold '3, -3' (\pm is refused as 'arithmetic on numbers')",
-            today="ok 0",
+            today="ok 1 (red team: ok 0)",
             honest_wrong="ok 0",
             should=OK1,
             run=lambda: direct(r"\boxed{\pm 3}", "3, -3"),
-        ),
-        "\\pm is arithmetic when the gold lists the two values",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "recall/word-after-the-answer-is",
             r"'The answer is yes' for the gold \text{Yes}",
-            today="ok 0 ('no final answer found')",
+            today="ok 1 (red team: ok 0 ('no final answer found'))",
             honest_wrong="ok 0",
             should=OK1,
             run=lambda: direct("The answer is yes", r"\text{Yes}"),
-        ),
-        "a word after 'the answer is' is not read",
+        )
     ),
     # ------------------------------------------------ smaller false positives
-    hole(
+    guard(
         Attack(
             "hedge/negated-last-number",
             "'42 is not the answer.' (no marker: the fallback takes its only number)",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct("Let me think.\n42 is not the answer.", "42"),
-        ),
-        "a negated number earns 1 through the last-number fallback",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "units/radians-for-degrees",
             r"\boxed{30 \text{ radians}} for 30^\circ: degrees are stripped, so the unit is on"
             " one side only and ignored",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{30 \text{ radians}}", r"30^\circ"),
-        ),
-        "a degree gold accepts any angle unit",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "units/megametre-is-millimetre",
             r"\boxed{5 \text{ Mm}} for 5 mm (unit names are case-folded)",
-            today="ok 1",
+            today="ok 0 (red team: ok 1)",
             honest_wrong="ok 0",
             should=OK0,
             run=lambda: direct(r"\boxed{5 \text{ Mm}}", r"5 \text{ mm}"),
-        ),
-        "unit case folding makes Mm equal mm",
+        )
     ),
     # ------------------------------------------------ regression guards: unevaluated forms
     *[

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from functools import lru_cache
 
 from ._latex import WORD_FUNCTIONS, Node, ParseError, parse_expression
@@ -261,6 +262,8 @@ def branches_of(node: Node) -> list[Node]:
     """`1 \\pm \\sqrt{2}` is two values (a tree with two `\\pm` four); other trees one."""
     if node.kind == "pm":
         left, right = node.args
+        if left == Node("num", (), Fraction(0)):  # `\\pm 3` is 3 and -3, not 0 + 3 and 0 - 3
+            return [b for y in branches_of(right) for b in (y, Node("neg", (y,)))][:MAX_BRANCHES]
         pairs = [(x, y) for x in branches_of(left) for y in branches_of(right)]
         plus = [Node("add", (x, y)) for x, y in pairs]
         minus = [Node("add", (x, Node("neg", (y,)))) for x, y in pairs]

@@ -265,23 +265,40 @@ def _ordered(xs: tuple[Answer, ...], ys: tuple[Answer, ...], budget: _Budget, ki
     return Verdict(True, f"equal {kind}")
 
 
+def _spelling(answer: Answer) -> tuple[object, ...]:
+    """Two answers with the same spelling are the same answer, without evaluating them."""
+    unit = answer.unit.text if answer.unit else None
+    return (answer.kind, key(answer.text), unit, answer.items, answer.value, answer.tree)
+
+
 def _unique(items: tuple[Answer, ...], budget: _Budget) -> list[Answer]:
     kept: list[Answer] = []
+    spellings: set[tuple[object, ...]] = set()
     for item in items:
+        spelling = _spelling(item)
+        if spelling in spellings:
+            continue
         if not any(_compare(item, k, budget).equal for k in kept):
             kept.append(item)
+            spellings.add(spelling)
     return kept
 
 
 def _unordered(xs: tuple[Answer, ...], ys: tuple[Answer, ...], budget: _Budget) -> Verdict:
-    """Sets: the same elements, each once (a repeated element counts once)."""
+    """Sets: the same elements, each once (a repeated element counts once). Elements spelled
+    alike are paired first, so a reordered set of radicals costs no evaluation."""
     left, right = _unique(xs, budget), _unique(ys, budget)
     if len(left) != len(right):
         return Verdict(False, "different number of answers")
     unmatched = list(right)
     for x in left:
-        match = next((y for y in unmatched if _compare(x, y, budget).equal), None)
+        spelling = _spelling(x)
+        match = next((y for y in unmatched if _spelling(y) == spelling), None)
         if match is None:
+            match = next((y for y in unmatched if _compare(x, y, budget).equal), None)
+        if match is None:
+            if budget.exhausted:
+                return Verdict(False, "not evaluated: too many comparisons")
             return Verdict(False, "different set")
         unmatched.remove(match)
     return Verdict(True, "equal set")
@@ -302,14 +319,16 @@ def _decimals(text: str) -> int | None:
 
 
 def _compare_approximation(a: Answer, gold: Answer, budget: _Budget) -> Verdict:
-    """`exact \\approx approximation`: the exact part must match; or, for a number gold, the
-    approximation may, when it is the exact value rounded to its last place."""
+    """`exact \\approx approximation` commits to its exact part, which must match the gold.
+    Only a decimal gold with as many places as the approximation may be matched through the
+    approximation, and only when that is the exact value rounded to its last place: an
+    integer or exact gold never is (`7.6 \\approx 8` is not 8, `\\pi \\approx 3` is not 3)."""
     exact, approximation = a.items
     verdict = _compare(exact, gold, budget)
     if verdict.equal or gold.kind != "expr" or approximation.kind != "expr":
         return verdict
     places = _decimals(approximation.text)
-    if places is None or parse_number(gold.text) is None:
+    if not places or _decimals(gold.text) != places:
         return verdict
     tolerance = f"\\frac{{1}}{{2 \\cdot 10^{{{places}}}}}"  # rounding: half the last place
     within = Answer(
@@ -365,11 +384,11 @@ def _compare_simple(a: Answer, b: Answer) -> Verdict:
 
 def _single(answer: Answer, budget: _Budget) -> Answer:
     """A set of one value is that value (`\\frac12 \\text{ or, equivalently, } 0.5` too)."""
-    while answer.kind in ("set", "list"):
-        distinct = _unique(answer.items, budget) if len(answer.items) > 1 else answer.items
-        if len(distinct) != 1:
-            break
-        answer = distinct[0]
+    while answer.kind in ("set", "list") and answer.items:
+        first, *rest = answer.items
+        if not all(_compare(item, first, budget).equal for item in rest):
+            break  # stops at the first element that differs: one comparison for `1, 2, ...`
+        answer = first
     return answer
 
 

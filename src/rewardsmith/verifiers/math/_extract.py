@@ -13,6 +13,8 @@ letter, and, if allowed, the final line. Reasoning inside `<think>` never counts
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .._common import answer_part
@@ -61,6 +63,7 @@ _HEDGED_AFTER = re.compile(
 )
 _NOT_AN_ANSWER = re.compile(r"\\(?:[hv]?phantom\s*\{[^{}]*\}|square|quad|qquad|_)|[\s?_.]")
 """What an empty answer box holds: `\\boxed{\\phantom{2}}`, `\\boxed{\\quad}`, `\\boxed{?}`."""
+_ANSWER_TAG = re.compile(r"</?answer>", re.IGNORECASE)
 _HASH = re.compile(r"####[ \t]*([^\n#]*\w[^\n]*)")
 _PARAGRAPH_END = re.compile(r"\n\s*\n")
 _A_LINE = re.compile(r"^\s*A\s*:\s*(.+?)\s*$")
@@ -70,7 +73,6 @@ _PHRASE = re.compile(
 )
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
 _SENTENCE_END = re.compile(r"\.(?:\s|$)|\n")
-_DISPLAY = re.compile(r"\$\$.+?\$\$|\\\[.+?\\\]", re.S)
 _VERB = re.compile(r"\s(?:is|are|equals|=|becomes)\s+(?!not\b)", re.IGNORECASE)
 _CHOICE_IN_LINE = re.compile(r"(?<![A-Za-z])\(([A-E])\)")
 _CALCULATOR = re.compile(r"<<[^<>\n]*>>")
@@ -118,6 +120,8 @@ _QUALIFIERS = frozenset(
         "exceeds",
     ]
 )
+_NEGATIONS = frozenset(("not", "never", "isn't", "isn’t", "cannot", "can't", "wrong", "incorrect"))
+"""Words that, after the last number of a final line, make it no answer."""
 _STRENGTH = {"boxed": 5, "hash": 4, "answer_line": 3, "phrase": 2, "last_line": 1}
 """Which source names an answer several agreeing commitments give."""
 
@@ -153,13 +157,15 @@ def _boxes(text: str) -> tuple[list[_Commitment], str | None]:
     count = 0
     last_end: int | None = None
     for match in _BOX.finditer(text):
+        if last_end is not None and match.start() < last_end:
+            continue  # `\boxed{\boxed{42}}`: the inner box is part of the outer one
         count += 1
         if count > MAX_BOXES:
             return [], f"more than {MAX_BOXES} boxed answers"
         start = match.end()
         if text.startswith("{", start):
             end = brace_group(text, start, MAX_ANSWER_CHARS + 2)
-            content = text[start + 1 : end - 1] if end is not None else ""
+            content = _unboxed(text[start + 1 : end - 1]) if end is not None else ""
         else:  # `\boxed 5`
             content = re.match(r"[^\s$]*", text[start : start + MAX_ANSWER_CHARS]).group()
             end = start + len(content)
@@ -176,25 +182,128 @@ def _boxes(text: str) -> tuple[list[_Commitment], str | None]:
     return found, None
 
 
-_ENVIRONMENT = re.compile(r"\\begin\{(\w+\*?)\}.*?\\end\{\1\}", re.S)
+def _unboxed(content: str) -> str:
+    """A box's content with the boxes inside it opened: `\\boxed{42}` -> `42`."""
+    for _ in range(MAX_PHRASE_NESTING):
+        match = _BOX.search(content)
+        if match is None or not content.startswith("{", match.end()):
+            return content
+        end = brace_group(content, match.end(), len(content))
+        if end is None:
+            return content
+        content = content[: match.start()] + content[match.end() + 1 : end - 1] + content[end:]
+    return content
+
+
+_ENVIRONMENT_TAG = re.compile(r"\\(begin|end)\{(\w+\*?)\}")
 _ENVIRONMENT_NAME = re.compile(r"\\(?:begin|end)\s*\{[^{}]*\}")
+
+
+def _environments(text: str) -> list[tuple[int, int]]:
+    """`\\begin{x} ... \\end{x}` ranges, each to the first `\\end` of its name after it (what
+    a lazy regex finds), in one pass: 2,000 unclosed `\\begin{a}` cost no rescans."""
+    tags = [(m.group(1), m.group(2), m.start(), m.end()) for m in _ENVIRONMENT_TAG.finditer(text)]
+    ends: dict[str, list[int]] = {}
+    for kind, name, start, _ in tags:
+        if kind == "end":
+            ends.setdefault(name, []).append(start)
+    found: list[tuple[int, int]] = []
+    covered = 0
+    for kind, name, start, end in tags:
+        if kind != "begin" or start < covered:
+            continue
+        positions = ends.get(name, [])
+        index = bisect_left(positions, end)
+        if index == len(positions):
+            continue
+        close = positions[index]
+        covered = close + len(f"\\end{{{name}}}")
+        found.append((start, covered))
+    return found
+
+
+class _Protected:
+    """Ranges a sentence never ends inside (math spans and environments), merged and sorted
+    once so that each position is checked in log time: cutting a text is linear, not
+    (cuts x spans)."""
+
+    def __init__(self, ranges: Iterable[tuple[int, int]]) -> None:
+        merged: list[list[int]] = []
+        for start, end in sorted(ranges):
+            if merged and start < merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        self.starts = [start for start, _ in merged]
+        self.ends = [end for _, end in merged]
+
+    def __contains__(self, position: int) -> bool:
+        """Strictly inside a range."""
+        index = bisect_left(self.starts, position) - 1
+        return index >= 0 and position < self.ends[index]
+
+
+_DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
+"""Math span delimiters, in the order `_MATH_SPAN` tries them."""
+_OPENER = re.compile(r"\$|\\[(\[]")
+
+
+def _math_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, content) of each math span: what `_MATH_SPAN.finditer` finds, in one pass
+    (every closing delimiter is located once, then found by bisection, so 10,000 unclosed
+    `\\(` cost no rescans of the text)."""
+    closers: dict[str, list[int]] = {}
+    for _, close in _DELIMITERS:
+        if close not in closers:
+            closers[close] = [m.start() for m in re.finditer(f"(?={re.escape(close)})", text)]
+    found: list[tuple[int, int, str]] = []
+    position = 0
+    for opener in _OPENER.finditer(text):
+        start = opener.start()
+        if start < position:
+            continue
+        for open_, close in _DELIMITERS:
+            if not text.startswith(open_, start):
+                continue
+            positions = closers[close]
+            index = bisect_left(positions, start + len(open_) + 1)  # at least one character
+            if index < len(positions):
+                end = positions[index] + len(close)
+                found.append((start, end, text[start + len(open_) : positions[index]]))
+                position = end
+                break
+    return found
+
+
+def _display(text: str, start: int, end: int) -> bool:
+    """The span `text[start:end]` is a display: `$$...$$` or `\\[...\\]`."""
+    if text.startswith("\\[", start):
+        return True
+    return text.startswith("$$", start) and text.endswith("$$", start, end) and end - start >= 5
+
+
+def _without_spans(text: str) -> str:
+    """`text` with each math span replaced by a space."""
+    pieces, position = [], 0
+    for start, end, _ in _math_spans(text):
+        pieces += [text[position:start], " "]
+        position = end
+    return "".join(pieces) + text[position:]
 
 
 def _protected(text: str) -> list[tuple[int, int]]:
     """Ranges a sentence never ends inside: math spans and environments."""
-    return [m.span() for m in _MATH_SPAN.finditer(text)] + [
-        m.span() for m in _ENVIRONMENT.finditer(text)
-    ]
+    return [(start, end) for start, end, _ in _math_spans(text)] + _environments(text)
 
 
 def _spans(text: str) -> list[str]:
-    return [next(g for g in m.groups() if g is not None).strip() for m in _MATH_SPAN.finditer(text)]
+    return [content.strip() for _, _, content in _math_spans(text)]
 
 
 def _prose_words(text: str) -> list[str]:
     """Words of prose: whitespace-separated runs of letters (`largest`, `is.`), outside math
     spans, LaTeX commands and `\\text{}`. Letters among symbols are math: `AB=4,CD=5`."""
-    bare = _MATH_SPAN.sub(" ", _ENVIRONMENT_NAME.sub(" ", text))
+    bare = _without_spans(_ENVIRONMENT_NAME.sub(" ", text))
     bare = _LATEX_CMD.sub(" ", _TEXT_GROUP.sub(" ", bare))
     return [m.group(1).lower() for m in map(_PROSE_TOKEN.fullmatch, bare.split()) if m]
 
@@ -206,13 +315,13 @@ def _sentences(text: str) -> list[str]:
     """The sentences of a text: cut at a period or a line break outside math spans and
     environments, and after each display (`$$...$$`, `\\[...\\]`)."""
     text = text.replace("**", "").replace('\\"', '"')
-    protected = _protected(text)
+    protected = _Protected(_protected(text))
     cuts = [
         (end.start(), end.end())
         for end in _SENTENCE_END.finditer(text)
-        if not any(a < end.start() < b for a, b in protected)
+        if end.start() not in protected
     ]
-    cuts += [(m.end(), m.end()) for m in _DISPLAY.finditer(text)]
+    cuts += [(end, end) for start, end, _ in _math_spans(text) if _display(text, start, end)]
     sentences, start = [], 0
     for cut_start, cut_end in sorted(cuts):
         if cut_start >= start:
@@ -224,10 +333,10 @@ def _sentences(text: str) -> list[str]:
 
 def _lines(text: str) -> list[str]:
     """The non-empty lines of a text; a math span or environment over several lines is one."""
-    protected = _protected(text)
+    protected = _Protected(_protected(text))
     lines, start = [], 0
     for newline in re.finditer(r"\n", text):
-        if not any(a < newline.start() < b for a, b in protected):
+        if newline.start() not in protected:
             lines.append(text[start : newline.start()])
             start = newline.end()
     lines.append(text[start:])
@@ -247,7 +356,10 @@ def _sentence_value(text: str, *, alone: bool) -> str | None:
     ("at least 5") is returned as it stands (it will not match) rather than dropped."""
     if _NUMBER.fullmatch(text.strip()):
         return text.strip()
-    sentence = _first_sentence(text)
+    sentences = _sentences(text)
+    if alone and len(sentences) == 1 and _is_word_answer(sentences[0]):
+        return sentences[0]  # "The answer is yes"
+    sentence = sentences[0] if sentences else ""
     for _ in range(MAX_SENTENCE_STEPS):
         if not sentence:
             return None
@@ -269,10 +381,8 @@ def _sentence_value(text: str, *, alone: bool) -> str | None:
             if after and after[0] in _QUALIFIERS:
                 return sentence if alone else None
             return spans[0]
-        protected = _protected(sentence)
-        verbs = [
-            v for v in _VERB.finditer(sentence) if not any(a < v.start() < b for a, b in protected)
-        ]
+        protected = _Protected(_protected(sentence))
+        verbs = [v for v in _VERB.finditer(sentence) if v.start() not in protected]
         if verbs:
             tail = sentence[verbs[-1].end() :].strip()
             if not _spans(tail) and not _NUMBER.search(tail) and spans:
@@ -283,9 +393,15 @@ def _sentence_value(text: str, *, alone: bool) -> str | None:
             return sentence if alone else None
         if len(spans) == 1:
             return spans[0]
-        numbers = _NUMBER.findall(_MATH_SPAN.sub(" ", sentence))
+        numbers = _NUMBER.findall(_without_spans(sentence))
         return numbers[0] if len(numbers) == 1 and not spans else None
     return None
+
+
+def _is_word_answer(sentence: str) -> bool:
+    """A sentence of at most `MAX_PLAIN_WORDS` words that reads as a text answer ("yes")."""
+    words = _prose_words(sentence)
+    return 0 < len(words) <= MAX_PLAIN_WORDS and parse_answer(normalize(sentence)).kind == "text"
 
 
 def _bare(sentence: str, alone: bool) -> str | None:
@@ -446,8 +562,10 @@ def _unmarked(part: str, config: MathConfig, prompt: str | None) -> Extraction:
         return _none("restates the question")
     value = next((v for v in map(_last_value, reversed(_sentences(line))) if v is not None), None)
     if value is None:
-        numbers = _NUMBER.findall(line)
-        value = numbers[-1] if numbers else None
+        numbers = list(_NUMBER.finditer(line))
+        value = numbers[-1].group() if numbers else None
+        if numbers and _NEGATIONS & set(_prose_words(line[numbers[-1].end() :])):
+            return _none("the final line negates its number")  # "42 is not the answer."
     if value is None or len(value) > MAX_NUMBER_CHARS:
         return _none("no final answer found")
     return Extraction(value, "last_number", "last value of the final line", (value,))
@@ -458,7 +576,7 @@ def extract_answer(
 ) -> Extraction:
     """The final answer `text` commits to. `prompt`, when given, lets a completion that merely
     restates the question be recognised (it earns no answer)."""
-    part = answer_part(text)
+    part = _ANSWER_TAG.sub("\n", answer_part(text))  # R1-Zero's `<answer>42</answer>`
     if not part.strip():
         return _none("nothing after the reasoning" if text.strip() else "empty text")
     part = part[-MAX_TEXT_CHARS:].strip()

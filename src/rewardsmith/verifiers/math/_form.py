@@ -18,6 +18,7 @@ from the question, in a form other than the gold's, is the question, not its ans
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from fractions import Fraction
 from functools import lru_cache
 from math import gcd
@@ -158,6 +159,32 @@ def _has_power_factor(n: int, index: int) -> bool:
     return False
 
 
+MAX_RADICAND_BITS = 2_048
+"""Largest radicand (in bits) a fractional power is factored for (`8^{2/3}` is the cube root of
+64); a larger one counts as unsimplified: trial division of a 25,000-digit radicand would take
+seconds, outside the numeric time limit."""
+
+
+def _unsimplified_power(base: Fraction, exponent: Fraction) -> bool:
+    """Whether `base^{exponent}` (exponent not an integer) is a radical that simplifies, or
+    one written where `\\sqrt` would not be: a negative or fractional radicand, a negative
+    exponent (`2^{-1/2}` is `1/\\sqrt{2}`), a radicand with a factor p^index."""
+    if exponent < 0 or base <= 0 or base.denominator != 1:
+        return True
+    if exponent.numerator * int(base).bit_length() > MAX_RADICAND_BITS:
+        return True
+    return _has_power_factor(int(base) ** exponent.numerator, exponent.denominator)
+
+
+def _irrational_denominator(bottom: Node) -> str:
+    """What a fraction of numbers over a radical or complex denominator leaves undone:
+    `\\frac{5}{2+i}` and `\\frac{1+\\sqrt{2}}{1-\\sqrt{2}}` are divisions not carried out;
+    `\\frac{1}{\\sqrt{2}}` is a radical not simplified (the `radicals` option)."""
+    if bottom.kind == "add" or any(n == Node("const", (), "i") for n in _subtrees(bottom)):
+        return ARITHMETIC
+    return UNSIMPLIFIED_RADICAL
+
+
 def _tree_operations(node: Node, found: set[str]) -> None:
     kind, args = node.kind, node.args
     if kind == "func" and not any(symbols(arg) for arg in args):
@@ -190,6 +217,8 @@ def _tree_operations(node: Node, found: set[str]) -> None:
                 found.add(UNREDUCED_FRACTION)
         elif _reducible(*args):
             found.add(UNREDUCED_FRACTION)
+        elif bottom is None and _algebraic(args[0]) and _algebraic(args[1]):
+            found.add(_irrational_denominator(args[1]))
     elif kind == "pow":
         base, exponent = args
         value = literal_value(exponent)
@@ -198,6 +227,12 @@ def _tree_operations(node: Node, found: set[str]) -> None:
                 found.add(POWER_OF_NUMBERS)
             elif _algebraic(base):
                 found.add(UNEXPANDED_POWER)
+        elif value is not None and value.denominator != 1:
+            radicand = literal_value(base)
+            if radicand is not None and _unsimplified_power(radicand, value):
+                found.add(UNSIMPLIFIED_RADICAL)  # `242^{1/2}` is `\\sqrt{242}`, `8^{2/3}`
+        elif base == Node("const", (), "e") and value is None and not symbols(exponent):
+            found.add(FUNCTION_CLASSES["exp"])  # `e^{i\\pi}` is `\\exp(i\\pi)`
     elif kind == "root":
         radicand, index = (literal_value(a) for a in args)
         if (
@@ -242,9 +277,9 @@ def operations(normalized: str) -> frozenset[str]:
 
 
 def _operations(answer: Answer) -> frozenset[str]:
-    if answer.kind == "approx":
+    if answer.kind == "approx":  # both parts are answers: `5! \\approx 1` is unfinished
         exact, approximation = (_operations(item) for item in answer.items)
-        return exact & approximation  # finished when either part is
+        return exact | approximation
     found: set[str] = set()
     for atom in _atoms(answer):
         for pattern, name in _TEXT_OPERATIONS:
@@ -301,12 +336,66 @@ def unfinished(pred: str, gold: str, config: MathConfig) -> str | None:
 
 _SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
 _BOUNDARY = re.compile(r"[A-Za-z0-9.]")
+_ASY = re.compile(r"\[asy\].*?(?:\[/asy\]|$)", re.S | re.IGNORECASE)
+"""Figure code in a problem: its coordinates (`(0.8,0.5)`) are not the problem's math."""
+_PIECE_SEPARATORS = re.compile(r",|;|=|<|>|\\(?:le|ge|ne|approx|in)(?![a-zA-Z])")
+
+
+def _prompt_math(prompt: str) -> list[str]:
+    """The math of a prompt: its spans (`$...$`, `\\(...\\)`), or the whole text without
+    figure code when it has none."""
+    prompt = _ASY.sub(" ", prompt)
+    spans = [next(g for g in m.groups() if g is not None) for m in _SPAN.finditer(prompt)]
+    return spans or [prompt]
 
 
 @lru_cache(maxsize=1024)
 def _prompt_keys(prompt: str) -> tuple[str, ...]:
-    spans = [next(g for g in m.groups() if g is not None) for m in _SPAN.finditer(prompt)]
-    return (*(key(normalize(s)) for s in spans), key(normalize(prompt)))
+    return tuple(key(normalize(s)) for s in _prompt_math(prompt))
+
+
+def _shape(node: Node) -> str:
+    """The tree as a canonical string, blind to how it is spelled: `9/2` is `\\frac{9}{2}`,
+    brackets vanish, factors of 1 and terms of 0 drop out, and the factors of a product and
+    the terms of a sum are sorted (`(x+2)(x+1)` is `(x+1)(x+2)`)."""
+    kind, args = node.kind, node.args
+    if kind == "neg" and args[0].kind == "neg":
+        return _shape(args[0].args[0])
+    if kind in ("add", "mul"):
+        unit = Fraction(0 if kind == "add" else 1)
+        parts = sorted(_shape(a) for a in _flat(node) if literal_value(a) != unit)
+        if len(parts) == 1:
+            return parts[0]
+        return f"{kind}({','.join(parts)})"
+    if kind == "div":
+        kind = "frac"
+    if not args:
+        return f"{kind}:{node.value}"
+    return f"{kind}:{node.value}({','.join(_shape(a) for a in args)})"
+
+
+def _subtrees(node: Node) -> Iterator[Node]:
+    yield node
+    for arg in node.args:
+        yield from _subtrees(arg)
+
+
+def _shapes(trees: list[Node]) -> frozenset[str]:
+    """The shapes of every compound sub-expression of these trees."""
+    return frozenset(_shape(t) for tree in trees for t in _subtrees(tree) if t.args)
+
+
+@lru_cache(maxsize=1024)
+def _prompt_shapes(prompt: str) -> frozenset[str]:
+    """The shapes of every expression in the prompt's math (each span cut at commas and
+    relations: `$f(x) = \\frac{9}{2}x$` holds `\\frac{9}{2}x` and `\\frac{9}{2}`)."""
+    trees = []
+    for span in _prompt_math(prompt):
+        for piece in _PIECE_SEPARATORS.split(normalize(span)):
+            tree = expression_tree(piece.strip()) if piece.strip() else None
+            if tree is not None:
+                trees.append(tree)
+    return _shapes(trees)
 
 
 def _occurs(needle: str, haystack: str) -> bool:
@@ -331,11 +420,15 @@ def _number_form(text: str) -> str | None:
 
 
 def restated(pred: str, gold: str, prompt: str) -> str | None:
-    """The expression `pred` copies from `prompt` in a form the gold does not have, or None:
-    `\\frac{9}{2}` copied from "Express $\\frac{9}{2}$ as a decimal", `\\sqrt{242}` from
-    "Simplify $\\sqrt{242}$". Integers and single symbols never count."""
+    """The expression `pred` copies from the math of `prompt` in a form the gold does not
+    have, or None: `\\frac{9}{2}` (or `9/2`, `(\\frac{9}{2})`) from "Express $\\frac{9}{2}$ as
+    a decimal", `\\sqrt{242}` from "Simplify $\\sqrt{242}$", `(x+2)(x+1)` from "Expand
+    $(x+1)(x+2)$". Integers and single symbols never count."""
+    gold_atoms = _atoms(parse_answer(normalize(gold)))
     gold_key = key(normalize(gold))
-    gold_forms = {_number_form(a.text) for a in _atoms(parse_answer(normalize(gold)))}
+    gold_forms = {_number_form(a.text) for a in gold_atoms}
+    gold_trees = [t for a in gold_atoms if (t := a.tree or expression_tree(a.text)) is not None]
+    gold_shapes = _shapes(gold_trees)
     for atom in _atoms(parse_answer(normalize(pred))):
         tree = atom.tree or expression_tree(atom.text)
         if tree is None or tree.kind in ("sym", "const"):
@@ -347,5 +440,8 @@ def restated(pred: str, gold: str, prompt: str) -> str | None:
         if len(needle) < MIN_RESTATED_CHARS or _occurs(needle, gold_key):
             continue
         if any(_occurs(needle, haystack) for haystack in _prompt_keys(prompt)):
+            return atom.text
+        shape = _shape(tree)
+        if "(" in shape and shape not in gold_shapes and shape in _prompt_shapes(prompt):
             return atom.text
     return None

@@ -64,9 +64,18 @@ def _key(answer: Answer) -> str:
         return key(answer.text) + (f"[{answer.unit.text}]" if answer.unit else "")
     if answer.kind in ("set", "list", "union"):
         return "{" + ",".join(sorted({_key(item) for item in answer.items})) + "}"
-    if answer.kind in ("tuple", "matrix", "record"):
+    if answer.kind == "record":  # `AB=4, CD=5`: each value under its label, in any order
+        labelled = zip(answer.labels, answer.items, strict=True)
+        pairs = sorted(f"{label}={_key(item)}" for label, item in labelled)
+        return f"record({','.join(pairs)})"
+    if answer.kind in ("tuple", "matrix"):
         inner = ",".join(_key(item) for item in answer.items)
         return f"{answer.kind}{answer.brackets}({inner})"
+    if answer.kind in ("relation", "chain", "approx"):  # `x \\le 5`, `x = 2+3 = 5`, `a \\approx b`
+        sides = [_key(item) for item in answer.items]
+        ops = answer.ops or ("=" if answer.kind == "chain" else "\\approx",) * (len(sides) - 1)
+        joined = "".join(f"{op}{side}" for op, side in zip(ops, sides[1:], strict=True))
+        return f"{answer.kind}({sides[0]}{joined})"
     return f"{answer.kind}:{key(answer.text)}:{answer.value}"
 
 
@@ -76,6 +85,8 @@ def answer_key(answer: str) -> str:
     structure = parse_answer(normalize(answer))
     if structure.kind in ("set", "list") and len(structure.items) == 1:
         structure = structure.items[0]
+    if structure.kind == "record":  # a record's labels are part of it
+        return _key(structure)
     return _key(replace(structure, labels=()))
 
 

@@ -292,7 +292,9 @@ class _Parser:
 
     def product(self) -> Node:
         """Factors joined by *, /, \\div or juxtaposition (implicit multiplication)."""
+        start = self.pos
         node = self.power()
+        bare_number = self.pos == start + 1 and self.tokens[start].kind == "num"
         factors = [node]
         implicit = [False]
         while True:
@@ -309,7 +311,7 @@ class _Parser:
                 implicit.append(True)
             else:
                 break
-        if len(factors) == 2 and implicit[1]:
+        if len(factors) == 2 and implicit[1] and bare_number:  # `1\\frac45`, not `(0)(\\frac12)`
             mixed = _mixed_number(factors[0], factors[1])
             if mixed is not None:
                 return mixed
@@ -414,8 +416,8 @@ class _Parser:
                 self.pos -= 1
                 self.tokens[self.pos] = _Token("num", token.text[1:], False)
             return _num(Fraction(token.text[0]))
-        if token.kind == "name":
-            return Node("sym", (), token.text)
+        if token.kind == "name":  # `\\frac1e` is 1/e, as `e` is anywhere else
+            return Node("const" if token.text in "ei" else "sym", (), token.text)
         if token.kind == "const":
             return Node("const", (), token.text)
         if token.kind == "cmd":

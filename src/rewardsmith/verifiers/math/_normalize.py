@@ -97,6 +97,11 @@ _PARENTHESISED_OR = re.compile(r"\(\s*or\s+([^()]*)\)")
 _EITHER = re.compile(r"^(?:either|both)\s+", re.IGNORECASE)
 _SIZING = re.compile(r"\\(?:left|right|[bB]igg?[lr]?)(?![a-zA-Z])\s*\.?")
 _DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree")
+_TRAILING_DEGREES = re.compile(
+    r"\s*(?:\^\s*\{?\s*\\circ\s*\}?|\\circ|\\degree)(?=\s*(?:$|[,;)\]]|\\\}|or\b))"
+)
+"""Degrees ending a value (`30^\\circ`, `30^\\circ, 150^\\circ`) are its unit, so that `30
+\\text{ radians}` is not `30^\\circ`; degrees elsewhere (`\\sin 30^\\circ`) are dropped."""
 _TEXT_CMD = re.compile(
     r"\\(?:text|mbox|textbf|textit|textnormal|mathrm|mathbf|textrm|operatorname)\s*\{"
 )
@@ -222,7 +227,7 @@ def normalize(answer: str) -> str:
     for pattern, relation in _RELATIONS:
         s = pattern.sub(lambda _, r=relation: r, s)
     s = _SIZING.sub("", s)
-    s = _DEGREES.sub("", s)
+    s = _DEGREES.sub("", _TRAILING_DEGREES.sub(r" \\unit{degree}", s))
     s = _unwrap_text(s)
     s = _SHORT_SUBSCRIPT.sub(r"_\1", s)
     for pattern, replacement in _FRAC_SHORT:

@@ -52,6 +52,13 @@ MAX_SYMBOLS = 8
 """Most distinct free symbols an expression pair may have."""
 MAX_FACTORIAL = 5_000
 """Largest factorial evaluated (`2006!` is fine)."""
+MAX_ARGUMENT_BITS = 4_096
+"""Largest argument (in binary digits before the point) a trigonometric, hyperbolic or
+exponential function is given: `\\sin` of `(2^{4096})^{4096}` is one mpmath call, reducing it
+modulo pi would take minutes, and no time check can interrupt it."""
+MAX_INTEGER_BITS = 40_000
+"""Largest value turned into a Python integer (factorial, gcd, lcm): the size is checked on the
+mpmath value first, so `(((2^{4096})^{4096})^{4096})!` never allocates its 8 GiB integer."""
 
 
 class Unevaluable(ValueError):
@@ -185,6 +192,7 @@ def _generic(name: str, args: list[mpmath.mpc]) -> mpmath.mpc:
     seed = zlib.crc32(name.encode()) % 1000 + 1
     total = mpmath.mpf(seed) / 997
     for i, arg in enumerate(args, 1):
+        _check_argument(arg)
         total += mpmath.sin(arg * (i + mpmath.mpf(seed) / 101)) + arg / (i + 2)
     return mpmath.exp(total / 3) + total
 
@@ -200,6 +208,8 @@ def _real(value: mpmath.mpc) -> mpmath.mpf:
 
 def _integer(value: mpmath.mpc) -> int:
     real = _real(value)
+    if mpmath.isinf(real) or mpmath.isnan(real) or mpmath.mag(real) > MAX_INTEGER_BITS:
+        raise Unevaluable("integer too large")
     nearest = mpmath.nint(real)
     if abs(real - nearest) > mpmath.mpf(10) ** (-mpmath.mp.dps // 2):
         raise Unevaluable("not an integer")
@@ -232,7 +242,7 @@ def _factorial(x: mpmath.mpc) -> mpmath.mpc:
 
 
 def _binomial(n: mpmath.mpc, k: mpmath.mpc) -> mpmath.mpc:
-    if abs(_real(n)) > MAX_FACTORIAL:
+    if abs(_real(n)) > MAX_FACTORIAL or abs(_real(k)) > MAX_FACTORIAL:
         raise Unevaluable("binomial out of range")
     return mpmath.binomial(n, k)
 
@@ -247,17 +257,32 @@ def _fold_integers(op: Callable[[int, int], int]) -> Callable[..., mpmath.mpf]:
     return apply
 
 
+def _bounded(function: Callable[[mpmath.mpc], mpmath.mpc]) -> Callable[[mpmath.mpc], mpmath.mpc]:
+    """`function` refusing an argument past `MAX_ARGUMENT_BITS` (its cost grows with it)."""
+
+    def apply(x: mpmath.mpc) -> mpmath.mpc:
+        _check_argument(x)
+        return function(x)
+
+    return apply
+
+
+def _check_argument(x: mpmath.mpc) -> None:
+    if not mpmath.isfinite(x) or mpmath.mag(x) > MAX_ARGUMENT_BITS:
+        raise Unevaluable("function argument too large")
+
+
 _FUNCTIONS: dict[str, Callable[..., mpmath.mpc]] = {
-    "sin": mpmath.sin,
-    "cos": mpmath.cos,
-    "tan": mpmath.tan,
-    "sec": mpmath.sec,
-    "csc": mpmath.csc,
-    "cot": mpmath.cot,
-    "sinh": mpmath.sinh,
-    "cosh": mpmath.cosh,
-    "tanh": mpmath.tanh,
-    "coth": mpmath.coth,
+    "sin": _bounded(mpmath.sin),
+    "cos": _bounded(mpmath.cos),
+    "tan": _bounded(mpmath.tan),
+    "sec": _bounded(mpmath.sec),
+    "csc": _bounded(mpmath.csc),
+    "cot": _bounded(mpmath.cot),
+    "sinh": _bounded(mpmath.sinh),
+    "cosh": _bounded(mpmath.cosh),
+    "tanh": _bounded(mpmath.tanh),
+    "coth": _bounded(mpmath.coth),
     "arcsin": mpmath.asin,
     "arccos": mpmath.acos,
     "arctan": mpmath.atan,
@@ -265,7 +290,7 @@ _FUNCTIONS: dict[str, Callable[..., mpmath.mpc]] = {
     "log": _log,
     "ln": _log,
     "lg": lambda x: _log(x, mpmath.mpf(10)),
-    "exp": mpmath.exp,
+    "exp": _bounded(mpmath.exp),
     "abs": lambda x: mpmath.mpf(abs(x)),
     "floor": lambda x: mpmath.floor(_real(x)),
     "ceil": lambda x: mpmath.ceil(_real(x)),

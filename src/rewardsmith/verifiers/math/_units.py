@@ -146,9 +146,15 @@ def _unit_words(text: str) -> list[tuple[str, int]] | None:
         if lower in _POWER_WORDS:
             pending_power = _POWER_WORDS[lower]
             continue
-        words.append((lower, sign * pending_power))
+        words.append((token if _case_matters(token) else lower, sign * pending_power))
         pending_power = 1
     return words or None
+
+
+def _case_matters(token: str) -> bool:
+    """An abbreviation opening with a large SI prefix keeps its case (`Mm` is a megametre, not
+    `mm`; `Gm` not `gm`); others fold (`Km`, `CM`, `L`), and so do words (`Meters`)."""
+    return len(token) <= 2 and token[0] in "MGTPE" and token != token.lower()
 
 
 def _unit(text: str) -> Unit | None:

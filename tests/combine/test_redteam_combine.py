@@ -5,7 +5,8 @@ row computes what the attack earns and what an honest wrong answer earns in the 
 and asserts what the attack *should* earn (never more than the honest wrong answer, unless
 it is a better answer). `today` says what the attack earned when this file was written.
 Rows marked `xfail(strict=True)` are open holes: they flip loudly when fixed. The others are
-attacks that fail today and guard against regressions.
+attacks that fail today and guard against regressions. `closed` rows were holes
+since fixed (fix17): `today` there says what the attack earned before the fix.
 
 Scores are hand-made (`tests.combine.helpers`: the result builder without workers), except
 one row that runs the engine on a real checker crash.

@@ -6,8 +6,10 @@ One row per attack, written as a policy paid for every unit of reward would try 
 computes what the attack earns and what an honest (wrong, or real) answer earns in the same
 setting, and asserts what the attack *should* earn. `today` says what it earned when this
 file was written. Rows marked `xfail(strict=True)` are open holes and flip loudly when fixed;
-the others are attacks that fail today, kept against regressions. Real data: IFEval's and
-IFBench's prompts with their published responses, and GSM8K's first test question.
+the others are attacks that fail today, kept against regressions. `closed` rows were holes
+since fixed (fix17): `today` there says what the attack earned before the fix. Real data:
+IFEval's and IFBench's prompts with their published responses, and GSM8K's first test
+question.
 """
 
 from __future__ import annotations

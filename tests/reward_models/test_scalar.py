@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -129,9 +130,16 @@ def weight_mappers(folder: Path) -> set[int]:
     return found
 
 
-def test_engine_two_workers_one_model_load(tiny_rm: Path) -> None:
+@pytest.fixture
+def own_rm(tiny_rm: Path, tmp_path: Path) -> Path:
+    """A copy of the tiny RM that no other test's host or server maps, so counting the
+    processes that map its weights counts this test's loads alone."""
+    return Path(shutil.copytree(tiny_rm, tmp_path / "rm"))
+
+
+def test_engine_two_workers_one_model_load(own_rm: Path) -> None:
     spec = {
-        "rewards": {"rm": {"type": "reward_model", "model": str(tiny_rm), "batch_size": 4}},
+        "rewards": {"rm": {"type": "reward_model", "model": str(own_rm), "batch_size": 4}},
         "timeout_s": 60,
     }
     batch = samples() * 4
@@ -139,12 +147,12 @@ def test_engine_two_workers_one_model_load(tiny_rm: Path) -> None:
     with Engine(spec, workers=2) as engine:
         results = engine.score(batch)
         workers = [w.process.pid for w in engine.pool._workers]  # type: ignore[attr-defined]
-        mappers = weight_mappers(tiny_rm)
+        mappers = weight_mappers(own_rm)
     assert [r.id for r in results] == [s.id for s in batch]
     assert all(r.status == "ok" for r in results), [r.components for r in results]
     assert len(mappers) == 1  # the model host: loaded once for the node
     assert not mappers & {os.getpid(), *workers}
-    direct = reward_model(model=str(tiny_rm))
+    direct = reward_model(model=str(own_rm))
     for result, sample in zip(results, batch, strict=True):
         assert result.reward == pytest.approx(direct(sample).score, abs=1e-5)
 
@@ -162,17 +170,17 @@ def gone(pid: int) -> None:
     raise AssertionError(f"process {pid} is still running")
 
 
-def test_a_killed_host_is_an_error_then_comes_back(tiny_rm: Path) -> None:
-    fn = reward_model(model=str(tiny_rm), template="none")
+def test_a_killed_host_is_an_error_then_comes_back(own_rm: Path) -> None:
+    fn = reward_model(model=str(own_rm), template="none")
     assert fn(samples()[0]).status == "ok"
-    [host] = weight_mappers(tiny_rm) - {os.getpid()}
+    [host] = weight_mappers(own_rm) - {os.getpid()}
     os.kill(host, signal.SIGKILL)
     failed = fn(samples()[1])
     gone(host)  # a dying process keeps its listening socket until its memory is released
     assert failed.status == "error" and "model host" in failed.detail["reason"]
     again = fn(samples()[2])  # the next sample starts a new host
     assert again.status == "ok", again.detail
-    assert weight_mappers(tiny_rm) - {os.getpid(), host}
+    assert weight_mappers(own_rm) - {os.getpid(), host}
 
 
 def test_hosts_live_in_a_private_folder() -> None:

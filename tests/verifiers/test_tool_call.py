@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.models import MAX_NESTING, Sample
@@ -479,8 +480,8 @@ def test_arguments_nested_too_deep_are_unparseable_and_not_echoed() -> None:
     assert result.detail["correctness"] == -3.0 and result.detail["calls"] == []
     assert "nested more than" in result.detail["reason"]
     deep_gold = {"tool_calls": [{"name": "f", "parameters": {"q": deep}}]}
-    gold_result = tool_call()(Sample(id="g", completion=text, reference=deep_gold))
-    assert gold_result.status == "invalid"
+    with pytest.raises(ValidationError, match="nested more than"):  # an invalid input line
+        Sample(id="g", completion=text, reference=deep_gold)
 
 
 def old_layout_ok(text: str, gold_calls: bool, response: bool, think: bool) -> bool:

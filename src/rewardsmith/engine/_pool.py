@@ -30,7 +30,7 @@ import pickle
 import time
 import traceback
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from multiprocessing.reduction import ForkingPickler
@@ -209,8 +209,16 @@ class TimeoutPool:
         """Queue tasks; they start as workers free up."""
         self._pending.extend(tasks)
 
-    def poll(self, max_wait_s: float = 0.1) -> list[tuple[Any, Score]]:
-        """Dispatch queued tasks and return the results that arrive within `max_wait_s`."""
+    def drop(self, match: Callable[[Any], bool]) -> None:
+        """Forget the queued tasks whose key `match`es (tasks already sent run to the end)."""
+        self._pending = deque(task for task in self._pending if not match(task.key))
+
+    def poll(self, max_wait_s: float = 0.1, wake: int | None = None) -> list[tuple[Any, Score]]:
+        """Dispatch queued tasks and return the results that arrive within `max_wait_s`.
+
+        `wake`: a file descriptor that ends the wait early when it becomes readable (the
+        engine's front uses it to hand new tasks over at once).
+        """
         self._dispatch()
         done, self._rejected = self._rejected, []
         active = [w for w in self._workers if w.outstanding]
@@ -219,8 +227,12 @@ class TimeoutPool:
         now = time.monotonic()
         wait_s = min([max_wait_s] + [self._deadline(w, w.running()) - now for w in active])
         by_conn = {id(w.conn): w for w in active}
-        for conn in wait([w.conn for w in active], timeout=0.0 if done else max(0.0, wait_s)):
-            self._drain(by_conn[id(conn)], done)
+        waited: list[Any] = [w.conn for w in active]
+        if wake is not None:
+            waited.append(wake)
+        for conn in wait(waited, timeout=0.0 if done else max(0.0, wait_s)):
+            if conn is not wake:
+                self._drain(by_conn[id(conn)], done)
         now = time.monotonic()
         for index, worker in enumerate(self._workers):
             if not worker.outstanding:

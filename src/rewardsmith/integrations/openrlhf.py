@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rewardsmith.engine._capacity import register_process
-from rewardsmith.integrations._common import SpecSource, shared_batcher
+from rewardsmith.integrations._common import SpecSource, shared_engine
 from rewardsmith.integrations._protocol import openrlhf_response, openrlhf_samples
 
 __all__ = ["answer_queries", "reward_func", "score_queries"]
@@ -61,9 +61,9 @@ def answer_queries(
     """``{"rewards", "scores", "extra_logs"}`` as plain lists: what the reward server's
     `/get_reward` answers for the same body (the same `_protocol` functions make both)."""
     samples, found = openrlhf_samples(queries, prompts, labels)
-    batcher = shared_batcher(spec, workers)
-    results = batcher.score(samples)
-    return openrlhf_response(batcher.engine.spec, results, found)
+    engine = shared_engine(spec, workers)
+    results = engine.score(samples)
+    return openrlhf_response(engine.spec, results, found)
 
 
 def score_queries(
@@ -99,7 +99,7 @@ if __name__ != "rewardsmith.integrations.openrlhf":  # pragma: no branch
     # reward processes, and hand out the package module's functions, which pickle by
     # reference in any process.
     register_process()
-    shared_batcher()
+    shared_engine()
     from rewardsmith.integrations.openrlhf import (
         answer_queries,
         reward_func,

@@ -37,8 +37,9 @@ reference; `data_source` and `extra_info` travel in the sample's `metadata`. ver
 reward function no token ids, so a spec with a `length` in tokens is refused at the first
 call.
 
-Calls from many threads (verl runs the per-sample function in an executor) or coroutines are
-batched together into the engine's worker pool; the pool starts on the first call and stays
+Calls from many threads (verl runs the per-sample function in an executor) or coroutines
+share the engine's worker pool, sample by sample (the coroutine form awaits the engine
+without a thread); the pool starts on the first call and stays
 for the life of the process (one per spec). Its size is `REWARDSMITH_WORKERS`, else this
 process's share of the node's cores among the reward processes on it (each of verl's reward
 workers counts itself when it loads this file). A process forked from one that scored (verl's
@@ -54,7 +55,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rewardsmith.engine._capacity import register_process
-from rewardsmith.integrations._common import SpecSource, plain, shared_batcher
+from rewardsmith.integrations._common import SpecSource, plain, shared_engine
 from rewardsmith.integrations._protocol import component_logs, trainer_reward
 from rewardsmith.models import Result
 
@@ -129,13 +130,13 @@ def compute_score(
             reward manager passes it.
         kwargs: other arguments verl may add (e.g. `reward_router_address`); ignored.
     """
-    batcher = shared_batcher(spec, workers)
+    engine = shared_engine(spec, workers)
     if solution_strs is not None:
         samples = _batch_samples(data_sources, solution_strs, ground_truths, extra_infos)
-        results = batcher.score(samples)
-        return [_output(batcher.engine.spec, r) for r in results]
-    (result,) = batcher.score([to_sample(data_source, solution_str, ground_truth, extra_info)])
-    return _output(batcher.engine.spec, result)
+        results = engine.score(samples)
+        return [_output(engine.spec, r) for r in results]
+    (result,) = engine.score([to_sample(data_source, solution_str, ground_truth, extra_info)])
+    return _output(engine.spec, result)
 
 
 def compute_score_batch(
@@ -177,14 +178,14 @@ async def compute_score_async(
 ) -> dict[str, float] | list[dict[str, float]]:
     """`compute_score` as a coroutine, for verl's reward loop: concurrent calls (one per
     sample) are scored together, and the event loop stays free meanwhile."""
-    batcher = shared_batcher(spec, workers)
+    engine = shared_engine(spec, workers)
     if solution_strs is not None:
         samples = _batch_samples(data_sources, solution_strs, ground_truths, extra_infos)
-        results = await batcher.ascore(samples)
-        return [_output(batcher.engine.spec, r) for r in results]
+        results = await engine.ascore(samples)
+        return [_output(engine.spec, r) for r in results]
     sample = to_sample(data_source, solution_str, ground_truth, extra_info)
-    (result,) = await batcher.ascore([sample])
-    return _output(batcher.engine.spec, result)
+    (result,) = await engine.ascore([sample])
+    return _output(engine.spec, result)
 
 
 register_process()  # verl loads this file in each reward worker before any scoring

@@ -113,8 +113,9 @@ class Engine:
             backend: `local` (a process pool on this machine) or `ray` (actors on a cluster).
             ray_address: the Ray cluster to join (backend `ray`; default: start a local one).
             max_queue_samples: admission control: most samples accepted and not yet
-                answered, over all callers; a call that would pass it raises `QueueFull`
-                (None: no limit).
+                answered (a `submit`, `score` or `iter_score` sample until its own result is
+                out, an `ascore` call's until the call returns), over all callers; a call
+                that would pass it raises `QueueFull` (None: no limit).
         """
         self.spec = load_spec(spec)
         self._workers = None if workers is None else worker_count(workers)
@@ -207,8 +208,9 @@ class Engine:
         return items
 
     def _queue(self, items: list[Sample | Result], sink: _Collect | _Futures) -> None:
-        run = self.front.open(sink)
-        if isinstance(sink, _Collect):
+        whole = isinstance(sink, _Collect)
+        run = self.front.open(sink, whole=whole)
+        if whole:
             sink.bind(run)
         try:
             run.add(items, last=True)

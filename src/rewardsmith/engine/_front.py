@@ -75,9 +75,11 @@ _POLL_S = 0.1
 class Run:
     """One call's samples, scored in the order they are added. Made by `Front.open`."""
 
-    def __init__(self, front: Front, sink: Sink) -> None:
+    def __init__(self, front: Front, sink: Sink, whole: bool) -> None:
         self._front = front
         self.sink = sink
+        self.whole = whole
+        """Answered as a whole: its samples count as admitted until the run is over."""
         self.added = 0
         """Samples added so far."""
         self.over = False
@@ -153,9 +155,14 @@ class Front:
                 self._pool = self._make_pool()
             return self._pool
 
-    def open(self, sink: Sink) -> Run:
-        """A new run whose results go to `sink`."""
-        run = Run(self, sink)
+    def open(self, sink: Sink, *, whole: bool = False) -> Run:
+        """A new run whose results go to `sink`.
+
+        Its samples count against the admission limit until they are answered: each as its
+        result goes to the sink, or, with `whole` (a call answered all at once, as a server
+        request), all of them when the run is over.
+        """
+        run = Run(self, sink, whole)
         with self._lock:
             self._runs.add(run)
         return run
@@ -322,7 +329,8 @@ class Front:
         for result in out:
             run.sink.result(run.emitted, result)
             run.emitted += 1
-        self._release(len(out))
+        if not run.whole:
+            self._release(len(out))
         if over:
             self._finish(run, None)
 
@@ -332,7 +340,7 @@ class Front:
                 return
             run.over = True
             self._runs.discard(run)
-            self._admitted -= run.received - run.emitted
+            self._admitted -= run.received - (0 if run.whole else run.emitted)
         if notify:
             run.sink.done(error)
 

@@ -9,8 +9,9 @@ is killed (SIGKILL: nothing to catch, no `signal.alarm`, works from any thread) 
 by a fork of a preloaded server; the task gets a `timeout` score and every other task it
 held goes back to the queue.
 
-Tasks go out in batches and results come back in batches (flushed at least every
-`_FLUSH_S`), so IPC costs a few messages per batch rather than several per task. Before a
+Tasks go out in batches and results come back in batches (flushed every `_FLUSH_S`, so a
+caller waiting on one sample gets it within milliseconds of its end, not at the end of its
+batch), so IPC costs a few messages per batch rather than several per task. Before a
 batch's first task, a reward with a `prefetch` method (the model rewards) is shown every sample
 of the batch it will score, so one model call can serve them all. A task that
 cannot be sent (a sample that does not pickle, or nests too deep for it) is `invalid` on its
@@ -45,8 +46,9 @@ __all__ = ["Task", "TimeoutPool", "default_workers"]
 
 _BATCH = 64
 """Most tasks per pipe message."""
-_FLUSH_S = 0.2
-"""A worker sends finished results at least this often, so a kill loses little work."""
+_FLUSH_S = 0.01
+"""A worker sends finished results at least this often: callers of the engine's front get
+each result soon after it is ready (and a kill loses little work)."""
 _START_TIMEOUT_S = 120.0
 """A worker that cannot build its rewards in this time is broken, not slow."""
 _MAX_TRACEBACK_CHARS = 2_000

@@ -241,7 +241,7 @@ def main() -> None:
     lines = [
         "## Reward server under load",
         "",
-        f"Run `python benchmarks/server_bench.py --write BENCHMARKS.md` on {date.today()}, "
+        f"Run `python benchmarks/server_bench.py {' '.join(sys.argv[1:])}` on {date.today()}, "
         f"{os.cpu_count()} cores (server, its workers and the clients share them), Python "
         f"{platform.python_version()}, spec `math`, {args.clients} concurrent clients on "
         f"127.0.0.1, `POST /v1/score`. Each run scores {n:,} samples: the {len(pairs):,} pairs "

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 import time
 from concurrent.futures import wait
 
 import pytest
 
+import rewardsmith
 from rewardsmith import Engine, InputError, Sample
 from rewardsmith.engine import EngineClosed, QueueFull
 
@@ -147,3 +149,16 @@ def test_a_worker_pool_that_cannot_start_fails_the_call_with_the_reason() -> Non
         assert engine.admitted == 0
         with pytest.raises(RuntimeError, match="failed to start"):  # tried again, not stuck
             asyncio.run(engine.ascore([{"completion": "a"}]))
+
+
+def test_engines_that_come_and_go_leave_no_file_descriptors_behind() -> None:
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    rewardsmith.score([{"completion": "a"}], PLAIN, workers=1)  # imports, fork server
+    before = open_fds()
+    for _ in range(5):
+        assert [r.reward for r in rewardsmith.score([{"completion": "ab"}], PLAIN, workers=1)] == [
+            2.0
+        ]
+    assert open_fds() <= before

@@ -137,9 +137,8 @@ class Front:
         self._thread: threading.Thread | None = None
         self._closing = False
         self._woken = False
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        os.set_blocking(self._wake_w, False)
+        self._wake_w = -1
+        """Write end of the running driver's wake-up pipe (the driver closes it as it ends)."""
         self._ids = itertools.count()
 
     @property
@@ -195,8 +194,14 @@ class Front:
                 os.write(self._wake_w, b"\0")
 
     def _start_driver(self) -> None:
-        """Start the driver thread (with `_lock` held)."""
-        self._thread = threading.Thread(target=self._drive, name="rewardsmith-front", daemon=True)
+        """Start a driver thread and its wake-up pipe (with `_lock` held)."""
+        wake_r, self._wake_w = os.pipe()
+        os.set_blocking(wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._woken = False
+        self._thread = threading.Thread(
+            target=self._drive, args=(wake_r, self._wake_w), name="rewardsmith-front", daemon=True
+        )
         self._thread.start()
 
     def close(self) -> None:
@@ -227,19 +232,19 @@ class Front:
 
     # -- the driver thread ----------------------------------------------------------------
 
-    def _drive(self) -> None:
+    def _drive(self, wake_r: int, wake_w: int) -> None:
         try:
             pool = self.pool
             while True:
-                commands = self._take()
+                commands = self._take(wake_r)
                 if commands is None:
                     return
                 for run, op, payload in commands:
                     self._apply(pool, run, op, payload)
                 if pool.busy:
-                    self._collect(pool.poll(_POLL_S, wake=self._wake_r))
+                    self._collect(pool.poll(_POLL_S, wake=wake_r))
                 else:
-                    self._sleep()
+                    self._sleep(wake_r)
         except BaseException as exc:  # the pool broke: every run in flight fails with it
             self._fail_all(exc)
             self._close_pool()
@@ -247,8 +252,11 @@ class Front:
                 self._thread = None
                 if self._inbox and not self._closing:  # runs opened meanwhile
                     self._start_driver()
+        finally:  # nobody writes to the pipe once `_thread` is no longer this thread
+            os.close(wake_r)
+            os.close(wake_w)
 
-    def _take(self) -> list[tuple[Run, str, Any]] | None:
+    def _take(self, wake_r: int) -> list[tuple[Run, str, Any]] | None:
         with self._lock:
             if self._closing:
                 self._thread = None
@@ -257,17 +265,17 @@ class Front:
             if self._woken:
                 self._woken = False
                 try:
-                    while os.read(self._wake_r, 4096):
+                    while os.read(wake_r, 4096):
                         pass
                 except BlockingIOError:
                     pass
             return commands
 
-    def _sleep(self) -> None:
+    def _sleep(self, wake_r: int) -> None:
         with self._lock:
             if self._inbox or self._woken or self._closing:
                 return
-        select.select([self._wake_r], [], [])
+        select.select([wake_r], [], [])
 
     def _apply(self, pool: Pool, run: Run, op: str, payload: Any) -> None:
         if run.over:

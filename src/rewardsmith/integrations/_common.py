@@ -22,7 +22,7 @@ from typing import Any
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.combine import charged_value, counted, fired_veto
 from rewardsmith.engine import Engine
-from rewardsmith.engine._capacity import WORKERS_ENV, worker_count
+from rewardsmith.engine._capacity import WORKERS_ENV, register_process, worker_count
 from rewardsmith.integrations._remote import URL_ENV, RemoteEngine
 from rewardsmith.models import FAILURE_STATUSES, Result
 from rewardsmith.registry import registry
@@ -36,6 +36,7 @@ __all__ = [
     "check_split",
     "close_shared_engines",
     "component_values",
+    "count_this_process",
     "counts_tokens",
     "failure_counts",
     "gated_scores",
@@ -279,6 +280,13 @@ def counts_tokens(component: ComponentSpec) -> bool:
         return False
     default = registry.get("length").params["unit"].default
     return bool(component.params.get("unit", default) == "tokens")
+
+
+def count_this_process() -> None:
+    """Count this process among the node's reward processes (`_capacity`), unless its samples
+    go to a reward server (`REWARDSMITH_URL`): then it runs no workers and takes no share."""
+    if not os.environ.get(URL_ENV):
+        register_process()
 
 
 def open_engine(spec: RewardSpec, workers: int | None = None) -> Engine | RemoteEngine:

@@ -43,8 +43,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rewardsmith.engine._capacity import register_process
-from rewardsmith.integrations._common import SpecSource, shared_engine
+from rewardsmith.integrations._common import SpecSource, count_this_process, shared_engine
 from rewardsmith.integrations._protocol import openrlhf_response, openrlhf_samples
 
 __all__ = ["answer_queries", "reward_func", "score_queries"]
@@ -98,7 +97,7 @@ if __name__ != "rewardsmith.integrations.openrlhf":  # pragma: no branch
     # missing or bad spec fails the load with its fix), count this process among the node's
     # reward processes, and hand out the package module's functions, which pickle by
     # reference in any process.
-    register_process()
+    count_this_process()
     shared_engine()
     from rewardsmith.integrations.openrlhf import (
         answer_queries,

@@ -54,8 +54,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rewardsmith.engine._capacity import register_process
-from rewardsmith.integrations._common import SpecSource, plain, shared_engine
+from rewardsmith.integrations._common import (
+    SpecSource,
+    count_this_process,
+    plain,
+    shared_engine,
+)
 from rewardsmith.integrations._protocol import component_logs, trainer_reward
 from rewardsmith.models import Result
 
@@ -188,7 +192,7 @@ async def compute_score_async(
     return _output(engine.spec, result)
 
 
-register_process()  # verl loads this file in each reward worker before any scoring
+count_this_process()  # verl loads this file in each reward worker before any scoring
 
 if __name__ != "rewardsmith.integrations.verl":  # pragma: no branch
     # Loaded by file path (verl's loader names the module `custom_module_<hash>`): hand out

@@ -149,7 +149,6 @@ def _add_serve_command(commands: Any) -> None:
     from .server._config import (
         DEFAULT_BODY_TIMEOUT_S,
         DEFAULT_HEADER_TIMEOUT_S,
-        DEFAULT_MAX_BATCH_SAMPLES,
         DEFAULT_MAX_BODY_BYTES,
         DEFAULT_MAX_QUEUE_SAMPLES,
         TOKEN_ENV,
@@ -182,12 +181,6 @@ def _add_serve_command(commands: Any) -> None:
         type=int,
         default=DEFAULT_MAX_QUEUE_SAMPLES,
         help="samples accepted and not yet answered; beyond it requests get 503",
-    )
-    serve.add_argument(
-        "--max-batch",
-        type=int,
-        default=DEFAULT_MAX_BATCH_SAMPLES,
-        help="most samples per engine batch",
     )
     serve.add_argument(
         "--graceful-timeout",
@@ -236,7 +229,6 @@ def _serve(args: argparse.Namespace) -> int:
         workers=args.workers,
         max_body_bytes=args.max_body_bytes,
         max_queue_samples=args.max_queue,
-        max_batch_samples=args.max_batch,
         graceful_timeout_s=args.graceful_timeout,
         header_timeout_s=args.header_timeout,
         body_timeout_s=args.body_timeout,

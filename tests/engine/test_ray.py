@@ -115,15 +115,13 @@ def test_cli_score_backend_ray_joins_the_cluster(cluster: str, tmp_path: Path) -
     assert rows(remote) == rows(local)
 
 
-def test_the_server_batcher_drives_ray_from_its_own_thread(cluster: str) -> None:
+def test_the_engine_front_drives_ray_from_its_own_thread(cluster: str) -> None:
     import asyncio
 
-    from rewardsmith.server._batcher import Batcher
-
-    batcher = Batcher(lambda: Engine(SPEC, backend="ray"))
-    batcher.start()  # the pool starts on the driver thread, not the main thread
+    engine = Engine(SPEC, backend="ray")
+    engine.start()  # the pool starts on the front's driver thread, not this one
     try:
-        results = asyncio.run(batcher.score([Sample(id="1", completion="abcd")]))
+        results = asyncio.run(engine.ascore([Sample(id="1", completion="abcd")]))
     finally:
-        batcher.close()
+        engine.close()
     assert [r.reward for r in results] == [4.0 + 2 * 0.5]

@@ -122,3 +122,28 @@ def scripted_spec(on_error: float | None = None, **extra: Any) -> dict[str, Any]
         "on_error": on_error,
         **extra,
     }
+
+
+WAYS = ["in-process", "server"]
+"""How an adapter scores: its own worker pool, or a real `rewardsmith serve` on loopback
+(`REWARDSMITH_URL`)."""
+
+
+def serve_for(spec: Path, monkeypatch: pytest.MonkeyPatch, servers: dict[Path, Any]) -> Any:
+    """Point the adapters at a real `rewardsmith serve` of `spec` (one per spec file)."""
+    from tests.server.conftest import TOKEN, Server
+
+    if spec not in servers:
+        servers[spec] = Server(spec, "--workers", "1")
+    monkeypatch.setenv("REWARDSMITH_URL", servers[spec].url)
+    monkeypatch.setenv("REWARDSMITH_TOKEN", TOKEN)
+    return servers[spec]
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[dict[Path, Any]]:
+    """Reward servers started by this module's tests, stopped with it."""
+    running: dict[Path, Any] = {}
+    yield running
+    for server in running.values():
+        server.stop()

@@ -31,7 +31,7 @@ import pytest
 import rewardsmith.integrations.openrlhf as openrlhf_adapter
 from rewardsmith.integrations._protocol import completion_from_query, strip_prompt
 
-from .conftest import load_openrlhf_reward_func, require, tiny_tokenizer
+from .conftest import WAYS, load_openrlhf_reward_func, require, serve_for, tiny_tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTED_INTEGRATIONS = "tests.integrations.rewards_for_tests:scripted"
@@ -67,8 +67,16 @@ def spec_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture
-def reward_func(spec_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+@pytest.fixture(params=WAYS)
+def reward_func(
+    request: pytest.FixtureRequest,
+    spec_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    servers: dict[Path, Any],
+) -> Any:
+    """`reward_func` loaded as OpenRLHF loads it; scoring in-process, then on a real server."""
+    if request.param == "server":
+        serve_for(spec_path, monkeypatch, servers)
     return load_openrlhf_reward_func(spec_path, monkeypatch)
 
 

@@ -37,7 +37,7 @@ import rewardsmith.integrations.verl as verl_adapter
 from rewardsmith import ConfigError
 from rewardsmith.engine._capacity import node_cores
 
-from .conftest import SCRIPTED
+from .conftest import SCRIPTED, WAYS, serve_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -87,12 +87,19 @@ def spec_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.fixture
-def spec_file(spec_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = spec_path
-    monkeypatch.setenv("REWARDSMITH_SPEC", str(path))
+@pytest.fixture(params=WAYS)
+def spec_file(
+    request: pytest.FixtureRequest,
+    spec_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    servers: dict[Path, Any],
+) -> Path:
+    """The spec in `REWARDSMITH_SPEC`; scored in-process, then by a real reward server."""
+    monkeypatch.setenv("REWARDSMITH_SPEC", str(spec_path))
     monkeypatch.setenv("REWARDSMITH_WORKERS", "1")
-    return path
+    if request.param == "server":
+        serve_for(spec_path, monkeypatch, servers)
+    return spec_path
 
 
 def run_naive_manager(compute_score: Any) -> list[dict[str, Any]]:
@@ -253,7 +260,7 @@ def test_group_scoped_shaping_is_refused(monkeypatch: pytest.MonkeyPatch) -> Non
 
 WORKER = """
 import importlib.util, os, sys
-from rewardsmith.integrations._common import shared_batcher
+from rewardsmith.integrations._common import shared_engine
 path = sys.argv[1]  # a reward worker starts: verl's load_module, as in load_like_verl
 spec = importlib.util.spec_from_file_location(f"custom_module_{hash(os.path.abspath(path))}", path)
 module = importlib.util.module_from_spec(spec)
@@ -262,7 +269,7 @@ compute_score = module.compute_score
 print("loaded", flush=True)
 sys.stdin.readline()  # every worker is up before the first batch
 compute_score(data_source="d", solution_str="\\\\boxed{1}", ground_truth="1")
-print(len(shared_batcher().engine.pool._workers), flush=True)
+print(len(shared_engine().pool._workers), flush=True)
 """
 
 

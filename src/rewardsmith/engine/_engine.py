@@ -1,8 +1,10 @@
 """The engine: samples in, ordered results out, CPU rewards in a hard-timeout process pool.
 
-`Engine.iter_score` is the one core: it streams its input, keeps at most `window` samples in
-flight (so memory stays bounded on any input size) and yields results in input order.
-`score`, `ascore` and the CLI are thin layers over it.
+Every way in sits on the engine's one continuous front (`_front`): `submit` (futures, from
+any thread), `ascore` (a coroutine), `iter_score` (a stream: it reads its input lazily, keeps
+at most `window` samples unscored, so memory stays bounded on any input size, and yields
+results in input order), `score`, and through them the CLI, the server and the trainer
+adapters. Calls from many threads or coroutines share the worker pool sample by sample.
 """
 
 from __future__ import annotations
@@ -10,24 +12,35 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import threading
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Literal, Protocol
+import queue
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
 from .._exceptions import InputError
-from ..combine import GroupOrder, ResultBuilder, Scored
+from ..combine import GroupOrder
 from ..models import Result, Sample, Score
 from ..registry import registry
 from ..spec import RewardSpec, load_spec
 from ._capacity import register_process, worker_count
-from ._pool import Task, TimeoutPool
+from ._front import Front, Pool, QueueFull, Run
+from ._pool import TimeoutPool
 
-__all__ = ["Backend", "Engine", "Pool", "ascore", "invalid_result", "score"]
+__all__ = [
+    "Backend",
+    "Engine",
+    "Pool",
+    "QueueFull",
+    "as_sample",
+    "ascore",
+    "invalid_result",
+    "score",
+]
 
 _WINDOW = 4_096
-"""Most samples read ahead of the oldest unfinished one."""
+"""Most samples of one stream read and not yet scored."""
 
 SampleLike = Sample | dict[str, Any] | InputError
 """What the engine accepts: a sample, its dict form, or a line that failed to parse."""
@@ -37,14 +50,6 @@ _END = object()
 
 Backend = Literal["local", "ray"]
 """Where CPU rewards run."""
-
-
-class Pool(Protocol):
-    """What the engine needs of a worker pool (`TimeoutPool`, `RayPool`)."""
-
-    def submit(self, tasks: list[Task]) -> None: ...
-    def poll(self, max_wait_s: float = 0.1) -> list[tuple[Any, Score]]: ...
-    def close(self) -> None: ...
 
 
 def invalid_result(spec: RewardSpec, sample_id: str, reason: str) -> Result:
@@ -58,8 +63,29 @@ def invalid_result(spec: RewardSpec, sample_id: str, reason: str) -> Result:
     )
 
 
+def as_sample(spec: RewardSpec, item: SampleLike, index: int) -> Sample | Result:
+    """An input as a sample, or, when it is not a valid one, its `invalid` result.
+
+    `index` is the input's 0-based position: a dict without an id gets ``index + 1``.
+    """
+    if isinstance(item, Sample):
+        return item
+    if isinstance(item, InputError):
+        line = str(item.line) if item.line is not None else str(index + 1)
+        return invalid_result(spec, line, str(item))
+    if not isinstance(item, dict):
+        return invalid_result(spec, str(index + 1), f"not a JSON object: {item!r:.80}")
+    data = item if "id" in item else {**item, "id": str(index + 1)}
+    try:
+        return Sample.model_validate(data)
+    except ValidationError as exc:
+        sample_id = str(data.get("id"))
+        return invalid_result(spec, sample_id, _first_error(exc))
+
+
 class Engine:
-    """Scores samples against one spec. Reuse it: the worker pool starts once.
+    """Scores samples against one spec. Reuse it: the worker pool starts once, and calls
+    from any number of threads or coroutines share it.
 
     >>> with Engine("spec.yaml") as engine:          # doctest: +SKIP
     ...     results = engine.score([{"completion": "\\\\boxed{4}", "reference": "4"}])
@@ -73,6 +99,7 @@ class Engine:
         window: int = _WINDOW,
         backend: Backend = "local",
         ray_address: str | None = None,
+        max_queue_samples: int | None = None,
     ) -> None:
         """Validate the spec; workers start on first use.
 
@@ -81,45 +108,115 @@ class Engine:
             workers: worker processes, or Ray actors (at least 1). Default: local, the
                 `REWARDSMITH_WORKERS` environment variable, else this process's share of
                 the node's cores; Ray, one actor per CPU of the cluster.
-            window: most samples in flight at once (bounds memory on large inputs).
+            window: most samples of one `iter_score` stream read and not yet scored (bounds
+                memory on large inputs).
             backend: `local` (a process pool on this machine) or `ray` (actors on a cluster).
             ray_address: the Ray cluster to join (backend `ray`; default: start a local one).
+            max_queue_samples: admission control: most samples accepted and not yet
+                answered (a `submit`, `score` or `iter_score` sample until its own result is
+                out, an `ascore` call's until the call returns), over all callers; a call
+                that would pass it raises `QueueFull` (None: no limit).
         """
         self.spec = load_spec(spec)
         self._workers = None if workers is None else worker_count(workers)
         self._window = window
         self._backend = backend
         self._ray_address = ray_address
-        self._pool: Pool | None = None
-        self._lock = threading.Lock()
+        self._limit = max_queue_samples
+        self._front = Front(self.spec, self._start_pool, max_queue_samples)
         self._pid = os.getpid()
         register_process()  # before any pool starts, so that pools on the node share cores
 
-    def _forget_parent_pool(self) -> None:
-        """In a process forked after this engine was built: the pool is the parent's.
+    def _start_pool(self) -> Pool:
+        preload = {m for c in self.spec.rewards.values() for m in registry.get(c.type).preload}
+        if self._backend == "ray":
+            from ._ray import RayPool
 
-        Its workers, pipes and lock belong to the parent (the lock may even have been held
-        by one of its threads at the fork), so they are dropped, never closed or killed;
-        this process starts its own pool on first use.
+            return RayPool(self.spec.rewards, self._workers, preload, self._ray_address)
+        return TimeoutPool(self.spec.rewards, self._workers, preload)
+
+    @property
+    def front(self) -> Front:
+        """The engine's front (in a process forked after this engine was built: a new one).
+
+        The parent's driver thread, workers, pipes and locks are not the child's (a lock may
+        even have been held by one of the parent's threads at the fork), so they are
+        dropped, never closed or killed; this process starts its own on first use.
         """
         if os.getpid() != self._pid:
             self._pid = os.getpid()
-            self._pool = None
-            self._lock = threading.Lock()
+            self._front = Front(self.spec, self._start_pool, self._limit)
+        return self._front
 
     @property
     def pool(self) -> Pool:
         """The worker pool, started on first use."""
-        self._forget_parent_pool()
-        if self._pool is None:
-            preload = {m for c in self.spec.rewards.values() for m in registry.get(c.type).preload}
-            if self._backend == "ray":
-                from ._ray import RayPool
+        return self.front.pool
 
-                self._pool = RayPool(self.spec.rewards, self._workers, preload, self._ray_address)
-            else:
-                self._pool = TimeoutPool(self.spec.rewards, self._workers, preload)
-        return self._pool
+    @property
+    def admitted(self) -> int:
+        """Samples accepted and not yet answered, over all callers."""
+        return self.front.admitted
+
+    @property
+    def max_queue_samples(self) -> int | None:
+        """The admission limit (None: none)."""
+        return self._limit
+
+    def start(self) -> None:
+        """Start the workers now rather than on the first call (raises what stops them)."""
+        self._submit_run([]).result()
+
+    def submit(self, samples: Iterable[SampleLike]) -> list[Future[Result]]:
+        """Queue samples now; one future result each, set as soon as it is finished.
+
+        Inputs that are dicts are validated here (an invalid one gets an `invalid` result).
+
+        Raises:
+            QueueFull: the engine's admission limit would be passed.
+            InputError: with group-level work in the spec, a group that is not contiguous.
+        """
+        items = self._prepare(samples)
+        futures: list[Future[Result]] = [Future() for _ in items]
+        self._queue(items, _Futures(futures))
+        return futures
+
+    def _submit_run(self, samples: Iterable[SampleLike]) -> Future[list[Result]]:
+        """Queue samples as one run; the future gets every result, in input order."""
+        sink = _Collect()
+        self._queue(self._prepare(samples), sink)
+        return sink.future
+
+    async def ascore(self, samples: Iterable[SampleLike]) -> list[Result]:
+        """`score` for coroutines: nothing blocks the event loop while workers run.
+
+        Raises as `submit` does; cancelling the call cancels the samples not yet scored.
+        """
+        return await asyncio.wrap_future(self._submit_run(samples))
+
+    def score(self, samples: Iterable[SampleLike]) -> list[Result]:
+        """Score samples; one result per input, in input order."""
+        return list(self.iter_score(samples))
+
+    def _prepare(self, samples: Iterable[SampleLike]) -> list[Sample | Result]:
+        items = [as_sample(self.spec, item, index) for index, item in enumerate(samples)]
+        if self.spec.needs_groups:
+            order = GroupOrder()
+            for item in items:
+                if isinstance(item, Sample) and (error := order.check(item)) is not None:
+                    raise error
+        return items
+
+    def _queue(self, items: list[Sample | Result], sink: _Collect | _Futures) -> None:
+        whole = isinstance(sink, _Collect)
+        run = self.front.open(sink, whole=whole)
+        if whole:
+            sink.bind(run)
+        try:
+            run.add(items, last=True)
+        except QueueFull:
+            run.cancel()
+            raise
 
     def iter_score(
         self,
@@ -135,104 +232,144 @@ class Engine:
         a group's results come once the group is complete, and a group must be contiguous in
         the input: a group id seen again after other groups raises `InputError`.
         """
-        self._forget_parent_pool()
-        with self._lock:
-            finished = False
-            try:
-                yield from self._run(iter(samples), on_result)
-                finished = True
-            finally:
-                if not finished:  # abandoned or raised mid-run: its tasks must not leak into
-                    self.close()  # the next run, so the workers go (restarted on next use)
+        stream = _Stream()
+        run = self.front.open(stream)
+        try:
+            yield from self._stream(iter(samples), run, stream, on_result)
+        finally:
+            if not run.over:  # abandoned or raised mid-run: its queued tasks are dropped
+                run.cancel()  # and its results never reach another run
 
-    def _run(
-        self, samples: Iterator[SampleLike], on_result: Callable[[Result], None] | None
+    def _stream(
+        self,
+        samples: Iterator[SampleLike],
+        run: Run,
+        stream: _Stream,
+        on_result: Callable[[Result], None] | None,
     ) -> Iterator[Result]:
-        names = list(self.spec.rewards)
-        timeout = self.spec.timeout_s
-        pool = self.pool
-        builder = ResultBuilder(self.spec)
         order = GroupOrder() if self.spec.needs_groups else None
         stop: InputError | None = None
-        ready: dict[int, Scored | Result] = {}
-        partial: dict[int, tuple[Sample, dict[str, Score]]] = {}
-        next_out = 0
         counter = itertools.count()
+        unscored = 0
         exhausted = False
         while True:
-            while not exhausted and len(ready) + len(partial) < self._window:
+            batch: list[Sample | Result] = []
+            while not exhausted and unscored + len(batch) < self._window:
                 item = next(samples, _END)
                 if item is _END:
                     exhausted = True
                     break
-                index = next(counter)
-                sample = self._as_sample(item, index)
-                if isinstance(sample, Result):
-                    ready[index] = sample
-                    continue
-                if order is not None and (stop := order.check(sample)) is not None:
-                    exhausted = True  # finish what came before, then raise
-                    break
-                partial[index] = (sample, {})
-                pool.submit([Task((index, name), name, sample, timeout) for name in names])
-            finished: list[Result] = []
-            while next_out in ready:
-                finished += builder.push(ready.pop(next_out))
-                next_out += 1
-            done = exhausted and not partial and not ready
-            if done:
-                finished += builder.close()
-            for result in finished:
-                if on_result is not None:
-                    on_result(result)
-                yield result
-            if done:
-                if stop is not None:
-                    raise stop
-                return
-            if partial:
-                for (index, name), score in pool.poll():
-                    sample, scores = partial[index]
-                    scores[name] = score
-                    if len(scores) == len(names):
-                        del partial[index]
-                        ready[index] = Scored(sample, {n: scores[n] for n in names})
-
-    def _as_sample(self, item: SampleLike, index: int) -> Sample | Result:
-        if isinstance(item, Sample):
-            return item
-        if isinstance(item, InputError):
-            line = str(item.line) if item.line is not None else str(index + 1)
-            return invalid_result(self.spec, line, str(item))
-        if not isinstance(item, dict):
-            return invalid_result(self.spec, str(index + 1), f"not a JSON object: {item!r:.80}")
-        data = item if "id" in item else {**item, "id": str(index + 1)}
-        try:
-            return Sample.model_validate(data)
-        except ValidationError as exc:
-            sample_id = str(data.get("id"))
-            return invalid_result(self.spec, sample_id, _first_error(exc))
-
-    def score(self, samples: Iterable[SampleLike]) -> list[Result]:
-        """Score samples; one result per input, in input order."""
-        return list(self.iter_score(samples))
-
-    async def ascore(self, samples: Iterable[SampleLike]) -> list[Result]:
-        """`score` for async callers: the event loop stays free while workers run."""
-        return await asyncio.to_thread(self.score, list(samples))
+                sample = as_sample(self.spec, item, next(counter))
+                if isinstance(sample, Sample) and order is not None:
+                    stop = order.check(sample)
+                    if stop is not None:
+                        exhausted = True  # finish what came before, then raise
+                        break
+                if isinstance(sample, Sample):
+                    unscored += 1
+                batch.append(sample)
+            if batch:
+                run.add(batch)
+            if exhausted and not stream.ended:
+                stream.ended = True
+                run.end()
+            events = stream.wait()
+            for kind, value in events:
+                if kind == "scored":
+                    unscored -= value
+                elif kind == "result":
+                    if on_result is not None:
+                        on_result(value)
+                    yield value
+                elif value is not None:
+                    raise value
+                else:
+                    if stop is not None:
+                        raise stop
+                    return
 
     def close(self) -> None:
-        """Stop the workers."""
-        self._forget_parent_pool()
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        """Stop the workers (calls in flight fail with `EngineClosed`); they restart on the
+        next call."""
+        self.front.close()
 
     def __enter__(self) -> Engine:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Futures:
+    """A run's sink for `submit`: one future per sample."""
+
+    def __init__(self, futures: Sequence[Future[Result]]) -> None:
+        self._futures = futures
+
+    def scored(self, count: int) -> None:
+        pass
+
+    def result(self, index: int, result: Result) -> None:
+        if self._futures[index].set_running_or_notify_cancel():
+            self._futures[index].set_result(result)
+
+    def done(self, error: BaseException | None) -> None:
+        if error is None:
+            return
+        for future in self._futures:
+            if not future.done() and future.set_running_or_notify_cancel():
+                future.set_exception(error)
+
+
+class _Collect:
+    """A run's sink for one future holding every result; cancelling it cancels the run."""
+
+    def __init__(self) -> None:
+        self.future: Future[list[Result]] = Future()
+        self._results: list[Result] = []
+
+    def bind(self, run: Run) -> None:
+        self.future.add_done_callback(lambda f: run.cancel() if f.cancelled() else None)
+
+    def scored(self, count: int) -> None:
+        pass
+
+    def result(self, index: int, result: Result) -> None:
+        self._results.append(result)
+
+    def done(self, error: BaseException | None) -> None:
+        if not self.future.set_running_or_notify_cancel():
+            return
+        if error is None:
+            self.future.set_result(self._results)
+        else:
+            self.future.set_exception(error)
+
+
+class _Stream:
+    """A run's sink for `iter_score`: events for the reading thread, in order."""
+
+    def __init__(self) -> None:
+        self._events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self.ended = False
+
+    def scored(self, count: int) -> None:
+        self._events.put(("scored", count))
+
+    def result(self, index: int, result: Result) -> None:
+        self._events.put(("result", result))
+
+    def done(self, error: BaseException | None) -> None:
+        self._events.put(("done", error))
+
+    def wait(self) -> list[tuple[str, Any]]:
+        """The next event, and every other one already there."""
+        events = [self._events.get()]
+        while True:
+            try:
+                events.append(self._events.get_nowait())
+            except queue.Empty:
+                return events
 
 
 _UNION_TAGS = frozenset({"str", "int", "float", "bool", "none", "dict"})
@@ -269,5 +406,8 @@ async def ascore(
     **engine_options: Any,
 ) -> list[Result]:
     """Async `score`."""
-    with Engine(spec, **engine_options) as engine:
+    engine = Engine(spec, **engine_options)
+    try:
         return await engine.ascore(samples)
+    finally:
+        await asyncio.to_thread(engine.close)

@@ -9,8 +9,9 @@ is killed (SIGKILL: nothing to catch, no `signal.alarm`, works from any thread) 
 by a fork of a preloaded server; the task gets a `timeout` score and every other task it
 held goes back to the queue.
 
-Tasks go out in batches and results come back in batches (flushed at least every
-`_FLUSH_S`), so IPC costs a few messages per batch rather than several per task. Before a
+Tasks go out in batches and results come back in batches (flushed every `_FLUSH_S`, so a
+caller waiting on one sample gets it within milliseconds of its end, not at the end of its
+batch), so IPC costs a few messages per batch rather than several per task. Before a
 batch's first task, a reward with a `prefetch` method (the model rewards) is shown every sample
 of the batch it will score, so one model call can serve them all. A task that
 cannot be sent (a sample that does not pickle, or nests too deep for it) is `invalid` on its
@@ -30,7 +31,7 @@ import pickle
 import time
 import traceback
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from multiprocessing.reduction import ForkingPickler
@@ -45,8 +46,9 @@ __all__ = ["Task", "TimeoutPool", "default_workers"]
 
 _BATCH = 64
 """Most tasks per pipe message."""
-_FLUSH_S = 0.2
-"""A worker sends finished results at least this often, so a kill loses little work."""
+_FLUSH_S = 0.01
+"""A worker sends finished results at least this often: callers of the engine's front get
+each result soon after it is ready (and a kill loses little work)."""
 _START_TIMEOUT_S = 120.0
 """A worker that cannot build its rewards in this time is broken, not slow."""
 _MAX_TRACEBACK_CHARS = 2_000
@@ -209,8 +211,16 @@ class TimeoutPool:
         """Queue tasks; they start as workers free up."""
         self._pending.extend(tasks)
 
-    def poll(self, max_wait_s: float = 0.1) -> list[tuple[Any, Score]]:
-        """Dispatch queued tasks and return the results that arrive within `max_wait_s`."""
+    def drop(self, match: Callable[[Any], bool]) -> None:
+        """Forget the queued tasks whose key `match`es (tasks already sent run to the end)."""
+        self._pending = deque(task for task in self._pending if not match(task.key))
+
+    def poll(self, max_wait_s: float = 0.1, wake: int | None = None) -> list[tuple[Any, Score]]:
+        """Dispatch queued tasks and return the results that arrive within `max_wait_s`.
+
+        `wake`: a file descriptor that ends the wait early when it becomes readable (the
+        engine's front uses it to hand new tasks over at once).
+        """
         self._dispatch()
         done, self._rejected = self._rejected, []
         active = [w for w in self._workers if w.outstanding]
@@ -219,8 +229,12 @@ class TimeoutPool:
         now = time.monotonic()
         wait_s = min([max_wait_s] + [self._deadline(w, w.running()) - now for w in active])
         by_conn = {id(w.conn): w for w in active}
-        for conn in wait([w.conn for w in active], timeout=0.0 if done else max(0.0, wait_s)):
-            self._drain(by_conn[id(conn)], done)
+        waited: list[Any] = [w.conn for w in active]
+        if wake is not None:
+            waited.append(wake)
+        for conn in wait(waited, timeout=0.0 if done else max(0.0, wait_s)):
+            if conn is not wake:
+                self._drain(by_conn[id(conn)], done)
         now = time.monotonic()
         for index, worker in enumerate(self._workers):
             if not worker.outstanding:

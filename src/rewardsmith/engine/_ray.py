@@ -26,7 +26,7 @@ import math
 import os
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,8 @@ _GRACE_S = 60.0
 considered hung and killed (the inner pool makes this a last resort)."""
 _MAX_ATTEMPTS = 2
 """Actors a task may lose before it is given up as `error`."""
+_WAKE_S = 0.01
+"""Longest wait on the actors when the caller has other work that may arrive."""
 _START_TIMEOUT_S = 300.0
 """How long actors may take to start (scheduling, imports, building rewards)."""
 
@@ -163,8 +165,16 @@ class RayPool:
         """Queue tasks; they go out as actors have room."""
         self._pending.extend((0, task) for task in tasks)
 
-    def poll(self, max_wait_s: float = 0.1) -> list[tuple[Any, Score]]:
-        """Dispatch queued tasks and return the results that arrive within `max_wait_s`."""
+    def drop(self, match: Callable[[Any], bool]) -> None:
+        """Forget the queued tasks whose key `match`es (tasks sent to actors run to the end)."""
+        self._pending = deque(item for item in self._pending if not match(item[1].key))
+
+    def poll(self, max_wait_s: float = 0.1, wake: int | None = None) -> list[tuple[Any, Score]]:
+        """Dispatch queued tasks and return the results that arrive within `max_wait_s`.
+
+        Ray cannot wait on a file descriptor: with `wake` given, the wait is at most
+        `_WAKE_S`, so that new tasks still go out soon.
+        """
         ray = self._ray
         self._dispatch()
         done: list[tuple[Any, Score]] = []
@@ -172,6 +182,8 @@ class RayPool:
             return done
         refs = list(self._calls)
         now = time.monotonic()
+        if wake is not None:
+            max_wait_s = min(max_wait_s, _WAKE_S)
         wait_s = max(0.0, min(max_wait_s, min(c.deadline for c in self._calls.values()) - now))
         ready, _ = ray.wait(refs, num_returns=1, timeout=wait_s)
         if ready:

@@ -1,4 +1,4 @@
-"""What the trainer adapters share: per-component values, shared engines and their batcher.
+"""What the trainer adapters share: per-component values and the process's shared engines.
 
 Conversions the reward server shares too (query -> completion, the always-a-float reward,
 per-component logs) are in `rewardsmith.integrations._protocol`, which builds on this module.
@@ -9,43 +9,44 @@ and that module imports this one.
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import json
 import math
 import os
-import queue
 import socket
 import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from rewardsmith._exceptions import ConfigError, InputError
+from rewardsmith._exceptions import ConfigError
 from rewardsmith.combine import charged_value, counted, fired_veto
 from rewardsmith.engine import Engine
-from rewardsmith.engine._capacity import WORKERS_ENV, worker_count
-from rewardsmith.models import FAILURE_STATUSES, Result, Sample
+from rewardsmith.engine._capacity import WORKERS_ENV, register_process, worker_count
+from rewardsmith.integrations._remote import URL_ENV, RemoteEngine
+from rewardsmith.models import FAILURE_STATUSES, Result
 from rewardsmith.registry import registry
 from rewardsmith.spec import ComponentSpec, RewardSpec, load_spec
 
 __all__ = [
     "SPEC_ENV",
+    "URL_ENV",
     "WORKERS_ENV",
     "charged_rewards",
     "check_split",
     "close_shared_engines",
     "component_values",
+    "count_this_process",
     "counts_tokens",
     "failure_counts",
     "gated_scores",
     "group_scoped",
     "missing_spec_error",
     "normalise_chat",
+    "open_engine",
     "plain",
     "refuse_groups",
-    "shared_batcher",
+    "shared_engine",
     "splits_into_components",
     "without_group_transform",
 ]
@@ -244,81 +245,11 @@ def failure_counts(spec: RewardSpec, results: Sequence[Result]) -> dict[str, dic
     return counts
 
 
-class Batcher:
-    """Scores samples sent from many threads or coroutines in shared engine batches.
-
-    Trainers such as verl and OpenRLHF call a reward function once per sample, from many
-    threads at once. Each call here queues its samples and waits; one thread takes everything
-    queued so far and scores it as one batch in the engine's worker pool, so concurrent
-    calls run in parallel instead of one after another behind the engine's lock.
-
-    Not the server's `rewardsmith.server._batcher.Batcher`: that one is an admission queue
-    for an event loop (bounded, 503 when full, start/close with the app, one call per
-    request for group work); this one serves blocking trainer threads, starts on first use,
-    never refuses, and lives as long as the process.
-    """
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self._queue: queue.SimpleQueue[tuple[Any, Future[Result]]] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-
-    def submit(
-        self, samples: Sequence[Sample | dict[str, Any] | InputError]
-    ) -> list[Future[Result]]:
-        """Queue samples (`Sample`s, dicts, or `InputError`s for invalid ones); one future
-        result each."""
-        self._ensure_thread()
-        futures: list[Future[Result]] = []
-        for sample in samples:
-            future: Future[Result] = Future()
-            self._queue.put((sample, future))
-            futures.append(future)
-        return futures
-
-    def score(self, samples: Sequence[Sample | dict[str, Any] | InputError]) -> list[Result]:
-        """Score samples, batched with whatever other callers sent meanwhile."""
-        return [future.result() for future in self.submit(samples)]
-
-    async def ascore(self, samples: Sequence[Sample | dict[str, Any] | InputError]) -> list[Result]:
-        """`score` for coroutines: the event loop stays free while the batch runs."""
-        futures = [asyncio.wrap_future(f) for f in self.submit(samples)]
-        return list(await asyncio.gather(*futures))
-
-    def _ensure_thread(self) -> None:
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._run, name="rewardsmith-batcher", daemon=True
-                )
-                self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            batch = [self._queue.get()]
-            while True:
-                try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            live = [(s, f) for s, f in batch if f.set_running_or_notify_cancel()]
-            if not live:
-                continue
-            try:
-                results = self.engine.score([sample for sample, _ in live])
-            except BaseException as exc:  # the callers get the error, the thread goes on
-                for _, future in live:
-                    future.set_exception(exc)
-                continue
-            for (_, future), result in zip(live, results, strict=True):
-                future.set_result(result)
-
-
-# One engine (and batcher) per spec per process, for adapters that trainers load as plain
-# functions (verl, OpenRLHF): the first call starts the worker pool and later calls reuse it.
-_BATCHERS: dict[tuple[int, str, int | None], Batcher] = {}
-_BATCHERS_LOCK = threading.Lock()
+# One engine per spec per process, for adapters that trainers load as plain functions (verl,
+# OpenRLHF): the first call starts the worker pool and later calls reuse it. The engine's
+# front takes calls from any number of threads and coroutines at once, sample by sample.
+_ENGINES: dict[tuple[int, str, int | None, str | None], Engine | RemoteEngine] = {}
+_ENGINES_LOCK = threading.Lock()
 
 SpecSource = str | os.PathLike[str] | RewardSpec | Mapping[str, Any]
 
@@ -367,8 +298,25 @@ def counts_tokens(component: ComponentSpec) -> bool:
     return bool(component.params.get("unit", default) == "tokens")
 
 
-def shared_batcher(source: SpecSource | None = None, workers: Any = None) -> Batcher:
-    """The process's batcher (and engine) for a spec, started once and reused.
+def count_this_process() -> None:
+    """Count this process among the node's reward processes (`_capacity`), unless its samples
+    go to a reward server (`REWARDSMITH_URL`): then it runs no workers and takes no share."""
+    if not os.environ.get(URL_ENV):
+        register_process()
+
+
+def open_engine(spec: RewardSpec, workers: int | None = None) -> Engine | RemoteEngine:
+    """An engine for an adapter: the reward server at `REWARDSMITH_URL` when it is set (no
+    pool in this process), else an in-process engine with its own worker pool."""
+    url = os.environ.get(URL_ENV)
+    if url:
+        return RemoteEngine(url, spec)
+    return Engine(spec, workers=workers)
+
+
+def shared_engine(source: SpecSource | None = None, workers: Any = None) -> Engine | RemoteEngine:
+    """The process's engine for a spec, started once and reused by every thread (with
+    `REWARDSMITH_URL` set: a client of that reward server, see `open_engine`).
 
     Args:
         source: the spec (a path, YAML text, a dict or a `RewardSpec`); default: the
@@ -384,10 +332,11 @@ def shared_batcher(source: SpecSource | None = None, workers: Any = None) -> Bat
         if not source:
             raise missing_spec_error()
     count = _workers(workers)
-    key = (os.getpid(), _spec_key(source), count)  # a forked child starts its own
-    with _BATCHERS_LOCK:
-        batcher = _BATCHERS.get(key)
-        if batcher is None:
+    # a forked child starts its own; a server set later is used from then on
+    key = (os.getpid(), _spec_key(source), count, os.environ.get(URL_ENV))
+    with _ENGINES_LOCK:
+        engine = _ENGINES.get(key)
+        if engine is None:
             if isinstance(source, Mapping) and not isinstance(source, dict):
                 source = plain(source)
             spec = load_spec(os.fspath(source) if isinstance(source, os.PathLike) else source)
@@ -400,24 +349,24 @@ def shared_batcher(source: SpecSource | None = None, workers: Any = None) -> Bat
                         "overlong penalty (verl: the dapo reward manager's overlong_buffer_cfg; "
                         "OpenRLHF: --reward.overlong_buffer_len)"
                     )
-            batcher = Batcher(Engine(without_group_transform(spec), workers=count))
-            _BATCHERS[key] = batcher
-        return batcher
+            engine = open_engine(without_group_transform(spec), count)
+            _ENGINES[key] = engine
+        return engine
 
 
 def close_shared_engines() -> None:
     """Stop the workers of every shared engine (they restart on the next call)."""
-    with _BATCHERS_LOCK:
-        batchers = list(_BATCHERS.values())
-    for batcher in batchers:
-        batcher.engine.close()
+    with _ENGINES_LOCK:
+        engines = list(_ENGINES.values())
+    for engine in engines:
+        engine.close()
 
 
-def _forget_parent_batchers() -> None:
+def _forget_parent_engines() -> None:
     """In a forked child: the lock may have been held by a parent thread at the fork."""
-    global _BATCHERS_LOCK
-    _BATCHERS_LOCK = threading.Lock()
+    global _ENGINES_LOCK
+    _ENGINES_LOCK = threading.Lock()
 
 
 atexit.register(close_shared_engines)
-os.register_at_fork(after_in_child=_forget_parent_batchers)
+os.register_at_fork(after_in_child=_forget_parent_engines)

@@ -47,8 +47,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rewardsmith.engine._capacity import register_process
-from rewardsmith.integrations._common import SpecSource, refuse_groups, shared_batcher
+from rewardsmith.integrations._common import (
+    SpecSource,
+    count_this_process,
+    refuse_groups,
+    shared_engine,
+)
 from rewardsmith.integrations._protocol import openrlhf_response, openrlhf_samples
 
 __all__ = ["NO_GROUPS", "answer_queries", "reward_func", "score_queries"]
@@ -71,10 +75,10 @@ def answer_queries(
     """``{"rewards", "scores", "extra_logs"}`` as plain lists: what the reward server's
     `/get_reward` answers for the same body (the same `_protocol` functions make both)."""
     samples, found = openrlhf_samples(queries, prompts, labels)
-    batcher = shared_batcher(spec, workers)
-    refuse_groups(batcher.engine.spec, NO_GROUPS)
-    results = batcher.score(samples)
-    return openrlhf_response(batcher.engine.spec, results, found)
+    engine = shared_engine(spec, workers)
+    refuse_groups(engine.spec, NO_GROUPS)
+    results = engine.score(samples)
+    return openrlhf_response(engine.spec, results, found)
 
 
 def score_queries(
@@ -109,8 +113,8 @@ if __name__ != "rewardsmith.integrations.openrlhf":  # pragma: no branch
     # missing or bad spec fails the load with its fix), count this process among the node's
     # reward processes, and hand out the package module's functions, which pickle by
     # reference in any process.
-    register_process()
-    refuse_groups(shared_batcher().engine.spec, NO_GROUPS)
+    count_this_process()
+    refuse_groups(shared_engine().spec, NO_GROUPS)
     from rewardsmith.integrations.openrlhf import (
         answer_queries,
         reward_func,

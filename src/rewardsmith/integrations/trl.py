@@ -73,9 +73,11 @@ from rewardsmith.integrations._common import (
     failure_counts,
     group_scoped,
     normalise_chat,
+    open_engine,
     splits_into_components,
     without_group_transform,
 )
+from rewardsmith.integrations._remote import RemoteEngine
 from rewardsmith.models import Result
 from rewardsmith.spec import RewardSpec, load_spec
 
@@ -128,8 +130,9 @@ class TRLRewards:
 
         Args:
             spec: a `RewardSpec`, its dict form, a YAML string or a path to a YAML file.
-            workers: worker processes (default: one per core).
-            engine: an engine to use (not closed by `close`) instead of starting one.
+            workers: worker processes (default: this process's share of the node's cores).
+            engine: an engine to use (not closed by `close`) instead of starting one; by
+                default, with `REWARDSMITH_URL` set, the reward server there scores.
             asynchronous: make the reward functions `async` (for TRL's async path).
             total_name: the name (and TRL metric name) of the `total` function.
             num_generations: `GRPOConfig.num_generations`; with a spec that needs groups,
@@ -141,7 +144,7 @@ class TRLRewards:
         self._num_generations = num_generations
         self._workers = workers
         self._owns_engine = engine is None
-        self._engine = engine if engine is not None else Engine(self.spec, workers=workers)
+        self._engine = engine if engine is not None else open_engine(self.spec, workers)
         self._asynchronous = asynchronous
         self._total_name = total_name
         self._lock = threading.Lock()
@@ -174,7 +177,7 @@ class TRLRewards:
         return [component.weight for component in self.spec.rewards.values()]
 
     @property
-    def engine(self) -> Engine:
+    def engine(self) -> Engine | RemoteEngine:
         """The engine scoring every batch."""
         return self._engine
 

@@ -37,8 +37,9 @@ reference; `data_source` and `extra_info` travel in the sample's `metadata`. ver
 reward function no token ids, so a spec with a `length` in tokens is refused at the first
 call.
 
-Calls from many threads (verl runs the per-sample function in an executor) or coroutines are
-batched together into the engine's worker pool; the pool starts on the first call and stays
+Calls from many threads (verl runs the per-sample function in an executor) or coroutines
+share the engine's worker pool, sample by sample (the coroutine form awaits the engine
+without a thread); the pool starts on the first call and stays
 for the life of the process (one per spec). Its size is `REWARDSMITH_WORKERS`, else this
 process's share of the node's cores among the reward processes on it (each of verl's reward
 workers counts itself when it loads this file). A process forked from one that scored (verl's
@@ -59,22 +60,21 @@ Imports are absolute: verl loads this file by path, outside the `rewardsmith` pa
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Any
 
 from rewardsmith._exceptions import ConfigError
-from rewardsmith.engine._capacity import register_process
 from rewardsmith.integrations._common import (
-    Batcher,
     SpecSource,
+    count_this_process,
     group_scoped,
     plain,
     refuse_groups,
-    shared_batcher,
+    shared_engine,
 )
 from rewardsmith.integrations._protocol import component_logs, trainer_reward
 from rewardsmith.models import Result
+from rewardsmith.spec import RewardSpec
 
 PER_SAMPLE = (
     "verl's per-sample reward managers (naive, dapo, the reward loop) call compute_score one "
@@ -130,10 +130,10 @@ def _in_order(results: list[Result], order: list[int]) -> list[Result]:
 
 
 def _batch_call(
-    batcher: Batcher, samples: list[dict[str, Any]], group_key: str
+    spec: RewardSpec, samples: list[dict[str, Any]], group_key: str
 ) -> tuple[list[dict[str, Any]], list[int] | None]:
     """The samples to score (regrouped when the spec needs groups) and the order to undo."""
-    if group_scoped(batcher.engine.spec) is None:
+    if group_scoped(spec) is None:
         return samples, None
     order = _grouped(samples, group_key)
     return [samples[i] for i in order], order
@@ -191,16 +191,16 @@ def compute_score(
             reward manager passes it.
         kwargs: other arguments verl may add (e.g. `reward_router_address`); ignored.
     """
-    batcher = shared_batcher(spec, workers)
+    engine = shared_engine(spec, workers)
     if solution_strs is not None:
         samples = _batch_samples(data_sources, solution_strs, ground_truths, extra_infos)
-        scored, order = _batch_call(batcher, samples, group_key)
-        results = batcher.engine.score(scored) if order is not None else batcher.score(scored)
+        scored, order = _batch_call(engine.spec, samples, group_key)
+        results = engine.score(scored)
         results = _in_order(results, order) if order is not None else results
-        return [_output(batcher.engine.spec, r) for r in results]
-    refuse_groups(batcher.engine.spec, PER_SAMPLE)
-    (result,) = batcher.score([to_sample(data_source, solution_str, ground_truth, extra_info)])
-    return _output(batcher.engine.spec, result)
+        return [_output(engine.spec, r) for r in results]
+    refuse_groups(engine.spec, PER_SAMPLE)
+    (result,) = engine.score([to_sample(data_source, solution_str, ground_truth, extra_info)])
+    return _output(engine.spec, result)
 
 
 def compute_score_batch(
@@ -245,22 +245,20 @@ async def compute_score_async(
 ) -> dict[str, float] | list[dict[str, float]]:
     """`compute_score` as a coroutine, for verl's reward loop: concurrent calls (one per
     sample) are scored together, and the event loop stays free meanwhile."""
-    batcher = shared_batcher(spec, workers)
+    engine = shared_engine(spec, workers)
     if solution_strs is not None:
         samples = _batch_samples(data_sources, solution_strs, ground_truths, extra_infos)
-        scored, order = _batch_call(batcher, samples, group_key)
-        if order is None:
-            results = await batcher.ascore(scored)
-        else:
-            results = _in_order(await asyncio.to_thread(batcher.engine.score, scored), order)
-        return [_output(batcher.engine.spec, r) for r in results]
-    refuse_groups(batcher.engine.spec, PER_SAMPLE)
+        scored, order = _batch_call(engine.spec, samples, group_key)
+        results = await engine.ascore(scored)
+        results = _in_order(results, order) if order is not None else results
+        return [_output(engine.spec, r) for r in results]
+    refuse_groups(engine.spec, PER_SAMPLE)
     sample = to_sample(data_source, solution_str, ground_truth, extra_info)
-    (result,) = await batcher.ascore([sample])
-    return _output(batcher.engine.spec, result)
+    (result,) = await engine.ascore([sample])
+    return _output(engine.spec, result)
 
 
-register_process()  # verl loads this file in each reward worker before any scoring
+count_this_process()  # verl loads this file in each reward worker before any scoring
 
 if __name__ != "rewardsmith.integrations.verl":  # pragma: no branch
     # Loaded by file path (verl's loader names the module `custom_module_<hash>`): hand out

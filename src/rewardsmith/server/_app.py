@@ -12,9 +12,13 @@ Refusals, in the order they are checked: 401 (missing or wrong bearer token), 41
 `max_body_bytes`, or more samples than the queue can ever hold), 408 (body not received
 within `body_timeout_s`), 422 (malformed JSON or sample, or JSON nested too deep; the message
 names the field), 503 (queue full, or shutting down; with Retry-After). Every request is
-parsed and validated on its own before it joins a batch, so a bad request is refused alone;
-bodies larger than `_INLINE_BYTES` are parsed (and their answers serialised) in a thread, so
-one large request never stalls the event loop, the other requests or `/health`.
+parsed and validated on its own before it reaches the engine, so a bad request is refused
+alone; bodies larger than `_INLINE_BYTES` are parsed (and their answers serialised) in a
+thread, so one large request never stalls the event loop, the other requests or `/health`.
+
+Each request is one run of the engine's continuous front (`Engine.ascore`): its samples go to
+idle workers as they arrive, alongside those of every other request, and it is answered as
+soon as its own last sample is finished. The queue bound is the engine's admission limit.
 """
 
 from __future__ import annotations
@@ -32,17 +36,16 @@ from fastapi import FastAPI, HTTPException, Request, Response
 from pydantic import TypeAdapter, ValidationError
 
 from .._exceptions import InputError
-from ..engine import Engine
+from ..engine import Engine, QueueFull
 from ..engine._engine import Backend
 from ..integrations._common import group_scoped
+from ..integrations._remote import spec_fingerprint
 from ..integrations.openrlhf import NO_GROUPS
 from ..models import MAX_NESTING, Result, Sample, nested_deeper_than
 from ..spec import RewardSpec, load_spec
-from ._batcher import Batcher, QueueFull, ShuttingDown
 from ._config import (
     DEFAULT_BODY_TIMEOUT_S,
     DEFAULT_HEADER_TIMEOUT_S,
-    DEFAULT_MAX_BATCH_SAMPLES,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_QUEUE_SAMPLES,
     TOKEN_ENV,
@@ -106,7 +109,6 @@ def create_app(
     workers: int | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     max_queue_samples: int = DEFAULT_MAX_QUEUE_SAMPLES,
-    max_batch_samples: int = DEFAULT_MAX_BATCH_SAMPLES,
     body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
 ) -> FastAPI:
     """The app; its engine starts with the app's lifespan and stops with it.
@@ -117,36 +119,41 @@ def create_app(
         backend, ray_address, workers: as for `Engine`.
         max_body_bytes: larger request bodies get 413.
         max_queue_samples: samples accepted and not yet answered; beyond it, 503.
-        max_batch_samples: most samples the engine scores per batch.
         body_timeout_s: a body not received within this time of its headers gets 408.
     """
     reward_spec = load_spec(spec)
     metrics = Metrics()
-    batcher = Batcher(
-        lambda: Engine(reward_spec, workers=workers, backend=backend, ray_address=ray_address),
+    engine = Engine(
+        reward_spec,
+        workers=workers,
+        backend=backend,
+        ray_address=ray_address,
         max_queue_samples=max_queue_samples,
-        max_batch_samples=max_batch_samples,
-        metrics=metrics,
     )
     metrics.add_gauge(
         "rewardsmith_queue_samples",
         "Samples accepted and not yet answered.",
-        lambda: batcher.admitted,
+        lambda: engine.admitted,
     )
     metrics.add_gauge(
         "rewardsmith_queue_limit_samples",
         "Most samples the queue takes.",
-        lambda: batcher.max_queue_samples,
+        lambda: max_queue_samples,
     )
     expected = token.encode() if token else None
+    fingerprint = spec_fingerprint(reward_spec)
+    accepting = False
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        await asyncio.to_thread(batcher.start)
+        nonlocal accepting
+        await asyncio.to_thread(engine.start)
+        accepting = True
         try:
             yield
         finally:  # uvicorn has finished the in-flight requests by now
-            await asyncio.to_thread(batcher.close)
+            accepting = False
+            await asyncio.to_thread(engine.close)
 
     app = FastAPI(
         title="rewardsmith",
@@ -157,7 +164,7 @@ def create_app(
         redoc_url=None,
         openapi_url=None if token else "/openapi.json",
     )
-    app.state.batcher = batcher
+    app.state.engine = engine
     app.state.metrics = metrics
     app.state.spec = reward_spec
     app.add_middleware(_Observe, metrics=metrics)
@@ -249,25 +256,25 @@ def create_app(
         return parsed.samples()
 
     async def run(samples: list[Sample | InputError], route: str) -> list[Result]:
-        if len(samples) > batcher.max_queue_samples:
+        if len(samples) > max_queue_samples:
             metrics.reject("too_large")
             raise HTTPException(
                 413,
                 f"samples: {len(samples)} in one request; this server takes at most "
-                f"{batcher.max_queue_samples} at once",
+                f"{max_queue_samples} at once",
             )
+        if not accepting:
+            metrics.reject("shutting_down")
+            raise HTTPException(503, "the server is shutting down", headers={"Retry-After": "5"})
         try:
-            results = await batcher.score(samples)
+            results = await engine.ascore(samples)
         except QueueFull as exc:
             metrics.reject("queue_full")
             raise HTTPException(503, str(exc), headers={"Retry-After": "1"}) from None
         except InputError as exc:  # e.g. a group that is not contiguous
             metrics.reject("malformed")
             raise HTTPException(422, f"samples: {exc}") from None
-        except ShuttingDown as exc:
-            metrics.reject("shutting_down")
-            raise HTTPException(503, str(exc), headers={"Retry-After": "5"}) from None
-        metrics.observe_samples(route, len(results))
+        metrics.observe_samples(route, results)
         return results
 
     def dump_results(results: list[Result]) -> bytes:
@@ -300,9 +307,10 @@ def create_app(
     @app.get("/health", summary="Liveness and queue depth")
     async def health() -> dict[str, Any]:
         return {
-            "status": "ok" if batcher.accepting else "stopping",
-            "queued_samples": batcher.admitted,
-            "queue_limit": batcher.max_queue_samples,
+            "status": "ok" if accepting else "stopping",
+            "queued_samples": engine.admitted,
+            "queue_limit": max_queue_samples,
+            "spec": fingerprint,
         }
 
     @app.get("/metrics", summary="Prometheus metrics")
@@ -350,7 +358,6 @@ def serve(
     workers: int | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     max_queue_samples: int = DEFAULT_MAX_QUEUE_SAMPLES,
-    max_batch_samples: int = DEFAULT_MAX_BATCH_SAMPLES,
     graceful_timeout_s: int = 60,
     header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
     body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
@@ -377,7 +384,6 @@ def serve(
         workers=workers,
         max_body_bytes=max_body_bytes,
         max_queue_samples=max_queue_samples,
-        max_batch_samples=max_batch_samples,
         body_timeout_s=body_timeout_s,
     )
     config = uvicorn.Config(

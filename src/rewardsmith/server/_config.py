@@ -9,7 +9,6 @@ from .._exceptions import ConfigError
 __all__ = [
     "DEFAULT_BODY_TIMEOUT_S",
     "DEFAULT_HEADER_TIMEOUT_S",
-    "DEFAULT_MAX_BATCH_SAMPLES",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_QUEUE_SAMPLES",
     "TOKEN_ENV",
@@ -23,8 +22,6 @@ DEFAULT_MAX_BODY_BYTES = 64 * 2**20
 """Largest request body accepted (64 MiB: a thousand 16k-token rollouts)."""
 DEFAULT_MAX_QUEUE_SAMPLES = 65_536
 """Most samples accepted and not yet answered; more gets 503."""
-DEFAULT_MAX_BATCH_SAMPLES = 4_096
-"""Most samples per engine batch."""
 DEFAULT_HEADER_TIMEOUT_S = 10.0
 """A request's line and headers must arrive within this time of its first byte (or of the
 connection's opening), else the connection is closed: slow clients cannot hold sockets."""

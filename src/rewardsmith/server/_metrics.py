@@ -2,14 +2,16 @@
 
 A handful of counters, two gauges and one histogram are all the server needs; writing the
 format (version 0.0.4) directly keeps `prometheus_client` out of the dependencies. Updates
-come from the event loop and from the engine's driver thread, so they take a lock.
+come from the event loop and from worker threads (large requests), so they take a lock.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from ..models import Result
 
 __all__ = ["LATENCY_BUCKETS", "Metrics"]
 
@@ -46,8 +48,6 @@ class Metrics:
         self._samples: Counter[str] = Counter()
         self._components: Counter[tuple[str, str]] = Counter()
         self._rewards: Counter[str] = Counter()
-        self._batches = 0
-        self._batch_samples = 0
         self._rejected: Counter[str] = Counter()
         self._gauges = dict(gauges or {})
 
@@ -66,20 +66,14 @@ class Metrics:
             self._latency_sum[route] += seconds
             self._latency_count[route] += 1
 
-    def observe_samples(self, route: str, count: int) -> None:
-        """Samples answered on a route."""
+    def observe_samples(self, route: str, results: Sequence[Result]) -> None:
+        """Results answered on a route: their count, statuses and component statuses."""
         with self._lock:
-            self._samples[route] += count
-
-    def observe_batch(
-        self, size: int, rewards: Counter[str], components: Counter[tuple[str, str]]
-    ) -> None:
-        """One engine batch: its size, result statuses and (component, status) counts."""
-        with self._lock:
-            self._batches += 1
-            self._batch_samples += size
-            self._rewards.update(rewards)
-            self._components.update(components)
+            self._samples[route] += len(results)
+            for result in results:
+                self._rewards[result.status] += 1
+                for name, score in result.components.items():
+                    self._components[(name, score.status)] += 1
 
     def reject(self, reason: str) -> None:
         """A request refused before scoring (`queue_full`, `too_large`, `shutting_down`...)."""
@@ -134,10 +128,6 @@ class Metrics:
             family("rewardsmith_result_status_total", "counter", "Results by total status.")
             for status, n in sorted(self._rewards.items()):
                 out.append(f"rewardsmith_result_status_total{_labels([('status', status)])} {n}")
-            family("rewardsmith_batches_total", "counter", "Engine batches run.")
-            out.append(f"rewardsmith_batches_total {self._batches}")
-            family("rewardsmith_batch_samples_total", "counter", "Samples over all batches.")
-            out.append(f"rewardsmith_batch_samples_total {self._batch_samples}")
             family("rewardsmith_rejected_total", "counter", "Requests refused, by reason.")
             for reason, n in sorted(self._rejected.items()):
                 out.append(f"rewardsmith_rejected_total{_labels([('reason', reason)])} {n}")

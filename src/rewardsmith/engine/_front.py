@@ -1,0 +1,367 @@
+"""The engine's front: samples go in from any thread or coroutine at any time, results come
+back as each is finished.
+
+A worker pool is driven by one thread, so the front gives it one: the driver. Callers hand
+it *runs*. A run is one call's samples (a list, or a stream added to as it is read),
+finished by its own `ResultBuilder`, so group-level work (group transforms, group-scoped
+shaping, batch whitening) sees exactly one call's samples, as a trainer batch, and completes
+per group. Runs of many callers share the pool with no batch boundaries: a run's samples
+join the pool's queue the moment they are added, idle workers take them, and a run gets its
+results, in its input order, as soon as its next sample is finished.
+
+The driver sleeps on a wake-up pipe while nothing is in flight, and waits on that pipe
+together with the workers while something is, so a new sample never waits for a poll
+interval. A run that is cancelled (a caller that stopped reading) loses its queued tasks,
+and the results of its tasks already running are dropped: nothing leaks into another run.
+
+Admission control is an option (`limit`): a run that would take the samples accepted and
+not yet answered past it is refused with `QueueFull` (the server's 503). Trainers use the
+front without it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import select
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ..combine import ResultBuilder, Scored
+from ..models import Result, Sample, Score
+from ..spec import RewardSpec
+from ._pool import Task
+
+__all__ = ["EngineClosed", "Front", "Pool", "QueueFull", "Run", "Sink"]
+
+
+class QueueFull(Exception):
+    """The engine holds as many samples as its admission limit allows (retry later)."""
+
+
+class EngineClosed(RuntimeError):
+    """The engine was closed while a run was in flight."""
+
+
+class Pool(Protocol):
+    """What the front needs of a worker pool (`TimeoutPool`, `RayPool`)."""
+
+    @property
+    def busy(self) -> int: ...
+    def submit(self, tasks: list[Task]) -> None: ...
+    def poll(self, max_wait_s: float = 0.1, wake: int | None = None) -> list[tuple[Any, Score]]: ...
+    def drop(self, match: Callable[[Any], bool]) -> None: ...
+    def close(self) -> None: ...
+
+
+class Sink(Protocol):
+    """Where a run's results go; called on the driver thread, so it must not block."""
+
+    def scored(self, count: int) -> None:
+        """`count` more samples have all their scores (they may wait for their group)."""
+
+    def result(self, index: int, result: Result) -> None:
+        """The result of the run's `index`-th sample (in order)."""
+
+    def done(self, error: BaseException | None) -> None:
+        """The run is over: every result was given, or it failed with `error`."""
+
+
+_POLL_S = 0.1
+"""Longest wait on the workers between two looks at the deadlines."""
+
+
+class Run:
+    """One call's samples, scored in the order they are added. Made by `Front.open`."""
+
+    def __init__(self, front: Front, sink: Sink, whole: bool) -> None:
+        self._front = front
+        self.sink = sink
+        self.whole = whole
+        """Answered as a whole: its samples count as admitted until the run is over."""
+        self.added = 0
+        """Samples added so far."""
+        self.over = False
+        """Failed, cancelled or finished: the driver ignores whatever still comes for it."""
+        # Driver side
+        self.builder = ResultBuilder(front.spec)
+        self.partial: dict[int, tuple[Sample, dict[str, Score]]] = {}
+        self.ready: dict[int, Scored | Result] = {}
+        self.received = 0
+        self.pushed = 0
+        self.emitted = 0
+        self.ended = False
+
+    def add(self, items: list[Sample | Result], *, last: bool = False) -> None:
+        """Queue samples (a `Result` stands for an input that is not a sample: it is ready);
+        `last`: they end the run (as `end`, in the same hand-over).
+
+        Raises:
+            QueueFull: the front's admission limit would be passed (nothing was added).
+        """
+        self._front.command(self, "add", items, last=last)
+
+    def end(self) -> None:
+        """No more samples: the last group closes and the run finishes."""
+        self._front.command(self, "end", None)
+
+    def cancel(self) -> None:
+        """Stop: queued tasks are dropped and no more results are given."""
+        self._front.command(self, "cancel", None)
+
+
+class Front:
+    """The continuous front of one engine: one driver thread, one pool, many runs."""
+
+    def __init__(
+        self, spec: RewardSpec, make_pool: Callable[[], Pool], limit: int | None = None
+    ) -> None:
+        """Nothing starts until the first run is added to.
+
+        Args:
+            spec: the spec every run is scored and finished with.
+            make_pool: starts the worker pool (called on the driver thread).
+            limit: most samples accepted and not yet answered (None: no limit).
+        """
+        self.spec = spec
+        self.limit = limit
+        self._make_pool = make_pool
+        self._names = list(spec.rewards)
+        self._pool: Pool | None = None
+        self._pool_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._inbox: list[tuple[Run, str, Any]] = []
+        self._runs: set[Run] = set()
+        self._admitted = 0
+        self._thread: threading.Thread | None = None
+        self._closing = False
+        self._woken = False
+        self._wake_w = -1
+        """Write end of the running driver's wake-up pipe (the driver closes it as it ends)."""
+        self._ids = itertools.count()
+
+    @property
+    def admitted(self) -> int:
+        """Samples accepted and not yet answered."""
+        return self._admitted
+
+    @property
+    def pool(self) -> Pool:
+        """The worker pool, started on first use."""
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = self._make_pool()
+            return self._pool
+
+    def open(self, sink: Sink, *, whole: bool = False) -> Run:
+        """A new run whose results go to `sink`.
+
+        Its samples count against the admission limit until they are answered: each as its
+        result goes to the sink, or, with `whole` (a call answered all at once, as a server
+        request), all of them when the run is over.
+        """
+        run = Run(self, sink, whole)
+        with self._lock:
+            self._runs.add(run)
+        return run
+
+    def command(self, run: Run, op: str, payload: Any, *, last: bool = False) -> None:
+        """Hand the driver an operation on `run` (then its end, with `last`); start the
+        driver if it is not running."""
+        with self._lock:
+            if op == "add":
+                count = len(payload)
+                if (
+                    self.limit is not None
+                    and self._admitted
+                    and self._admitted + count > self.limit
+                ):
+                    raise QueueFull(
+                        f"the engine holds {self._admitted} samples; {count} more would pass "
+                        f"its limit of {self.limit}. Retry later."
+                    )
+                self._admitted += count
+                payload = (run.added, payload)
+                run.added += count
+            self._inbox.append((run, op, payload))
+            if last:
+                self._inbox.append((run, "end", None))
+            if self._thread is None:
+                self._start_driver()
+            elif not self._woken:
+                self._woken = True
+                os.write(self._wake_w, b"\0")
+
+    def _start_driver(self) -> None:
+        """Start a driver thread and its wake-up pipe (with `_lock` held)."""
+        wake_r, self._wake_w = os.pipe()
+        os.set_blocking(wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._woken = False
+        self._thread = threading.Thread(
+            target=self._drive, args=(wake_r, self._wake_w), name="rewardsmith-front", daemon=True
+        )
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop the driver, fail the runs in flight (`EngineClosed`), stop the workers.
+
+        The front can be used again afterwards: a new driver and pool start on demand.
+        """
+        with self._lock:
+            thread = self._thread
+            self._closing = True
+            if thread is not None and not self._woken:
+                self._woken = True
+                os.write(self._wake_w, b"\0")
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+        self._fail_all(EngineClosed("the engine was closed"))
+        self._close_pool()
+        with self._lock:
+            self._closing = False
+            if self._inbox:  # runs opened while it closed
+                self._start_driver()
+
+    def _close_pool(self) -> None:
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    # -- the driver thread ----------------------------------------------------------------
+
+    def _drive(self, wake_r: int, wake_w: int) -> None:
+        try:
+            pool = self.pool
+            while True:
+                commands = self._take(wake_r)
+                if commands is None:
+                    return
+                for run, op, payload in commands:
+                    self._apply(pool, run, op, payload)
+                if pool.busy:
+                    self._collect(pool.poll(_POLL_S, wake=wake_r))
+                else:
+                    self._sleep(wake_r)
+        except BaseException as exc:  # the pool broke: every run in flight fails with it
+            self._fail_all(exc)
+            self._close_pool()
+            with self._lock:
+                self._thread = None
+                if self._inbox and not self._closing:  # runs opened meanwhile
+                    self._start_driver()
+        finally:  # nobody writes to the pipe once `_thread` is no longer this thread
+            os.close(wake_r)
+            os.close(wake_w)
+
+    def _take(self, wake_r: int) -> list[tuple[Run, str, Any]] | None:
+        with self._lock:
+            if self._closing:
+                self._thread = None
+                return None
+            commands, self._inbox = self._inbox, []
+            if self._woken:
+                self._woken = False
+                try:
+                    while os.read(wake_r, 4096):
+                        pass
+                except BlockingIOError:
+                    pass
+            return commands
+
+    def _sleep(self, wake_r: int) -> None:
+        with self._lock:
+            if self._inbox or self._woken or self._closing:
+                return
+        select.select([wake_r], [], [])
+
+    def _apply(self, pool: Pool, run: Run, op: str, payload: Any) -> None:
+        if run.over:
+            if op == "add":
+                self._release(len(payload[1]))
+            return
+        if op == "cancel":
+            self._finish(run, None, notify=False)
+            pool.drop(lambda key: key[0] is run)
+            return
+        if op == "end":
+            run.ended = True
+        else:
+            start, items = payload
+            run.received += len(items)
+            timeout = self.spec.timeout_s
+            tasks = []
+            for index, item in enumerate(items, start):
+                if isinstance(item, Result):
+                    run.ready[index] = item
+                    continue
+                run.partial[index] = (item, {})
+                tasks += [Task((run, index, name), name, item, timeout) for name in self._names]
+            if tasks:
+                pool.submit(tasks)
+        self._advance(run)
+
+    def _collect(self, done: list[tuple[Any, Score]]) -> None:
+        touched: dict[int, Run] = {}
+        names = self._names
+        for (run, index, name), score in done:
+            if run.over:
+                continue
+            sample, scores = run.partial[index]
+            scores[name] = score
+            if len(scores) == len(names):
+                del run.partial[index]
+                run.ready[index] = Scored(sample, {n: scores[n] for n in names})
+                touched[id(run)] = run
+        for run in touched.values():
+            self._advance(run)
+
+    def _advance(self, run: Run) -> None:
+        """Finish what is ready in order; give results; close the run when it is over."""
+        out: list[Result] = []
+        pushed = run.pushed
+        try:
+            while run.pushed in run.ready:
+                out += run.builder.push(run.ready.pop(run.pushed))
+                run.pushed += 1
+            over = run.ended and run.pushed == run.received
+            if over:
+                out += run.builder.close()
+        except Exception as exc:  # the run's own input (a group out of order...) fails it alone
+            self._finish(run, exc)
+            return
+        if run.pushed > pushed:
+            run.sink.scored(run.pushed - pushed)
+        for result in out:
+            run.sink.result(run.emitted, result)
+            run.emitted += 1
+        if not run.whole:
+            self._release(len(out))
+        if over:
+            self._finish(run, None)
+
+    def _finish(self, run: Run, error: BaseException | None, *, notify: bool = True) -> None:
+        with self._lock:
+            if run.over:
+                return
+            run.over = True
+            self._runs.discard(run)
+            self._admitted -= run.received - (0 if run.whole else run.emitted)
+        if notify:
+            run.sink.done(error)
+
+    def _fail_all(self, error: BaseException) -> None:
+        """Fail every run (the driver is gone); adds it never applied are released."""
+        with self._lock:
+            runs = list(self._runs)
+            stale, self._inbox = self._inbox, []
+            self._admitted -= sum(len(p[1]) for _, op, p in stale if op == "add")
+        for run in runs:
+            self._finish(run, error)
+
+    def _release(self, count: int) -> None:
+        if count:
+            with self._lock:
+                self._admitted -= count

@@ -1,0 +1,164 @@
+"""The engine's continuous front: many callers, one pool, no batch boundaries."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+from concurrent.futures import wait
+
+import pytest
+
+import rewardsmith
+from rewardsmith import Engine, InputError, Sample
+from rewardsmith.engine import EngineClosed, QueueFull
+
+SCRIPTED = "tests.engine.rewards_for_tests:scripted"
+PLAIN = {"rewards": {"s": {"type": SCRIPTED}}, "timeout_s": 1}
+GROUPED = {"rewards": {"s": {"type": SCRIPTED}}, "group_transform": "grpo"}
+
+
+def dumped(results: list) -> list[dict]:
+    return [json.loads(r.model_dump_json(exclude_unset=True)) for r in results]
+
+
+def concurrently(engine: Engine, requests: list[list[Sample]]) -> list:
+    async def main() -> list:
+        calls = (engine.ascore(r) for r in requests)
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    return asyncio.run(main())
+
+
+def test_calls_with_group_transforms_are_never_mixed() -> None:
+    first = [Sample(id=f"a{i}", completion="x" * i, group="q1") for i in range(1, 4)]
+    second = [Sample(id=f"b{i}", completion="y" * i * 2, group="q1") for i in range(1, 5)]
+    with Engine(GROUPED, workers=1) as engine:
+        got = concurrently(engine, [first, second])
+        alone = [dumped(engine.score(first)), dumped(engine.score(second))]
+    assert [dumped(g) for g in got] == alone  # each call is its own group of "q1"
+    assert sum(r["advantage"] for r in alone[0]) == pytest.approx(0.0)
+
+
+def test_a_call_with_a_broken_group_order_fails_alone() -> None:
+    broken = [
+        Sample(id="1", completion="a", group="g1"),
+        Sample(id="2", completion="b", group="g2"),
+        Sample(id="3", completion="c", group="g1"),
+    ]
+    fine = [Sample(id="4", completion="abc", group="g1")]
+    with Engine(GROUPED, workers=1) as engine:
+        bad, good = concurrently(engine, [broken, fine])
+        assert engine.admitted == 0
+    assert isinstance(bad, InputError) and "reappears" in str(bad)
+    assert [r.reward for r in good] == [3.0]
+
+
+def test_callers_on_many_threads_get_the_results_of_one_call() -> None:
+    requests = [
+        [Sample(id=f"{j}-{i}", completion="z" * (i + j)) for i in range(5)] for j in range(12)
+    ]
+    requests[4][2] = Sample(id="4-2", completion="hang")
+    requests[7][0] = Sample(id="7-0", completion="die")
+    with Engine(PLAIN, workers=2) as engine:
+        expected = dumped(engine.score([s for r in requests for s in r]))
+        got: dict[int, list] = {}
+
+        def call(j: int) -> None:
+            got[j] = engine.score(requests[j])
+
+        threads = [threading.Thread(target=call, args=(j,)) for j in range(len(requests))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert engine.admitted == 0
+    flat = [row for j in range(len(requests)) for row in dumped(got[j])]
+    for row in flat + expected:  # worker pids differ between the runs
+        row["components"]["s"]["detail"].pop("traceback", None)
+    assert flat == expected
+    assert got[4][2].status == "timeout" and got[7][0].status == "error"
+
+
+def test_a_small_call_does_not_wait_for_a_slow_one_in_front_of_it() -> None:
+    with Engine(PLAIN, workers=2) as engine:
+        engine.start()
+        (slow,) = engine.submit([{"completion": "sleep 0.8"}])
+        time.sleep(0.1)  # the slow sample is running on one worker
+        (quick,) = engine.submit([{"completion": "abc"}])
+        wait([quick, slow], return_when="FIRST_COMPLETED")
+        assert quick.done() and not slow.done()  # no batch boundary held it back
+        assert quick.result().reward == 3.0
+        assert slow.result().reward == len("sleep 0.8")
+
+
+def test_admission_control_refuses_what_passes_the_limit() -> None:
+    with Engine(PLAIN, workers=1, max_queue_samples=4) as engine:
+        engine.start()
+        held = engine.submit([{"completion": "sleep 0.3"}] * 3)
+        with pytest.raises(QueueFull, match="limit of 4"):
+            engine.submit([{"completion": "a"}] * 2)
+        assert engine.admitted == 3
+        assert [f.result().status for f in held] == ["ok"] * 3
+        assert engine.admitted == 0
+        assert [f.result().reward for f in engine.submit([{"completion": "ab"}] * 4)] == [2.0] * 4
+
+
+def test_a_cancelled_call_gives_back_its_place_and_leaks_nothing() -> None:
+    async def main(engine: Engine) -> list:
+        call = asyncio.ensure_future(engine.ascore([{"completion": "sleep 0.05"}] * 40))
+        await asyncio.sleep(0.2)
+        call.cancel()
+        await asyncio.sleep(0.3)
+        return await engine.ascore([{"id": f"n{i}", "completion": "x" * i} for i in range(6)])
+
+    with Engine(PLAIN, workers=1, max_queue_samples=100) as engine:
+        engine.start()
+        results = asyncio.run(main(engine))
+        assert engine.admitted == 0
+    assert [(r.id, r.reward) for r in results] == [(f"n{i}", float(i)) for i in range(6)]
+
+
+def test_closing_the_engine_fails_the_calls_in_flight_and_it_starts_again() -> None:
+    engine = Engine(PLAIN, workers=1)
+    futures = engine.submit([{"completion": "sleep 5"}])
+    time.sleep(0.2)
+    engine.close()
+    with pytest.raises(EngineClosed):
+        futures[0].result(timeout=5)
+    assert engine.admitted == 0
+    try:
+        assert [r.reward for r in engine.score([{"completion": "abcd"}])] == [4.0]
+    finally:
+        engine.close()
+
+
+class BrokenPoolEngine(Engine):
+    """An engine whose worker pool fails to start (as when workers cannot import)."""
+
+    def _start_pool(self):  # type: ignore[no-untyped-def, override]
+        raise RuntimeError("a reward worker failed to start")
+
+
+def test_a_worker_pool_that_cannot_start_fails_the_call_with_the_reason() -> None:
+    with BrokenPoolEngine(PLAIN, workers=1) as engine:
+        with pytest.raises(RuntimeError, match="failed to start"):
+            engine.score([{"completion": "a"}])
+        assert engine.admitted == 0
+        with pytest.raises(RuntimeError, match="failed to start"):  # tried again, not stuck
+            asyncio.run(engine.ascore([{"completion": "a"}]))
+
+
+def test_engines_that_come_and_go_leave_no_file_descriptors_behind() -> None:
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    rewardsmith.score([{"completion": "a"}], PLAIN, workers=1)  # imports, fork server
+    before = open_fds()
+    for _ in range(5):
+        assert [r.reward for r in rewardsmith.score([{"completion": "ab"}], PLAIN, workers=1)] == [
+            2.0
+        ]
+    assert open_fds() <= before

@@ -1,10 +1,5 @@
 """The attacks find real holes: every attack class succeeds on a deliberately weakened copy of
-the reward family it targets (`weak_rewards.py`) and fails on the real reward.
-
-Where the real reward still has the hole on this branch, the real-reward case is an xfail
-with the number of the issue fixing it, strict: it turns into a failure the day the fix
-lands, and the marker comes off.
-"""
+the reward family it targets (`weak_rewards.py`) and fails on the real reward."""
 
 from __future__ import annotations
 
@@ -103,10 +98,6 @@ WEAK_CASES: dict[str, Case] = {
 LENGTH = {"type": "length", "max_length": 300, "cache_length": 100, "unit": "words"}
 
 
-def _pending(issue: int, why: str) -> Any:
-    return pytest.mark.xfail(strict=True, reason=f"issue {issue}: {why}")
-
-
 REAL_CASES = [
     pytest.param(
         "answers",
@@ -203,12 +194,12 @@ def test_attack_class_fails_on_real_reward(
     assert all(rate == 0 for rate in rates.values()), rates
 
 
-@_pending(11, "the guard misses openers in other languages: 'Lösung:', 'Solución:', 'Réponse :'")
 def test_master_keys_fail_on_the_real_judge(tmp_path: Path) -> None:
     """The embedded judge's guard must score every master key 0 without asking the model; the
     honest wrong answer is judged by SmolLM2-135M (a score >= 0), so no key can beat it."""
-    pytest.importorskip("llama_cpp", reason="pip install 'rewardsmith[local]'")
-    from rewardsmith.judges._backends import BackendError, default_local_model
+    pytest.importorskip("transformers", reason="pip install 'rewardsmith[local]'")
+    from rewardsmith.judges._backends import BackendError
+    from rewardsmith.judges._local import default_local_model
 
     try:
         default_local_model()

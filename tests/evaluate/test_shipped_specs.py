@@ -1,7 +1,5 @@
 """The issue's must-show: on the shipped rewards, `--fail-on-attack` passes for the math spec
-on GSM8K and MATH-500 rows and for the code spec on HumanEval rows. The fixes it needs are
-not merged on this branch, so these are strict xfails: they fail loudly once the last fix
-lands, and then the markers come off."""
+on GSM8K and MATH-500 rows and for the code spec on HumanEval rows."""
 
 from __future__ import annotations
 
@@ -28,7 +26,6 @@ def _fail_on_attack(spec: Path, data: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, check=False)
 
 
-@pytest.mark.xfail(strict=True, reason="issues 10 and 17: math and format hacks still pay")
 @pytest.mark.parametrize("source", [GSM8K, MATH500], ids=["gsm8k", "math500"])
 def test_math_spec_holds_against_every_attack(
     source: Path, write_rows: Callable[..., Path]

@@ -92,7 +92,7 @@ GROUPS = [
         1 / 3,
         math.log(3),
     ),
-    ("no answers at all", ["I do not know", "", "hmm"], {}, [0, 0, 0], None, 0.0, 0.0),
+    ("no answers at all", ["I do not know", "", "I am not sure."], {}, [0, 0, 0], None, 0.0, 0.0),
     (
         "equivalent forms are one answer",
         [

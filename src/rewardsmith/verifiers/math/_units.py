@@ -80,9 +80,9 @@ _SIMPLE: dict[str, tuple[Fraction, _Dims]] = {
 _POWER_WORDS = {"square": 2, "sq": 2, "cubic": 3, "cu": 3}
 _UNIT_TEXT = re.compile(r"\\(?:unit|text)\{([^{}]*)\}")
 _TAIL = re.compile(
-    r"(?P<value>.*?[\d}.)]|.*?\\(?:pi|infty))\s*"
+    r"(?P<value>.*?[\d}.)]|.*?\\(?:pi|infty))"
     r"(?P<unit>(?:\\(?:unit|text)\{[^{}]*\}|(?<![A-Za-z\\])[A-Za-z]{2,}\.?|[¢€£¥]"
-    r"|(?<=\s)[A-Za-z]\.?|[/ ]|\s|\^\s*\{?\s*[23]\s*\}?|[²³])+)$",
+    r"|(?<=\s)[A-Za-z]\.?|/|\s|\^\s*\{?\s*[23]\s*\}?|[²³])+)$",
     re.S,
 )
 _DOLLAR_PREFIX = re.compile(r"^\s*(-?)\s*\\\$\s*")

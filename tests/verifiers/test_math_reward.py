@@ -265,3 +265,38 @@ def test_a_completion_is_never_anything_but_ok(completion: str, gold: str) -> No
     assert result.status == "ok", result.detail
     assert result.score in (0.0, 1.0)
     assert not result.detail.get("internal_error"), result.detail
+
+
+# A `\text{}` after the number that is almost a unit made the unit regex backtrack
+# exponentially (a space is both `\s` and `[ ]`, `per` both letters and a separator):
+# 90 characters took 5 s, 30 more hours.
+@pytest.mark.parametrize(
+    ("completion", "score"),
+    [
+        ("\\boxed{5\\text{" + "aper" * 200 + "?}}", 0.0),
+        ("\\boxed{5\\text{" + "a  " * 200 + "?}}", 0.0),
+        ("\\boxed{5\\text{ m / s}}", 1.0),
+        ("\\boxed{5\\text{ cm per s}}", 1.0),
+    ],
+    ids=["aper then ?", "spaced letters then ?", "m / s", "cm per s"],
+)
+def test_almost_a_unit_in_text(completion: str, score: float) -> None:
+    result = run(completion, "5")
+    assert result.status == "ok"
+    assert result.score == score
+
+
+def test_unit_text_reads_what_the_old_regex_read() -> None:
+    """`_is_unit_text` is the old regex's language: every string up to 5 characters over an
+    alphabet of its letters, spaces and separators."""
+    import itertools
+    import re
+
+    from rewardsmith.verifiers.math._normalize import _is_unit_text
+
+    old = re.compile(r"\s*[A-Za-z¢]+\.?(?:\s*(?:[ ./]|per)\s*[A-Za-z¢]+\.?)*\s*")
+    alphabet = ["a", "p", "e", "r", "¢", " ", "\t", ".", "/", "1"]
+    for n in range(6):
+        for chars in itertools.product(alphabet, repeat=n):
+            text = "".join(chars)
+            assert _is_unit_text(text) == bool(old.fullmatch(text)), text

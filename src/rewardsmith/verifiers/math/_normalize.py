@@ -154,8 +154,40 @@ _SPACED_DIGITS = re.compile(r"\d\s+\d")
 _COMMA_SPACE = re.compile(r",\s+\d")
 _NON_DIGIT_SPACE = re.compile(r"(?<!\d) +| +(?!\d)")
 _SPACE_THOUSANDS = re.compile(r"-?\d{1,3}(?: \d{3})+(?:\.\d+)?")
-_UNIT_TEXT = re.compile(r"\s*[A-Za-z¢]+\.?(?:\s*(?:[ ./]|per)\s*[A-Za-z¢]+\.?)*\s*")
-"""What a trailing `\\text{}` may hold to be a unit: words, `/`, `.` (`cm`, `m/s`, `sq ft`)."""
+_UNIT_STEPS: dict[int, tuple[tuple[str, int], ...]] = {
+    0: (("space", 0), ("letter", 2)),  # leading spaces, then a word
+    1: (("letter", 2),),  # a word after a separator
+    2: (("letter", 2), (".", 3), ("space", 4), (" ", 7), (".", 7), ("/", 7), ("p", 5)),
+    3: (("space", 4), (" ", 7), (".", 7), ("/", 7), ("p", 5)),  # after a word's `.`
+    4: (("space", 4), (" ", 7), (".", 7), ("/", 7), ("p", 5)),  # spaces after a word
+    5: (("e", 6),),
+    6: (("r", 7),),  # `per`
+    7: (("space", 7), ("letter", 2)),  # after the separator, spaces then the next word
+}
+_UNIT_ACCEPT = frozenset({2, 3, 4})
+
+
+def _is_unit_text(text: str) -> bool:
+    """What a trailing `\\text{}` may hold to be a unit: words, `/`, `.` (`cm`, `m/s`, `sq ft`).
+
+    The language of ``\\s*[A-Za-z¢]+\\.?(?:\\s*(?:[ ./]|per)\\s*[A-Za-z¢]+\\.?)*\\s*`` (fullmatch),
+    read as a set of automaton states in one pass: that regex backtracks exponentially when it
+    fails (a space is both `\\s` and `[ ]`, `per` both letters and a separator: a 90-character
+    `\\text{aperaper...?}` took 5 s, 30 more characters hours).
+    """
+    states = {0}
+    for ch in text:
+        kinds = {ch}
+        if ch.isspace():  # what `\\s` matches in a str pattern
+            kinds.add("space")
+        if "a" <= ch <= "z" or "A" <= ch <= "Z" or ch == "¢":
+            kinds.add("letter")
+        states = {after for state in states for kind, after in _UNIT_STEPS[state] if kind in kinds}
+        if not states:
+            return False
+    return bool(states & _UNIT_ACCEPT)
+
+
 _NOT_A_UNIT = re.compile(
     r"\b(?:or|and|more|less|fewer|approx\w*|about|around|roughly|nearly|almost|least|most|"
     r"over|under|than|maybe|possibly|not)\b",
@@ -184,7 +216,7 @@ def _unwrap_text(s: str) -> str:
         elif (
             before.strip()
             and (not after.strip() or (unit_power and not after[unit_power.end() :].strip()))
-            and _UNIT_TEXT.fullmatch(inner)
+            and _is_unit_text(inner)
             and not _NOT_A_UNIT.search(inner)
         ):
             s = f"{before} \\unit{{{inner.strip()}}}{after}"

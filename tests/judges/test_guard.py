@@ -167,3 +167,23 @@ def test_guard_in_every_mode(scripted, factory) -> None:
     result = factory(cache=False, **params)(sample)
     assert result.score == 0.0 and result.detail["guard"] == "generic_opener"
     assert backend.requests == []
+
+
+# Openers made of openers ("adim adim", "passo passo") made the guard's old regex backtrack
+# exponentially on a completion that is those openers and then one word: 14 of them took 5 s.
+@pytest.mark.parametrize(
+    ("completion", "rule", "score"),
+    [
+        ("adim adim " * 400 + "zz", None, 1.0),
+        ("Passo passo, " * 400 + "the answer is 4", None, 1.0),
+        ("adim adim " * 400, "generic_opener", 0.0),
+        ("Passo passo. " * 400, "generic_opener", 0.0),
+    ],
+    ids=["then a word", "then an answer", "only openers", "only openers with periods"],
+)
+def test_guard_on_long_runs_of_openers(scripted, completion: str, rule, score: float) -> None:
+    backend = scripted(lambda request: "YES")
+    result = rubric(rubric=["Is correct."], cache=False)(Sample(id="1", completion=completion))
+    assert result.status == "ok" and result.score == score
+    assert result.detail.get("guard") == rule
+    assert len(backend.requests) == (rule is None)

@@ -363,6 +363,7 @@ _APOSTROPHES = re.compile(r"[’‘ʼ`´']")
 _DASHES = re.compile(r"[\-‐‑‒–—―]")
 _LET_US = re.compile(r"\blet us\b")
 _SPACE = re.compile(r"\s+")
+_LATIN_OR_DIGIT = re.compile(r"[a-z0-9]")
 
 
 def normalise(text: str) -> str:
@@ -389,14 +390,38 @@ class Guard:
     def __init__(self, extra_openers: Iterable[str] = (), defaults: bool = True) -> None:
         openers = (*(DEFAULT_OPENERS if defaults else ()), *extra_openers)
         self.openers = frozenset(n for n in (normalise(o) for o in openers) if n)
-        alternatives = "|".join(re.escape(o) for o in sorted(self.openers, key=len, reverse=True))
-        # openers follow each other after a space, or directly where either side is not a
-        # Latin letter or digit (CJK has no spaces; "ok"+"ay" must not make "okay")
-        self._only_openers = (
-            re.compile(rf"(?:(?:{alternatives})(?:\s+|(?<=[^a-z0-9])|(?=[^a-z0-9])|$))+")
-            if self.openers
-            else None
-        )
+        self._opener_lengths = sorted({len(o) for o in self.openers}, reverse=True)
+
+    def _only_openers(self, text: str) -> bool:
+        """Whether `text` is nothing but openers, one after another: after a space, or directly
+        where either side is not a Latin letter or digit (CJK has no spaces; "ok"+"ay" must not
+        make "okay").
+
+        The language of ``(?:(?:opener|...)(?:\\s+|(?<=[^a-z0-9])|(?=[^a-z0-9])|$))+``
+        (fullmatch), read left to right over the positions an opener can start at: that regex
+        backtracks exponentially when it fails, where openers are made of openers
+        ("adim adim", "passo passo": 14 of them then a word took 5 s).
+        """
+        n = len(text)
+        reachable = [False] * (n + 1)
+        reachable[0] = bool(self.openers)
+        for start in range(n):
+            if not reachable[start]:
+                continue
+            for length in self._opener_lengths:
+                end = start + length
+                if end > n or text[start:end] not in self.openers:
+                    continue
+                if end == n:
+                    return True
+                after = _SPACE.match(text, end)
+                if after is not None:
+                    if after.end() == n:
+                        return True
+                    reachable[after.end()] = True
+                if not _LATIN_OR_DIGIT.match(text, end - 1) or not _LATIN_OR_DIGIT.match(text, end):
+                    reachable[end] = True
+        return False
 
     def check(self, text: str) -> str | None:
         """`empty`, `punctuation_only`, `generic_opener`, or None when the text may be judged."""
@@ -407,6 +432,6 @@ class Guard:
         normal = normalise(text)
         if not normal:
             return "punctuation_only"  # only formatting: markup, list markers, LaTeX wrappers
-        if self._only_openers is not None and self._only_openers.fullmatch(normal):
+        if self._only_openers(normal):
             return "generic_opener"
         return None

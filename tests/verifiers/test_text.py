@@ -423,3 +423,20 @@ def test_f1_hedge_detection_can_be_turned_off_for_plain_squad_f1() -> None:
 )
 def test_choice_separators_do_not_turn_prose_into_a_hedge(text: str) -> None:
     assert choice()(sample(text, "B")).score == 1.0
+
+
+# A first or last line of letters joined by separators that fails at its very end made the
+# `lone` regex backtrack into every separator's optional spaces: 20 letters took 5 s.
+@pytest.mark.parametrize(
+    ("completion", "score"),
+    [
+        ("A, " * 2_000 + "A?", 0.0),
+        ("Thinking.\n" + "B, " * 2_000 + "B?", 0.0),
+        ("B, " * 2_000 + "B.", 1.0),
+    ],
+    ids=["hedge then ?", "last line then ?", "one letter repeated"],
+)
+def test_choice_long_lines_of_letters(completion: str, score: float) -> None:
+    result = choice()(sample(completion, "B"))
+    assert result.status == "ok"
+    assert result.score == score

@@ -237,7 +237,11 @@ def choice(*, choices: str = "ABCD") -> RewardFn:
         rf"[(\[{{]? ?(?P<run>{run})"
         rf"|\\boxed\{{ ?(?:\\text(?:bf)?\{{)? ?\(? ?(?P<boxed>{run})"
     )
-    lone = re.compile(rf"\(?{run}\)?[.:]?")
+    # `lone` is fullmatched: its run of separated letters is taken whole, without going back
+    # into it (`(?=(...))\1`, an atomic group). Each letter ends where the next standalone
+    # letter is, so no other reading of a separator reaches further; backtracking into the
+    # run's optional spaces made a failing line exponential ("A, A, ..., A?": 20 letters, 5 s).
+    lone = re.compile(rf"\(?{one}(?=((?:{sep}{one})*))\1\)?[.:]?")
     label = re.compile(rf"(?:\({one}\)|{one}[).:]) ")
     letter = re.compile(one)
 

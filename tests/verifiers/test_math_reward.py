@@ -300,3 +300,21 @@ def test_unit_text_reads_what_the_old_regex_read() -> None:
         for chars in itertools.product(alphabet, repeat=n):
             text = "".join(chars)
             assert _is_unit_text(text) == bool(old.fullmatch(text)), text
+
+
+# Text after the last box is read for a hedge ("or 6", "maybe"); four `\s*` in a row made a
+# long run of spaces that ends in anything else quartic: 200 spaces took 6 s.
+@pytest.mark.parametrize(
+    ("completion", "score"),
+    [
+        ("\\boxed{5}" + " " * 5_000 + "x", 1.0),
+        ("\\boxed{5}" + " $" * 2_000 + " x", 1.0),
+        ("\\boxed{5}" + " " * 5_000 + "or 6", 0.0),
+        ("\\boxed{5} $" + " \n" * 2_000 + ". maybe 6", 0.0),
+    ],
+    ids=["spaces then a letter", "dollars then a letter", "spaces then or", "then maybe"],
+)
+def test_long_space_after_the_box(completion: str, score: float) -> None:
+    result = run(completion, "5")
+    assert result.status == "ok"
+    assert result.score == score

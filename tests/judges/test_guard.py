@@ -187,3 +187,18 @@ def test_guard_on_long_runs_of_openers(scripted, completion: str, rule, score: f
     assert result.status == "ok" and result.score == score
     assert result.detail.get("guard") == rule
     assert len(backend.requests) == (rule is None)
+
+
+def test_guard_on_long_blank_lines(scripted) -> None:
+    """List markers are looked for at each line start; the blank lines after one are not read
+    again from each of them (that was quadratic: 20,000 characters took seconds)."""
+    backend = scripted(lambda request: "YES")
+    fn = rubric(rubric=["Is correct."], cache=False)
+    for completion in (" \t\n" * 7_000 + "4", "- \n" * 7_000 + "The answer is 4."):
+        result = fn(Sample(id="1", completion=completion))
+        assert result.status == "ok" and result.score == 1.0
+        assert result.detail.get("guard") is None
+    assert fn(Sample(id="2", completion="\n" * 20_000 + "- Solution:")).detail["guard"] == (
+        "generic_opener"
+    )
+    assert len(backend.requests) == 2

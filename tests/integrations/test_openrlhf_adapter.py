@@ -235,3 +235,19 @@ def test_loading_the_file_without_a_usable_spec_fails_with_the_fix(
     )
     assert proc.returncode != 0 and "loaded" not in proc.stdout
     assert "Error: " in proc.stderr and message in proc.stderr
+
+
+# The special tokens that end a response were found by a regex searched from every position,
+# whose `\s*` ran to the end from each: 20,000 spaces then a letter took seconds.
+@pytest.mark.parametrize(
+    ("query", "response"),
+    [
+        ("Q: hi" + " " * 20_000 + "4", "4"),
+        ("Q: hi 4" + " " * 20_000 + "x", "4" + " " * 20_000 + "x"),
+        ("Q: hi 4" + " </s>" * 5_000 + "\n", "4"),
+        ("Q: hi 4" + "</s>" * 5_000 + "x", "4" + "</s>" * 5_000 + "x"),
+    ],
+    ids=["spaces", "spaces then a letter", "tokens", "tokens then a letter"],
+)
+def test_long_runs_at_the_end_of_a_response(query: str, response: str) -> None:
+    assert completion_from_query(query, "Q: hi") == (response, True)

@@ -57,7 +57,9 @@ _HEADER = (  # the header that opens an assistant turn in common chat templates
 )
 _HEADERS = re.compile(_HEADER)
 _LEADING = re.compile(rf"\A(?:\s*(?:{_HEADER}|{_TOKEN}))*\s*")
-_TRAILING = re.compile(rf"(?:\s*(?:{_TOKEN}))+\s*\Z")
+_TOKEN_AT_END = re.compile(rf"(?:{_TOKEN})\Z")
+_LONGEST_TOKEN = 48
+"""Characters a special token may span (`<｜` + 40 + `｜>` is 44)."""
 _PROBE = 8
 """Characters of the query's start looked up in the prompt to find a truncated prompt's end."""
 _MAX_GARBLED = 4
@@ -74,7 +76,30 @@ def strip_special_tokens(text: str) -> str:
     between the first and last non-special characters is kept as it is.
     """
     text = _LEADING.sub("", text, count=1)
-    return _TRAILING.sub("", text, count=1)
+    return text[: _trailing_tokens_start(text)]
+
+
+def _trailing_tokens_start(text: str) -> int:
+    """Where the special tokens and whitespace that end `text` start (`len(text)` if it ends
+    with no special token): ``(?:\\s*(?:token))+\\s*\\Z``'s match, peeled from the right.
+
+    That regex searched from every position, and its `\\s*` ran to the end from each one
+    (quadratic: 20,000 spaces then a letter took seconds). A token's end fixes its start (no
+    token holds another's closing characters), so peeling finds the same longest suffix.
+    """
+    end, found = len(text), False
+    while True:
+        while end and text[end - 1].isspace():  # what `\\s` matches in a str pattern
+            end -= 1
+        token = _TOKEN_AT_END.search(text, max(0, end - _LONGEST_TOKEN), end)
+        if token is None:
+            break
+        end, found = token.start(), True
+    if not found:
+        return len(text)
+    while end and text[end - 1].isspace():
+        end -= 1
+    return end
 
 
 def strip_prompt(query: str, prompt: str | None) -> tuple[str, bool]:

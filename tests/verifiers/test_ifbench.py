@@ -190,3 +190,20 @@ def test_checker_crash_is_an_error_charged_to_the_completion_never_a_verdict() -
 
 def test_no_star_passes_sub_bullets_as_upstream() -> None:
     assert _score("format:sub-bullets", {}, "plain").detail["follow_instruction_list"] == [True]
+
+
+# The question splitter read a run of newlines again from each of its newlines: quadratic
+# (20,000 newlines took 0.7 s).
+@pytest.mark.parametrize(
+    ("text", "followed"),
+    [
+        (MCQ.replace("\nQuestion", "\n" * 5_000 + "Question"), True),
+        (MCQ + "\n" * 20_000 + "x", True),
+        ("Question 1" + "\n" * 20_000 + "x", False),
+    ],
+    ids=["blank lines between questions", "then a line after the options", "one question"],
+)
+def test_mcq_count_length_on_long_blank_runs(text: str, followed: bool) -> None:
+    result = _score("custom:mcq_count_length", {}, text)
+    assert result.status == "ok"
+    assert result.detail["follow_instruction_list"] == [followed]

@@ -219,3 +219,20 @@ def test_the_training_example_spec_scores_contentless_replies_zero() -> None:
     for reply, expected in [("OK", 0.0), ("\u200b", 0.0), (filler, 0.0), (story, 1.0)]:
         result = reward(Sample(id="s", completion=reply, prompt=prompt, reference=reference))
         assert (result.status, result.score) == ("ok", expected), reply
+
+
+# Bullets were counted with `^\s*` from every line start, which read each run of blank lines
+# again from each of its lines: quadratic (20,000 characters of blank lines took 0.3 s).
+@pytest.mark.parametrize(
+    ("text", "followed"),
+    [
+        ("* one" + "\n \t" * 7_000 + "\n* two", True),
+        ("\n" * 20_000 + "- one\n\n\n- two", True),
+        ("* one" + "\n" * 20_000 + "x", False),
+    ],
+    ids=["stars across blank lines", "dashes after blank lines", "one bullet"],
+)
+def test_bullets_across_long_blank_runs(text: str, followed: bool) -> None:
+    result = _score("detectable_format:number_bullet_lists", {"num_bullets": 2}, text)
+    assert result.status == "ok"
+    assert result.detail["follow_instruction_list"] == [followed]

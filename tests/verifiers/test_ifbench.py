@@ -207,3 +207,24 @@ def test_mcq_count_length_on_long_blank_runs(text: str, followed: bool) -> None:
     result = _score("custom:mcq_count_length", {}, text)
     assert result.status == "ok"
     assert result.detail["follow_instruction_list"] == [followed]
+
+
+# A field's special character was found by a regex that went back over every special
+# character for every later character: quadratic (20,000 characters took 0.4 s).
+_CSV_HEADER = "ProductID,Category,Brand,Price,Stock\n"
+
+
+@pytest.mark.parametrize(
+    ("row", "followed"),
+    [
+        ('1,"a' + "!" * 20_000 + 'b",c,2,3\n', True),
+        ("1,a" + "!" * 20_000 + "b,c,2,3\n", False),
+        ('1,"' + "!" * 20_000 + "x,c,2,3\n", False),
+    ],
+    ids=["quoted", "unquoted", "unclosed quote"],
+)
+def test_csv_special_character_on_a_long_field(row: str, followed: bool) -> None:
+    text = _CSV_HEADER + row + "1,a,c,2,3\n" * 13
+    result = _score("custom:csv_special_character", {}, text)
+    assert result.status == "ok"
+    assert result.detail["follow_instruction_list"] == [followed]

@@ -726,7 +726,19 @@ _SPECIAL_HEADER = re.compile(
     r'^(ProductID|"ProductID"),[ \t]*(Category|"Category"),[ \t]*(Brand|"Brand"),'
     r'[ \t]*(Price|"Price"),[ \t]*(Stock|"Stock")$'
 )
-_SPECIAL_FIELD = re.compile(r'".*[^\d\w\s].*"')
+_SPECIAL_CHAR = re.compile(r"[^\d\w\s]")
+
+
+def _special_field(field: str) -> bool:
+    """Upstream's ``re.match(r'".*[^\\d\\w\\s].*"', field)`` in one pass: a quote, then on
+    the same line a special character (a quote is one) before a later quote. The regex
+    went back over every special character for every later character: quadratic
+    (20,000 characters took 0.4 s)."""
+    if not field.startswith('"'):
+        return False
+    line = field[1:].split("\n", 1)[0]
+    last_quote = line.rfind('"')
+    return last_quote > 0 and _SPECIAL_CHAR.search(line, 0, last_quote) is not None
 
 
 def csv_special_character(kw: Kwargs) -> Check:
@@ -739,7 +751,7 @@ def csv_special_character(kw: Kwargs) -> Check:
         for row in rows[1:]:
             if len(row) != 5:
                 return False
-            if any(_SPECIAL_FIELD.match(field) for field in row):
+            if any(_special_field(field) for field in row):
                 return True
         return False
 

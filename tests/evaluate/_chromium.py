@@ -4,8 +4,11 @@ elements, take a screenshot. Chromium is Debian's `chromium` package (`.ci/run` 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -105,6 +108,7 @@ class open_page:
             [CHROMIUM, *_FLAGS, f"--user-data-dir={self._profile.name}", "about:blank"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its helper processes die with it (see `_stop`)
         )
         port_file = Path(self._profile.name) / "DevToolsActivePort"
         deadline = time.monotonic() + 60
@@ -137,9 +141,9 @@ class open_page:
         if not hasattr(self, "_process"):
             return
         self._process.terminate()
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self._process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
+        with contextlib.suppress(ProcessLookupError):  # helpers writing to the profile
+            os.killpg(self._process.pid, signal.SIGKILL)  # would race its removal
+        self._process.wait()
         self._profile.cleanup()

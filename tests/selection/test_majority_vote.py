@@ -97,7 +97,7 @@ GROUPS = [
         "equivalent forms are one answer",
         [
             r"\boxed{\frac{\sqrt{2}}{2}}",
-            r"\boxed{\frac{1}{\sqrt{2}}}",
+            r"\boxed{\frac{1}{2}\sqrt{2}}",
             r"\boxed{0.7071}",
             r"\boxed{1}",
         ],
@@ -111,7 +111,7 @@ GROUPS = [
         "... but not with cluster: exact",
         [
             r"\boxed{\frac{\sqrt{2}}{2}}",
-            r"\boxed{\frac{1}{\sqrt{2}}}",
+            r"\boxed{\frac{1}{2}\sqrt{2}}",
             r"\boxed{0.7071}",
             r"\boxed{1}",
         ],

@@ -295,6 +295,13 @@ ROWS = [
         CHOICE_HEDGE,
     ),
     closed(
+        "choice_labelled_line_hedge",  # found by the regex audit (redos)
+        versus(choice(), "(B) or (C)?", "Answer: C", "B"),
+        ZERO,
+        "1.0 vs 0.0",
+        CHOICE_HEDGE,
+    ),
+    closed(
         "choice_though",
         versus(choice(), "The answer is B, though C", "Answer: C", "B"),
         ZERO,

@@ -259,8 +259,9 @@ def choice(*, choices: str = "ABCD") -> RewardFn:
         for line in {*lines[:1], *lines[-1:]}:
             if lone.fullmatch(line):
                 found += letter.findall(line)
-            elif m := label.match(line + " "):
-                found += letter.findall(m.group())
+            elif m := label.match(line + " "):  # a labelled line: its run of letters, if any
+                run = lone.match(line)  # ("(B) or (C)?" is a hedge, "(B) Paris" is B)
+                found += letter.findall(run.group() if run else m.group())
         return found
 
     def score(sample: Sample) -> Score:

@@ -172,12 +172,6 @@ POSITIVE: Callable[[float, float], bool] = lambda attack, honest: attack > hones
 EQUAL: Callable[[float, float], bool] = lambda attack, honest: attack == pytest.approx(honest)  # noqa: E731
 
 
-def hole(name: str, attack: Any, should: Any, today: str, reason: str) -> Any:
-    """An open hole: the row fails today (strict xfail)."""
-    marks = pytest.mark.xfail(strict=True, reason=f"redteam: {reason}")
-    return pytest.param(name, attack, should, today, marks=marks, id=name)
-
-
 def guard(name: str, attack: Any, should: Any, today: str) -> Any:
     """An attack that fails today."""
     return pytest.param(name, attack, should, today, id=name)

@@ -141,12 +141,6 @@ class Attack:
     run: Callable[[], Outcome]
 
 
-def hole(attack: Attack, reason: str) -> Any:
-    return pytest.param(
-        attack, id=attack.target, marks=pytest.mark.xfail(strict=True, reason=f"redteam: {reason}")
-    )
-
-
 def guard(attack: Attack) -> Any:
     return pytest.param(attack, id=attack.target)
 

@@ -181,12 +181,6 @@ POSITIVE: Callable[[float, float], bool] = lambda attack, honest: attack > hones
 FULL_PENALTY: Callable[[float, float], bool] = lambda attack, honest: attack <= -0.9  # noqa: E731
 
 
-def hole(name: str, attack: Callable[[], Pair], should: Any, today: str, reason: str) -> Any:
-    """An open hole: the row fails today (strict xfail)."""
-    marks = pytest.mark.xfail(strict=True, reason=f"redteam: {reason}")
-    return pytest.param(name, attack, should, today, marks=marks, id=name)
-
-
 def guard(name: str, attack: Callable[[], Pair], should: Any, today: str = "refused") -> Any:
     """An attack that fails today."""
     return pytest.param(name, attack, should, today, id=name)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
@@ -55,13 +56,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except ConfigError as exc:
-        _stderr().print(f"[red]spec error:[/] {exc}")
+        _stderr().print(f"[red]spec error:[/] {escape(str(exc))}")
         return EXIT_CONFIG
     except _UsageError as exc:
-        _stderr().print(f"[red]error:[/] {exc}")
+        _stderr().print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_CONFIG
     except OSError as exc:  # a missing or unreadable input or output file
-        _stderr().print(f"[red]error:[/] {exc}")
+        _stderr().print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_INPUT
 
 

@@ -49,6 +49,11 @@ KEYWORD_KWARGS = ("keywords", "keyword", "keyword1", "keyword2", "keyword3", "ke
 LOREM = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor"
 """A fixed twelve-word filler sent to every prompt (red team rt17)."""
 REPLIES = ["", "OK", "\u200b", "keywords", LOREM, "real"]
+OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[[Sample], Score]]] = {
+    "training": lambda factory: factory(training=True),
+    "+topic": lambda factory: factory(training=True, require_topic=True),
+}
+"""The training options compared with the official verdicts."""
 LABELS = {
     "": '`""`',
     "OK": "`OK`",
@@ -117,13 +122,16 @@ def main() -> None:
         real_by_set[name] = real
         for reply in REPLIES:
             official = score_all(factory(), rows, reply, real)
-            training = score_all(factory(training=True), rows, reply, real)
             table[reply][f"{name} official"] = summary(official)
-            table[reply][f"{name} training"] = summary(training)
-            if reply == "real":
-                for row, a, b in zip(rows, official, training, strict=True):
-                    if (a.status, a.score) != (b.status, b.score):
-                        changed.append((name, row, a, b))
+            for option, reward in OPTIONS.items():
+                scores = score_all(reward(factory), rows, reply, real)
+                table[reply][f"{name} {option}"] = summary(scores)
+                if reply == "real":
+                    changed += [
+                        (option, name, row, a, b)
+                        for row, a, b in zip(rows, official, scores, strict=True)
+                        if (a.status, a.score) != (b.status, b.score)
+                    ]
         for mode in ("strict", "loose"):
             gold = {g["prompt"]: g["follow_instruction_list"]
                     for g in lines(Path(str(verdicts).format(mode=mode)))}  # fmt: skip
@@ -137,15 +145,16 @@ def main() -> None:
             )
             checks.append(f"{name} {mode}: {same}/{len(compared)} prompts identical{note}")
 
-    columns = [f"{n} {m}" for n in SETS for m in ("official", "training")]
+    columns = [f"{n} {m}" for n in SETS for m in ("official", *OPTIONS)]
     body = [
         "## Contentless replies: IFEval and IFBench, official vs `training: true`",
         "",
         "Every real prompt of IFEval (541) and IFBench (294) answered with a contentless reply, "
         "beside the real responses shipped with each set. Each cell is the mean reward "
-        "(`reward: fraction`, strict) / the number of prompts with full marks. The prompt's "
-        "keywords are the instructions' keyword kwargs where there are some, else the prompt's "
-        "five longest words. `python benchmarks/contentless_bench.py`.",
+        "(`reward: fraction`, strict) / the number of prompts with full marks: official "
+        "(the default), `training: true`, and `training: true, require_topic: true` (+topic). "
+        "The prompt's keywords are the instructions' keyword kwargs where there are some, "
+        "else the prompt's five longest words. `python benchmarks/contentless_bench.py`.",
         "",
         "| reply | " + " | ".join(columns) + " |",
         "|---|" + "---:|" * len(columns),
@@ -157,18 +166,26 @@ def main() -> None:
         "Official verdicts with the option off (the default), on the real responses: "
         + "; ".join(checks)
         + ".",
-        "",
-        f"Real responses whose reward `training: true` changes: {len(changed)} of 835.",
     ]
-    for name, row, a, b in changed:
-        reason = b.detail.get("reason", "")
-        response = " ".join(real_by_set[name][row["prompt"]].split())
-        body.append(
-            f"- {name} {row['key']} ({', '.join(row['instruction_id_list'])}): "
-            f"{a.score:g} -> {b.score:g}, {reason}. The prompt: {row['prompt'][:90]!r}...; "
-            f"the whole response: {response[:120]!r}"
-        )
+    labels = {"training": "`training: true`", "+topic": "`training: true, require_topic: true`"}
+    for option, label in labels.items():
+        moved = [c for c in changed if c[0] == option]
+        body += ["", f"Real responses whose reward {label} changes: {len(moved)} of 835."]
+        body += [line(real_by_set, *c[1:]) for c in moved]
     write_section(args.write, "contentless-bench", "\n".join(body))
+
+
+def line(
+    real_by_set: dict[str, dict[str, str]], name: str, row: dict[str, Any], a: Score, b: Score
+) -> str:
+    """One real response whose reward the option changes, with the reason."""
+    reason = b.detail.get("reason", "")
+    response = " ".join(real_by_set[name][row["prompt"]].split())
+    return (
+        f"- {name} {row['key']} ({', '.join(row['instruction_id_list'])}): "
+        f"{a.score:g} -> {b.score:g}, {reason}. The prompt: {row['prompt'][:90]!r}...; "
+        f"the whole response: {response[:120]!r}"
+    )
 
 
 if __name__ == "__main__":

@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
+from rewardsmith import ConfigError
 from rewardsmith.models import Sample
-from rewardsmith.verifiers.instructions import IFEVAL, ifeval, loose_variants
+from rewardsmith.verifiers.instructions import IFEVAL, constraints, ifbench, ifeval, loose_variants
 
 from ._instruction_helpers import score_one
 
@@ -236,3 +237,25 @@ def test_bullets_across_long_blank_runs(text: str, followed: bool) -> None:
     result = _score("detectable_format:number_bullet_lists", {"num_bullets": 2}, text)
     assert result.status == "ok"
     assert result.detail["follow_instruction_list"] == [followed]
+
+
+@pytest.mark.parametrize("factory", [ifeval, ifbench, constraints])
+def test_require_topic_needs_training(factory) -> None:
+    """The topic check is part of the training option: alone it would silently do nothing."""
+    with pytest.raises(ConfigError, match="require_topic"):
+        factory(require_topic=True)
+
+
+def test_require_topic_refuses_a_fixed_filler_the_training_option_passes() -> None:
+    """Default `training: true` keeps every honest reply; a twelve-word filler whose form
+    follows "no commas" passes it, and `require_topic` refuses it (README, ifeval)."""
+    reference = {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}
+    prompt = "Write a short story about a lighthouse. Do not use any commas."
+    filler = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor"
+    story = "The keeper lit the lighthouse lamp at dusk and watched the ships pass the rocks."
+    for options, expected in [({}, 1.0), ({"require_topic": True}, 0.0)]:
+        reward = ifeval(training=True, **options)
+        got = reward(Sample(id="s", completion=filler, prompt=prompt, reference=reference))
+        assert (got.status, got.score) == ("ok", expected), options
+        honest = reward(Sample(id="s", completion=story, prompt=prompt, reference=reference))
+        assert (honest.status, honest.score) == ("ok", 1.0), options

@@ -16,6 +16,9 @@ IFBENCH = DATA / "ifbench"
 
 # words:start_verb needs NLTK's POS tagger data, which no PyPI package ships genuinely.
 UNREPRODUCIBLE = {"words:start_verb"}
+IFEVAL_RESPONSES = "input_response_data_gpt4_20231107_145030.jsonl"
+TOPICLESS_IFEVAL = ["1418", "2035", "2100", "2359", "279", "2811", "2929", "3445", "3456", "3565"]
+"""The real IFEval responses `training: true, require_topic: true` scores 0 (BENCHMARKS.md)."""
 
 
 def _lines(path: Path) -> list[dict]:
@@ -125,22 +128,27 @@ def _training_cases(folder: Path, prompts: str, responses: str) -> list[tuple[di
 
 @pytest.mark.skipif(not IFBENCH.exists() or not IFEVAL.exists(), reason="no IFEval/IFBench data")
 @pytest.mark.parametrize(
-    ("factory", "folder", "prompts", "responses", "changed"),
+    ("factory", "folder", "prompts", "responses", "require_topic", "changed"),
     [
-        (ifeval, IFEVAL, "input_data.jsonl", "input_response_data_gpt4_20231107_145030.jsonl", 10),
-        (ifbench, IFBENCH, "IFBench_test.jsonl", "sample_output.jsonl", 1),
+        (ifeval, IFEVAL, "input_data.jsonl", IFEVAL_RESPONSES, False, ["2359"]),
+        (ifbench, IFBENCH, "IFBench_test.jsonl", "sample_output.jsonl", False, []),
+        (ifeval, IFEVAL, "input_data.jsonl", IFEVAL_RESPONSES, True, TOPICLESS_IFEVAL),
+        (ifbench, IFBENCH, "IFBench_test.jsonl", "sample_output.jsonl", True, ["88"]),
     ],
+    ids=["ifeval", "ifbench", "ifeval-require_topic", "ifbench-require_topic"],
 )
 def test_training_option_pays_no_contentless_reply_and_keeps_real_responses(
-    factory, folder, prompts, responses, changed
+    factory, folder, prompts, responses, require_topic, changed
 ) -> None:
     """Issue 17 item 7 on the real prompts: "", "OK", "\\u200b" and the instructions'
     keywords earn 0 on every prompt (up to 0.44 on average officially), while the real
     responses keep their official reward, but for IFEval 2359, which only repeats the
-    request it was asked to repeat before answering, and 10 whose words share no stem with
-    the prompt's topic (a haiku about Ireland that never says "Ireland"; the price of
-    refusing a fixed filler such as lorem ipsum: see BENCHMARKS.md)."""
-    official, training = factory(), factory(training=True)
+    request it was asked to repeat before answering. `require_topic` also takes the reward
+    of 10 real responses whose words share no stem with the prompt's topic (a haiku about
+    Ireland that never says "Ireland"): the price of refusing a fixed filler such as lorem
+    ipsum (BENCHMARKS.md)."""
+    official = factory()
+    training = factory(training=True, require_topic=require_topic)
     moved = []
     for row, real in _training_cases(folder, prompts, responses):
         reference = {"instruction_id_list": row["instruction_id_list"], "kwargs": row["kwargs"]}
@@ -158,5 +166,5 @@ def test_training_option_pays_no_contentless_reply_and_keeps_real_responses(
         sample = Sample(id="s", completion=real, prompt=row["prompt"], reference=reference)
         before, after = official(sample), training(sample)
         if (before.status, before.score) != (after.status, after.score):
-            moved.append(row["key"])
-    assert len(moved) == changed, moved
+            moved.append(str(row["key"]))
+    assert sorted(moved) == sorted(changed)

@@ -84,11 +84,14 @@ def _official(bench: str, key: int) -> tuple[str, dict[str, Any], str]:
     return row["prompt"], reference, responses[row["prompt"]]
 
 
-def _contentless(bench: str, key: int, reply: str) -> Callable[[], Pair]:
+def _contentless(
+    bench: str, key: int, reply: str, *, require_topic: bool = False
+) -> Callable[[], Pair]:
     """`reply` against the published response on a real prompt, `training: true`."""
 
     def run() -> Pair:
-        reward = (ifeval if bench == "ifeval" else ifbench)(training=True)
+        factory = ifeval if bench == "ifeval" else ifbench
+        reward = factory(training=True, require_topic=require_topic)
         prompt, reference, real = _official(bench, key)
         return score(reward, reply, reference, prompt), score(reward, real, reference, prompt)
 
@@ -196,7 +199,8 @@ CHOICE_HEDGE = "choice: several letters score 1.0 (README: several letters are a
 LOREM_WHY = (
     "training: true passes a fixed 12-word filler reply (lorem ipsum) on every prompt whose "
     "instructions it happens to follow: mean 0.26 on IFBench (real responses 0.28), 0.21 on "
-    "IFEval, full marks on 70 IFBench and 58 IFEval prompts"
+    "IFEval, full marks on 70 IFBench and 58 IFEval prompts (closed with `require_topic: true`, "
+    "which the README says costs 10 of 835 real responses)"
 )
 
 ROWS = [
@@ -380,21 +384,21 @@ ROWS = [
     # IFEval / IFBench / constraints
     closed(
         "ifeval_1001_lorem",
-        _contentless("ifeval", 1001, LOREM),
+        _contentless("ifeval", 1001, LOREM, require_topic=True),
         ZERO,
         "1.0 vs GPT-4's itinerary 0.0",
         LOREM_WHY,
     ),
     closed(
         "ifeval_1092_lorem",
-        _contentless("ifeval", 1092, LOREM),
+        _contentless("ifeval", 1092, LOREM, require_topic=True),
         ZERO,
         "1.0 vs GPT-4's blog post 0.0",
         LOREM_WHY,
     ),
     closed(
         "ifbench_48_lorem_vacuous",
-        _contentless("ifbench", 48, LOREM),
+        _contentless("ifbench", 48, LOREM, require_topic=True),
         ZERO,
         "1.0 vs the real screenplay 0.0 ('every 29th word in Japanese' is vacuous in 12 words)",
         LOREM_WHY,

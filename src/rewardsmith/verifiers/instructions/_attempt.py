@@ -19,29 +19,33 @@ scores 0, whatever the checkers say, when:
   and the response has fewer than `min_words` words (fewer than a word-count ceiling the
   instructions set, if lower), unless an instruction asks for a short form (one of given
   options, a fixed phrase, no whitespace, a CSV...);
-- it has `min_words` or more words and none shares its first five characters with a topic
-  word of the prompt (a word that is not function, filler or instruction vocabulary, nor
-  one an instruction forbids): a fixed filler sent to every prompt ("lorem ipsum ..."). Not
-  judged for riddles, rewrites, short forms, other languages and replies mostly in another
-  script. On the real data this costs 10 of 835 real responses their reward (a haiku about
-  Ireland that never says "Ireland"), and a twelve-word lorem ipsum still earns full marks on
-  9 IFEval and 13 IFBench prompts (those exemptions, or a shared stem).
+- only with `require_topic: true`: it has `min_words` or more words and none shares its
+  first five characters with a topic word of the prompt (a word that is not function, filler
+  or instruction vocabulary, nor one an instruction forbids): a fixed filler sent to every
+  prompt ("lorem ipsum ..."). Not judged for riddles, rewrites, short forms, other languages
+  and replies mostly in another script. Off by default because it is a guess that costs honest
+  answers: on the real data it takes the reward of 10 of 835 real responses (a haiku about
+  Ireland that never says "Ireland"), while a twelve-word lorem ipsum still earns full marks
+  on 9 IFEval and 13 IFBench prompts (those exemptions, or a shared stem) and a filler made
+  of the prompt's topic words passes it.
 
 These are heuristics over the prompt and the response, not a judge: a short content word
 that does not come from the prompt ("Banana") still passes on a prompt that does not ask for
-prose, and a filler written with the prompt's topic words passes the topic check. Pair the
-reward with a correctness or judged reward for content.
+prose, and a fixed filler of ten or more words passes where its form happens to follow the
+instructions. Pair the reward with a correctness or judged reward for content.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from ..._exceptions import ConfigError
 from .._words import count_words, words
 
-__all__ = ["MIN_PROSE_WORDS", "no_attempt", "prompt_text"]
+__all__ = ["MIN_PROSE_WORDS", "AttemptRule", "attempt_rule", "no_attempt", "prompt_text"]
 
 MIN_PROSE_WORDS = 10
 """Fewest words a response to a prose request must have (the `min_words` default)."""
@@ -217,8 +221,40 @@ def _ignores_prompt(
     return not _stems(response) & topic
 
 
+@dataclass(frozen=True)
+class AttemptRule:
+    """The training option of an instruction reward: what counts as no attempt at the task."""
+
+    min_words: int = MIN_PROSE_WORDS
+    require_topic: bool = False
+
+    def __post_init__(self) -> None:
+        if self.min_words < 1:
+            raise ConfigError(f"min_words: must be at least 1, got {self.min_words}")
+
+    def why_not(
+        self, response: str, prompt: str, ids: Sequence[str], kwargs: Sequence[Any]
+    ) -> str | None:
+        """Why `response` does not attempt the task, or None."""
+        return no_attempt(response, prompt, ids, kwargs, self.min_words, self.require_topic)
+
+
+def attempt_rule(training: bool, min_words: int, require_topic: bool) -> AttemptRule | None:
+    """The rule a reward's `training`, `min_words` and `require_topic` options set (None:
+    official verdicts only)."""
+    rule = AttemptRule(min_words, require_topic)
+    if require_topic and not training:
+        raise ConfigError("require_topic: needs training: true")
+    return rule if training else None
+
+
 def no_attempt(
-    response: str, prompt: str, ids: Sequence[str], kwargs: Sequence[Any], min_words: int
+    response: str,
+    prompt: str,
+    ids: Sequence[str],
+    kwargs: Sequence[Any],
+    min_words: int,
+    require_topic: bool = False,
 ) -> str | None:
     """Why `response` does not attempt the task the prompt and instructions set, or None."""
     found = [w.lower() for w in words(response)]
@@ -248,6 +284,6 @@ def no_attempt(
         needed = min_words if ceiling is None else max(1, min(min_words, ceiling))
         if count_words(response) < needed:
             return f"{count_words(response)} words where the prompt asks for prose ({needed}+)"
-    if _ignores_prompt(response, prompt, ids, kwargs, min_words):
+    if require_topic and _ignores_prompt(response, prompt, ids, kwargs, min_words):
         return "no word of the prompt's topic: a reply that ignores the prompt"
     return None

@@ -32,11 +32,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..._exceptions import ConfigError
 from ...models import Sample, Score
 from ...registry import RewardFn, bounded, reward
 from .._words import has_words
-from ._attempt import MIN_PROSE_WORDS, no_attempt, prompt_text
+from ._attempt import MIN_PROSE_WORDS, attempt_rule, prompt_text
 from ._base import Builder, Check, InstructionError, build
 from ._evaluate import Evaluator
 from ._ifbench import IFBENCH
@@ -168,16 +167,16 @@ def constraints(
     reward: Literal["fraction", "all"] = "fraction",
     training: bool = False,
     min_words: int = MIN_PROSE_WORDS,
+    require_topic: bool = False,
 ) -> RewardFn:
     """A boolean expression (all_of / any_of / not / if-then-else) over instruction checks.
 
     ``reward: fraction`` scores the fraction of scored leaf constraints satisfied, ``all`` the
     truth of the whole expression. See the module docstring for the expression format.
-    `training` and `min_words` are those of `ifeval` (the prompt's words include every
-    leaf's kwargs).
+    `training`, `min_words` and `require_topic` are those of `ifeval` (the prompt's words
+    include every leaf's kwargs).
     """
-    if min_words < 1:
-        raise ConfigError(f"min_words: must be at least 1, got {min_words}")
+    rule = attempt_rule(training, min_words, require_topic)
 
     def score(sample: Sample) -> Score:
         data = _expression(sample)
@@ -196,12 +195,12 @@ def constraints(
             return over
         if not has_words(response):
             return Score.ok(0.0, reason="no words: a blank response is no answer")
-        if training:
+        if rule is not None:
             ids, kwargs = [leaf.id for leaf in leaves], [leaf.kwargs for leaf in leaves]
-            why = no_attempt(response, prompt_text(sample.prompt), ids, kwargs, min_words)
+            why = rule.why_not(response, prompt_text(sample.prompt), ids, kwargs)
             if why is not None:
                 return Score.ok(0.0, reason=f"no attempt at the task: {why}", training=True)
-        run = _Run(Evaluator(response, mode, training))
+        run = _Run(Evaluator(response, mode, rule is not None))
         holds = run.value(root)
         detail: dict[str, Any] = {
             "mode": mode,

@@ -14,10 +14,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from ..._exceptions import ConfigError
 from ...models import Sample, Score
 from ...registry import RewardFn, bounded, reward
-from ._attempt import MIN_PROSE_WORDS, no_attempt, prompt_text
+from ._attempt import MIN_PROSE_WORDS, AttemptRule, attempt_rule, prompt_text
 from ._base import Builder, Check, InstructionError, build
 from ._evaluate import Evaluator
 from ._ifbench import IFBENCH
@@ -114,11 +113,8 @@ def checker_failed(errors: list[str], **detail: Any) -> Score:
 
 
 def _instructions_reward(
-    registry: Mapping[str, Builder], mode: Mode, kind: RewardKind, training: bool, min_words: int
+    registry: Mapping[str, Builder], mode: Mode, kind: RewardKind, rule: AttemptRule | None
 ) -> RewardFn:
-    if min_words < 1:
-        raise ConfigError(f"min_words: must be at least 1, got {min_words}")
-
     def score(sample: Sample) -> Score:
         parsed = parse_instructions(sample)
         if isinstance(parsed, Score):
@@ -131,11 +127,11 @@ def _instructions_reward(
         over = too_long(response)
         if over is not None:
             return over
-        if training:
-            why = no_attempt(response, prompt_text(sample.prompt), ids, kwargs, min_words)
+        if rule is not None:
+            why = rule.why_not(response, prompt_text(sample.prompt), ids, kwargs)
             if why is not None:
                 return Score.ok(0.0, reason=f"no attempt at the task: {why}", training=True)
-        evaluator = Evaluator(response, mode, training)
+        evaluator = Evaluator(response, mode, rule is not None)
         follow = evaluator.all(checks)
         detail: dict[str, Any] = {
             "mode": mode,
@@ -157,6 +153,7 @@ def ifeval(
     reward: RewardKind = "fraction",
     training: bool = False,
     min_words: int = MIN_PROSE_WORDS,
+    require_topic: bool = False,
 ) -> RewardFn:
     """IFEval's 25 instruction checks, verdict-exact with the official code.
 
@@ -171,9 +168,13 @@ def ifeval(
     `training: true` is for RL: a response that does not attempt the task (empty, invisible,
     filler, only the prompt's words, under `min_words` words where the prompt asks for prose;
     see `_attempt`) scores 0, and a language check that langdetect cannot decide fails. The
-    official checkers alone pay "OK" for "do not use commas".
+    official checkers alone pay "OK" for "do not use commas". `require_topic: true` (with
+    `training`) also scores 0 a reply of `min_words`+ words sharing no stem with the prompt's
+    topic (a fixed filler), at the price of some honest replies (see `_attempt`).
     """
-    return _instructions_reward(IFEVAL, mode, reward, training, min_words)
+    return _instructions_reward(
+        IFEVAL, mode, reward, attempt_rule(training, min_words, require_topic)
+    )
 
 
 @reward("ifbench", preload=(*_PRELOAD, "emoji", "syllapy"))
@@ -183,6 +184,7 @@ def ifbench(
     reward: RewardKind = "fraction",
     training: bool = False,
     min_words: int = MIN_PROSE_WORDS,
+    require_topic: bool = False,
 ) -> RewardFn:
     """IFBench's 58 instruction checks, verdict-exact with the official code at c94da02.
 
@@ -190,4 +192,6 @@ def ifbench(
     ``averaged_perceptron_tagger_eng`` data installed locally; without it that instruction
     gives status `error` (it is never downloaded and never guessed).
     """
-    return _instructions_reward(IFBENCH, mode, reward, training, min_words)
+    return _instructions_reward(
+        IFBENCH, mode, reward, attempt_rule(training, min_words, require_topic)
+    )

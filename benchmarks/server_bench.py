@@ -51,6 +51,7 @@ from rewardsmith import Engine
 os.environ.setdefault("REWARDSMITH_WORKERS", str(len(os.sched_getaffinity(0))))
 
 HERE = Path(__file__).resolve().parent
+LOAD_AT_START = os.getloadavg()[0]
 TARGETS = {1: 0.50, 16: 0.80, 64: 0.90}
 """HTTP / in-process throughput wanted per request size (issue #12)."""
 P99_TARGET_S = 0.050
@@ -242,7 +243,8 @@ def main() -> None:
         "## Reward server under load",
         "",
         f"Run `python benchmarks/server_bench.py {' '.join(sys.argv[1:])}` on {date.today()}, "
-        f"{os.cpu_count()} cores (server, its workers and the clients share them), Python "
+        f"{os.cpu_count()} cores (server, its workers and the clients share them), load "
+        f"average {LOAD_AT_START:.1f} at the start, Python "
         f"{platform.python_version()}, spec `math`, {args.clients} concurrent clients on "
         f"127.0.0.1, `POST /v1/score`. Each run scores {n:,} samples: the {len(pairs):,} pairs "
         f"of the math benchmark, {args.passes} times over (ids made unique), so that the "
@@ -250,8 +252,8 @@ def main() -> None:
         "",
         "| samples per request | requests | in process samples/s | over HTTP samples/s "
         "| HTTP / in process | p50 latency ms | p99 latency ms | CPU s: in process / server "
-        "/ clients | results identical |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "/ clients | HTTP CPU ms per request: server / clients | results identical |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for size, requests, local_rate, rate, ratio, latencies, mismatched, cpus in rows:
         target = TARGETS.get(size)
@@ -263,6 +265,7 @@ def main() -> None:
             f"| {size} | {requests:,} | {local_rate:,.0f} | {rate:,.0f} | **{ratio:.0%}**{mark} "
             f"| {statistics.median(latencies) * 1e3:.1f} | {p99 * 1e3:.1f} "
             f"| {cpus[0]:.2f} / {cpus[1]:.2f} / {cpus[2]:.2f} "
+            f"| {(cpus[1] - cpus[0]) / requests * 1e3:.2f} / {cpus[2] / requests * 1e3:.2f} "
             f"| {'yes' if not mismatched else f'NO: {mismatched} differ'} |"
         )
     lines += [
@@ -276,7 +279,11 @@ def main() -> None:
         "sees it (queueing in the server included), over all runs. CPU s (medians): the "
         "in-process run (this process and its workers), the server (its process and workers) "
         "and the 64 clients (one process) during the HTTP run; with 2 cores, what the clients "
-        "take the server cannot use. Results identical: every "
+        "take the server cannot use. HTTP CPU per request: what the server spends beyond "
+        "the in-process run's CPU, and what the clients spend, per request; in process, "
+        f"scoring costs about {rows[0][7][0] / n * 1e3:.2f} ms of CPU per sample, so where "
+        "the two per-request costs exceed that, the 2 shared cores cannot reach half the "
+        "in-process rate at 1 sample per request. Results identical: every "
         "result equals the in-process one (parsed JSON), in every run. Targets: HTTP / in "
         "process >= 50% at 1 sample per request, >= 80% at 16, >= 90% at 64; p99 < 50 ms at 1.",
         "",

@@ -55,6 +55,15 @@ def test_keys_miss_what_same_answer_finds() -> None:
         (r"$\boxed{3}$ or $\boxed{5}$", None, "no answer: several different final answers"),
         (r"\boxed{\cot x}", r"\cot x", None),
         (r"The answer is $2^{10}$.", None, "no answer: not evaluated: power of numbers"),
+        # words the completion does not mark would win a label-free vote for saying nothing
+        ("hmm", None, "no answer: unmarked words"),
+        ("no idea", None, "no answer: unmarked words"),
+        ("I don't know", None, "no answer: unmarked words"),
+        ("Evelyn", None, "no answer: unmarked words"),
+        (r"The answer is \text{Evelyn}.", r"\text{Evelyn}", None),
+        (r"\boxed{hmm}", "hmm", None),
+        ("18", "18", None),
+        ("She makes 18 dollars.", "18", None),
     ],
 )
 def test_committed_answer(completion: str, answer: str | None, reason: str | None) -> None:

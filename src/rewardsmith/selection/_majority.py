@@ -41,7 +41,7 @@ Ties = Literal["none", "all", "first"]
 def entropy(sizes: Sequence[int]) -> float:
     """Shannon entropy (nats) of the distribution given by cluster sizes."""
     total = sum(sizes)
-    return -math.fsum(n / total * math.log(n / total) for n in sizes if n) if total else 0.0
+    return max(0.0, -math.fsum(n / total * math.log(n / total) for n in sizes if n))
 
 
 class MajorityVote:

@@ -33,6 +33,9 @@ BUCKET_DIGITS = 12
 of them (the numeric screen compares 60 and more); different ones rarely do."""
 
 _DEFAULT = MathConfig()
+UNMARKED = frozenset(("plain", "last_number"))
+"""Extraction sources of an answer the completion did not mark (the whole short text, the
+final line's last value)."""
 
 
 def committed_answer(
@@ -40,10 +43,17 @@ def committed_answer(
 ) -> Extraction:
     """The one answer a completion commits to, or no answer (with the reason) when it hedges,
     restates the question, or is not in finished form (`\\binom{31}{28}`, `16-3-4`: there is
-    no gold to compare forms with, so any operation left on numbers counts)."""
+    no gold to compare forms with, so any operation left on numbers counts). Words the
+    completion does not mark as its answer ("hmm", "no idea": no box, no "the answer is")
+    are no answer either: the reward may read them against a text gold, but without a gold
+    they would win a vote for saying nothing."""
     with time_limit():
         got = extract_answer(completion, config, prompt=prompt)
-    if got.answer is None or not config.finished_form:
+    if got.answer is None:
+        return got
+    if got.source in UNMARKED and parse_answer(normalize(got.answer)).kind == "text":
+        return Extraction(None, got.source, "no answer: unmarked words", got.candidates)
+    if not config.finished_form:
         return got
     left = absolute_operations(normalize(got.answer), config)
     if left:

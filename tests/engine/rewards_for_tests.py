@@ -44,3 +44,16 @@ def constant(*, value: float = 1.0) -> RewardFn:
         return Score.ok(value)
 
     return score
+
+
+_LOCKS: list[object] = []
+
+
+@reward("tests.engine.holds_a_semaphore")
+def holds_a_semaphore() -> RewardFn:
+    """Makes a multiprocessing lock in the worker, as tqdm does when a library (transformers
+    loading a model) shows a progress bar."""
+    import multiprocessing
+
+    _LOCKS.append(multiprocessing.get_context("spawn").Lock())
+    return lambda sample: Score.ok(1.0)

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -129,3 +133,28 @@ def test_an_abandoned_run_does_not_leak_results_into_the_next() -> None:
         results = engine.score(fresh)
         assert [r.id for r in results] == [f"new{i}" for i in range(300)]
         assert [r.reward for r in results] == [float(i % 7) for i in range(300)]
+
+
+SEMAPHORE_SCRIPT = """
+from rewardsmith import Engine
+spec = "rewards:\\n  r: {type: 'tests.engine.rewards_for_tests:holds_a_semaphore'}\\n"
+if __name__ == "__main__":
+    with Engine(spec, workers=2) as engine:
+        print(engine.score([{"id": "a", "completion": "x"}])[0].reward)
+"""
+
+
+def test_closing_lets_idle_workers_exit_so_their_semaphores_are_released(tmp_path) -> None:
+    """Workers killed at close left the semaphore a library made in them (tqdm's lock) to the
+    resource tracker, which printed "leaked semaphore objects" after every run of the
+    README's main job."""
+    script = tmp_path / "run.py"
+    script.write_text(SEMAPHORE_SCRIPT)
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "src")])}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "1.0"
+    assert "leaked semaphore" not in done.stderr, done.stderr

@@ -53,6 +53,8 @@ _START_TIMEOUT_S = 120.0
 """A worker that cannot build its rewards in this time is broken, not slow."""
 _MAX_TRACEBACK_CHARS = 2_000
 """Length kept of an exception's traceback in `detail`."""
+_EXIT_S = 1.0
+"""How long closing the pool waits for its idle workers to exit before killing them."""
 _IDLE = -1.0
 """Progress value of a worker between tasks."""
 _UNSENDABLE = (pickle.PicklingError, RecursionError, TypeError, AttributeError, ValueError)
@@ -340,8 +342,16 @@ class TimeoutPool:
         return bytes(ForkingPickler.dumps(kept)) if kept else b""
 
     def close(self) -> None:
-        """Stop every worker now."""
+        """Stop every worker now. An idle worker is let exit on its own when its pipe
+        closes, so its finalizers run (a library's semaphore it made is released, not
+        reported leaked at exit); a busy or slow one is killed."""
         for worker in self._workers:
+            if not worker.outstanding:
+                worker.conn.close()
+        deadline = time.monotonic() + _EXIT_S
+        for worker in self._workers:
+            if not worker.outstanding:
+                worker.process.join(max(0.0, deadline - time.monotonic()))
             _kill(worker)
         self._workers.clear()
         self._pending.clear()

@@ -31,6 +31,7 @@ from rewardsmith.verifiers.code import extract_code
 from rewardsmith.verifiers.code._extract import _fenced
 from rewardsmith.verifiers.instructions import ifeval
 from rewardsmith.verifiers.instructions._ifeval import _title
+from rewardsmith.verifiers.math import _extract as math_extract
 
 from ._instruction_helpers import score_one
 
@@ -155,6 +156,37 @@ def test_image_markers_are_the_lazy_regex(content: str) -> None:
     assert list(_image_markers(content)) == [m.span() for m in old.finditer(content)]
 
 
+_OLD_HASH = re.compile(r"####[ \t]*([^\n#]*\w[^\n]*)")
+_OLD_PHRASE = re.compile(
+    r"(?i)\b(?:final\s+answer|answer|correct\s+(?:option|choice))\s*(?:\*\*)?\s*"
+    r"(?:is|:|=|should\s+be|would\s+be|will\s+be)[ \t]*(?:\*\*)?[ \t]*:?[ \t]*([^\n]*)"
+)
+
+
+def _found(pattern: re.Pattern[str], text: str) -> list[tuple[tuple[int, int], str]]:
+    return [(m.span(), m.group(1)) for m in pattern.finditer(text)]
+
+
+@settings(max_examples=500, deadline=None)
+@given(texts("####", "#", "\t", "x", "1", "\n", "**", size=20))
+def test_math_hash_is_the_backtracking_regex(text: str) -> None:
+    assert _found(math_extract._HASH, text) == _found(_OLD_HASH, text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(texts("answer", "Final", "is", "**", ":", "=", "should be", "\t", "x", size=20))
+def test_math_answer_phrase_is_the_backtracking_regex(text: str) -> None:
+    assert _found(math_extract._PHRASE, text) == _found(_OLD_PHRASE, text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(texts("A", ":", "\t", "x", "A:", " A :", size=12))
+def test_math_answer_line_is_the_lazy_regex(text: str) -> None:
+    line = math_extract._last_line(text)
+    old = re.match(r"^\s*A\s*:\s*(.+?)\s*$", line)
+    assert math_extract._answer_line(line) == (old.group(1) if old else None)
+
+
 _IMAGE_PART = {"type": "image_url", "image_url": {"url": "https://example.invalid/a.png"}}
 
 
@@ -168,8 +200,9 @@ def _image_parts(content: str) -> tuple:
     return parts
 
 
-# The inputs the ReDoS scan flagged, at 100,000-200,000 characters: the regexes these scans
-# replaced took 10-90 s on each (under load), the scans milliseconds.
+# The inputs the ReDoS scan flagged, at 100,000-200,000 characters (the math rows at the
+# 20,000 the math reward reads): the regexes these scans replaced took 2-90 s on each (under
+# load), the scans milliseconds.
 @pytest.mark.parametrize(
     ("call", "text", "expected"),
     [
@@ -181,6 +214,9 @@ def _image_parts(content: str) -> tuple:
         (lambda t: extract_code(t, "auto"), "~" * 200_000 + "\n```py\nprint(1)\n```", "print(1)\n"),
         (_title_followed, "<" * 199_000, False),
         (_title_followed, "<" * 199_000 + "\n<<A Title>>", True),
+        (math_extract._PHRASE.search, "The answer" + " " * 19_000 + "x", None),
+        (math_extract._HASH.search, "####" + " \t" * 9_500 + "\n", None),
+        (math_extract._answer_line, "A: x" + " " * 19_000 + "y", "x" + " " * 19_000 + "y"),
         (_image_parts, _IMAGE_OPEN * 10_000, ({"type": "text", "text": _IMAGE_OPEN * 10_000},)),
         (
             _image_parts,
@@ -197,6 +233,9 @@ def _image_parts(content: str) -> tuple:
         "code block after a tilde line",
         "ifeval title openers",
         "ifeval title after openers",
+        "math answer phrase before spaces",
+        "math #### before blanks",
+        "math A: line with inner spaces",
         "judge image openers",
         "judge image after openers",
     ],

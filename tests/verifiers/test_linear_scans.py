@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rewardsmith.judges._guard import _HEADING_NUMBER, _NUMBERED, normalise
 from rewardsmith.judges._prompts import _IMAGE_CLOSE, _IMAGE_OPEN, _image_markers, with_image_parts
 from rewardsmith.verifiers._common import answer_part, tag_blocks, tagged_answer
 from rewardsmith.verifiers.agents.boxes import _explicitly_empty
@@ -187,6 +188,17 @@ def test_math_answer_line_is_the_lazy_regex(text: str) -> None:
     assert math_extract._answer_line(line) == (old.group(1) if old else None)
 
 
+_OLD_HEADING_NUMBER = re.compile(
+    rf"\b({_NUMBERED})\s*[#№(]?\s*(?:\d{{1,2}}|[ivx]{{1,4}})(?=\s*[:.)\-：])"
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(texts("step", "steps", "part", "#", "(", "1", "12", "iv", ":", ".", "\t", size=16))
+def test_guard_heading_numbers_are_the_backtracking_regex(text: str) -> None:
+    assert _HEADING_NUMBER.sub(r"\1", text) == _OLD_HEADING_NUMBER.sub(r"\1", text)
+
+
 _IMAGE_PART = {"type": "image_url", "image_url": {"url": "https://example.invalid/a.png"}}
 
 
@@ -217,6 +229,7 @@ def _image_parts(content: str) -> tuple:
         (math_extract._PHRASE.search, "The answer" + " " * 19_000 + "x", None),
         (math_extract._HASH.search, "####" + " \t" * 9_500 + "\n", None),
         (math_extract._answer_line, "A: x" + " " * 19_000 + "y", "x" + " " * 19_000 + "y"),
+        (normalise, "Step" + " " * 50_000 + "?", "step"),
         (_image_parts, _IMAGE_OPEN * 10_000, ({"type": "text", "text": _IMAGE_OPEN * 10_000},)),
         (
             _image_parts,
@@ -236,6 +249,7 @@ def _image_parts(content: str) -> tuple:
         "math answer phrase before spaces",
         "math #### before blanks",
         "math A: line with inner spaces",
+        "judge guard heading word before spaces",
         "judge image openers",
         "judge image after openers",
     ],

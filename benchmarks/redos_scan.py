@@ -6,7 +6,8 @@ closures of a few reward factories and the judge guard, and literal patterns pas
 `re.compile/match/search/fullmatch/sub/subn/findall/finditer/split` inside functions (found
 by parsing the sources) -- and times `match`, `search` and `fullmatch` on adversarial
 strings: long runs of spaces, letters, `word `, digits, mixed classes, and the pattern's own
-literal fragments, each followed by a character that makes the match fail.
+literal fragments, and each fragment followed by a long run of spaces (`answer` then 20,000
+blanks), each followed by a character that makes the match fail.
 
 Each case runs in a worker process the parent kills past `--cap` seconds (the `re` engine
 does not check for signals), so an exponential pattern costs the cap, not forever.
@@ -179,12 +180,13 @@ def cases(pattern: str, length: int) -> list[tuple[str, str]]:
         units[f"frag{i}:{frag[:20]!r}"] = frag
         units[f"frag{i}_:{frag[:20]!r}"] = frag + " "
         units[f"frag{i}a:{frag[:20]!r}"] = frag + "a"
-    out = []
-    for name, unit in units.items():
-        body = (unit * (length // len(unit) + 1))[:length]
-        for tail in TAILS:
-            out.append((f"{name}x{length}+{tail!r}", body + tail))
-    return out
+    bodies = {
+        f"{name}x{length}": (unit * (length // len(unit) + 1))[:length]
+        for name, unit in units.items()
+    }
+    for i, frag in enumerate(_fragments(pattern)):  # a literal piece, then a long blank run
+        bodies[f"frag{i}+spacesx{length}:{frag[:20]!r}"] = frag + " " * length
+    return [(f"{name}+{tail!r}", body + tail) for name, body in bodies.items() for tail in TAILS]
 
 
 def _worker(table: str, start_pattern: int, start_case: int, lengths: list[int]) -> None:

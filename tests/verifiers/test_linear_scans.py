@@ -1,21 +1,40 @@
-"""The agent rewards' linear text scans give what the lazy regexes they replaced gave.
+"""The rewards' linear text scans give what the backtracking regexes they replaced gave.
 
 Each oracle below is the regex the reward used before (a lazy ``open(.*?)close`` rescans to
 the end of the text from every unclosed opening tag: quadratic on policy-written text). The
-property tests draw texts from the tags themselves, where the two could differ.
+property tests draw texts from the tags themselves, where the two could differ; the
+worst-case rows feed the inputs `benchmarks/redos_scan.py` flagged (each took 10 s or more
+with the regex it replaced) and check the result, not the time.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rewardsmith.judges._guard import _HEADING_NUMBER, _NUMBERED, normalise
+from rewardsmith.judges._prompts import _IMAGE_CLOSE, _IMAGE_OPEN, _image_markers, with_image_parts
 from rewardsmith.verifiers._common import answer_part, tag_blocks, tagged_answer
 from rewardsmith.verifiers.agents.boxes import _explicitly_empty
 from rewardsmith.verifiers.agents.gui import layout_ok
-from rewardsmith.verifiers.agents.sql import fenced_blocks, sql_prediction
+from rewardsmith.verifiers.agents.sql import (
+    _HIDDEN,
+    _hide,
+    fenced_blocks,
+    order_matters,
+    sql_prediction,
+)
+from rewardsmith.verifiers.code import extract_code
+from rewardsmith.verifiers.code._extract import _fenced
+from rewardsmith.verifiers.instructions import ifeval
+from rewardsmith.verifiers.instructions._ifeval import _title
+from rewardsmith.verifiers.math import _extract as math_extract
+
+from ._instruction_helpers import score_one
 
 
 def texts(*pieces: str, size: int = 16) -> st.SearchStrategy[str]:
@@ -96,3 +115,144 @@ def test_skyrl_format_is_the_regex_check(text: str) -> None:
 def test_explicitly_empty_is_the_anchored_regex(text: str) -> None:
     old = r"^\s*(?:\[\s*\]|none|```json\s*\[\s*\]\s*```)\s*\.?\s*$"
     assert _explicitly_empty(text) == bool(re.match(old, text, re.IGNORECASE))
+
+
+_OLD_HIDDEN = re.compile(
+    r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`[^`]*`|\[[^\]]*\]|--[^\n]*|/\*.*?(?:\*/|\Z)", re.DOTALL
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(texts("[", "]", "'", '"', "`", "--", "/*", "*/", "''", "(", ")", size=20))
+def test_sql_hidden_spans_are_the_alternation_regex(query: str) -> None:
+    assert _HIDDEN.sub(_hide, query) == _OLD_HIDDEN.sub(" ", query)
+
+
+_OLD_CODE_FENCE = re.compile(
+    r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+#.-]*)[^\n]*\n"
+    r"(?P<body>.*?)^[ \t]*(?P=fence)[ \t]*$",
+    re.MULTILINE | re.DOTALL,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(texts("```", "````", "~~~", "~~~~", "`", "~", "py", "```py", "~~~~x", "\t", "\n", size=20))
+def test_code_fences_are_the_backreference_regex(text: str) -> None:
+    expected = [(m["lang"], m["body"]) for m in _OLD_CODE_FENCE.finditer(text)]
+    assert list(_fenced(text)) == expected
+
+
+@settings(max_examples=500, deadline=None)
+@given(texts("<<", ">>", "<", ">", "<< >>", size=20))
+def test_ifeval_title_is_the_official_regex(text: str) -> None:
+    titles = re.findall(r"<<[^\n]+>>", text)
+    expected = any(m.lstrip("<").rstrip(">").strip() for m in titles)
+    assert any(_title(line) for line in text.split("\n")) == expected
+
+
+@settings(max_examples=500, deadline=None)
+@given(texts(_IMAGE_OPEN, _IMAGE_CLOSE, "<", "{}", size=20))
+def test_image_markers_are_the_lazy_regex(content: str) -> None:
+    old = re.compile(f"{_IMAGE_OPEN}(.*?){_IMAGE_CLOSE}")
+    assert list(_image_markers(content)) == [m.span() for m in old.finditer(content)]
+
+
+_OLD_HASH = re.compile(r"####[ \t]*([^\n#]*\w[^\n]*)")
+_OLD_PHRASE = re.compile(
+    r"(?i)\b(?:final\s+answer|answer|correct\s+(?:option|choice))\s*(?:\*\*)?\s*"
+    r"(?:is|:|=|should\s+be|would\s+be|will\s+be)[ \t]*(?:\*\*)?[ \t]*:?[ \t]*([^\n]*)"
+)
+
+
+def _found(pattern: re.Pattern[str], text: str) -> list[tuple[tuple[int, int], str]]:
+    return [(m.span(), m.group(1)) for m in pattern.finditer(text)]
+
+
+@settings(max_examples=500, deadline=None)
+@given(texts("####", "#", "\t", "x", "1", "\n", "**", size=20))
+def test_math_hash_is_the_backtracking_regex(text: str) -> None:
+    assert _found(math_extract._HASH, text) == _found(_OLD_HASH, text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(texts("answer", "Final", "is", "**", ":", "=", "should be", "\t", "x", size=20))
+def test_math_answer_phrase_is_the_backtracking_regex(text: str) -> None:
+    assert _found(math_extract._PHRASE, text) == _found(_OLD_PHRASE, text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(texts("A", ":", "\t", "x", "A:", " A :", size=12))
+def test_math_answer_line_is_the_lazy_regex(text: str) -> None:
+    line = math_extract._last_line(text)
+    old = re.match(r"^\s*A\s*:\s*(.+?)\s*$", line)
+    assert math_extract._answer_line(line) == (old.group(1) if old else None)
+
+
+_OLD_HEADING_NUMBER = re.compile(
+    rf"\b({_NUMBERED})\s*[#№(]?\s*(?:\d{{1,2}}|[ivx]{{1,4}})(?=\s*[:.)\-：])"
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(texts("step", "steps", "part", "#", "(", "1", "12", "iv", ":", ".", "\t", size=16))
+def test_guard_heading_numbers_are_the_backtracking_regex(text: str) -> None:
+    assert _HEADING_NUMBER.sub(r"\1", text) == _OLD_HEADING_NUMBER.sub(r"\1", text)
+
+
+_IMAGE_PART = {"type": "image_url", "image_url": {"url": "https://example.invalid/a.png"}}
+
+
+def _title_followed(text: str) -> bool:
+    result = score_one(ifeval(), "detectable_format:title", {}, text)
+    return result.detail["follow_instruction_list"] == [True]
+
+
+def _image_parts(content: str) -> tuple:
+    ((_, parts),) = with_image_parts((("user", content),))
+    return parts
+
+
+# The inputs the ReDoS scan flagged, at 100,000-200,000 characters (the math rows at the
+# 20,000 the math reward reads): the regexes these scans replaced took 2-90 s on each (under
+# load), the scans milliseconds.
+@pytest.mark.parametrize(
+    ("call", "text", "expected"),
+    [
+        (order_matters, "[" * 200_000, False),
+        (order_matters, "SELECT a FROM t " + "[" * 200_000 + " ORDER BY a", True),
+        (order_matters, "SELECT [a] FROM t -- " + "[" * 200_000, False),
+        (lambda t: extract_code(t, "auto"), "~" * 200_000, None),
+        (lambda t: extract_code(t, "auto"), "```py\n" * 16_000, None),
+        (lambda t: extract_code(t, "auto"), "~" * 200_000 + "\n```py\nprint(1)\n```", "print(1)\n"),
+        (_title_followed, "<" * 199_000, False),
+        (_title_followed, "<" * 199_000 + "\n<<A Title>>", True),
+        (math_extract._PHRASE.search, "The answer" + " " * 19_000 + "x", None),
+        (math_extract._HASH.search, "####" + " \t" * 9_500 + "\n", None),
+        (math_extract._answer_line, "A: x" + " " * 19_000 + "y", "x" + " " * 19_000 + "y"),
+        (normalise, "Step" + " " * 50_000 + "?", "step"),
+        (_image_parts, _IMAGE_OPEN * 10_000, ({"type": "text", "text": _IMAGE_OPEN * 10_000},)),
+        (
+            _image_parts,
+            _IMAGE_OPEN * 10_000 + "\n" + _IMAGE_OPEN + json.dumps(_IMAGE_PART) + _IMAGE_CLOSE,
+            ({"type": "text", "text": _IMAGE_OPEN * 10_000 + "\n"}, _IMAGE_PART),
+        ),
+    ],
+    ids=[
+        "sql unclosed brackets",
+        "sql order by after unclosed brackets",
+        "sql brackets in a comment",
+        "code tildes",
+        "code unclosed tagged fences",
+        "code block after a tilde line",
+        "ifeval title openers",
+        "ifeval title after openers",
+        "math answer phrase before spaces",
+        "math #### before blanks",
+        "math A: line with inner spaces",
+        "judge guard heading word before spaces",
+        "judge image openers",
+        "judge image after openers",
+    ],
+)
+def test_worst_cases_of_the_replaced_regexes(call, text: str, expected) -> None:
+    assert call(text) == expected

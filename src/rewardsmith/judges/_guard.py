@@ -350,10 +350,12 @@ _NUMBERED = (
     "çözüm|bước|langkah|stap|krok|步骤|解法|方法"
 )
 _HEADING_NUMBER = re.compile(
-    rf"\b({_NUMBERED})\s*[#№(]?\s*(?:\d{{1,2}}|[ivx]{{1,4}})(?=\s*[:.)\-：])"
+    rf"\b({_NUMBERED})\s*+[#№(]?\s*+(?:\d{{1,2}}|[ivx]{{1,4}})(?=\s*[:.)\-：])"
 )
 """The number of a numbered heading ("Solution 1:", "Step (2)."): only before its colon,
-period, parenthesis or dash, so "Solution 2" (an answer naming an option) stays content."""
+period, parenthesis or dash, so "Solution 2" (an answer naming an option) stays content. The
+blanks are taken whole (possessive): two greedy runs split a long blank run every way
+(quadratic: "step", 20,000 spaces)."""
 _LIST_MARKER = re.compile(
     r"^[^\S\n]*(?:\(?\d{1,2}[.)、]|\(?[a-h][.)]|[-*+•])\s+(?=\S)", re.MULTILINE
 )

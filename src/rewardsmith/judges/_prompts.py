@@ -21,11 +21,12 @@ import html
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..models import Message
+from ..verifiers._common import tag_blocks
 
 __all__ = [
     "PROMPT_VERSION",
@@ -60,7 +61,6 @@ def fence(text: str, tag: str = "response") -> str:
 
 
 _IMAGE_OPEN, _IMAGE_CLOSE = "<rewardsmith-image>", "</rewardsmith-image>"
-_IMAGE = re.compile(f"{_IMAGE_OPEN}(.*?){_IMAGE_CLOSE}")
 
 
 def _escaped_content(message: Message) -> str:
@@ -84,6 +84,17 @@ def _escaped_content(message: Message) -> str:
     return "\n".join(pieces) + calls
 
 
+def _image_markers(content: str) -> Iterator[tuple[int, int]]:
+    """The ``(start, end)`` span of each image marker in `content`, left to right: an opening
+    tag and the first closing tag after it on the same line. Line by line with `str.find`
+    (a lazy regex re-tried from every unclosed opening tag took quadratic time)."""
+    offset = 0
+    for line in content.split("\n"):
+        for start, end in tag_blocks(line, _IMAGE_OPEN, _IMAGE_CLOSE):
+            yield offset + start, offset + end
+        offset += len(line) + 1
+
+
 def render_conversation(prompt: str | Sequence[Message] | None) -> str:
     """The conversation the response answers, escaped, fenced; '' when there is none."""
     if prompt is None:
@@ -104,11 +115,13 @@ def with_image_parts(messages: Messages) -> Messages:
         if isinstance(content, str) and _IMAGE_OPEN in content:
             parts: list[dict[str, Any]] = []
             position = 0
-            for match in _IMAGE.finditer(content):
-                if match.start() > position:
-                    parts.append({"type": "text", "text": content[position : match.start()]})
-                parts.append(json.loads(match.group(1)))
-                position = match.end()
+            for start, end in _image_markers(content):
+                if start > position:
+                    parts.append({"type": "text", "text": content[position:start]})
+                parts.append(
+                    json.loads(content[start + len(_IMAGE_OPEN) : end - len(_IMAGE_CLOSE)])
+                )
+                position = end
             if position < len(content):
                 parts.append({"type": "text", "text": content[position:]})
             content = tuple(parts)

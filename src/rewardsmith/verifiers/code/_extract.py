@@ -9,30 +9,65 @@ language (```` ```bash ````, ```` ```text ````) are never run.
 
 from __future__ import annotations
 
+import bisect
 import re
+from collections.abc import Iterator
 from typing import Literal
 
 __all__ = ["Extract", "extract_code"]
 
 Extract = Literal["auto", "last", "first", "all", "raw"]
 
-_FENCE = re.compile(
-    r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+#.-]*)[^\n]*\n"
-    r"(?P<body>.*?)^[ \t]*(?P=fence)[ \t]*$",
-    re.MULTILINE | re.DOTALL,
-)
+_OPENING = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*([\w+#.-]*)")
+_CLOSING = re.compile(r"[ \t]*(`+|~+)[ \t]*")
 _PYTHON = frozenset({"python", "py", "python3", "py3"})
+
+
+def _fenced(text: str) -> Iterator[tuple[str, str]]:
+    """Each fenced block of `text` as ``(language, body)``, left to right, in one pass over
+    its lines (a regex re-tried from every unclosed fence took quadratic time).
+
+    A block opens on a line (not the last) that starts with three or more backticks or
+    tildes, its language after them, and closes at the next line that is that fence alone.
+    An opening fence no line closes is read shorter, one character at a time down to three
+    (the rest of the line then names no language), as the regex this replaces read it; an
+    opening line that still finds no closing line opens nothing.
+    """
+    lines = text.split("\n")
+    starts = [0]
+    closing: dict[tuple[str, int], list[int]] = {}  # (character, count) -> line numbers
+    for number, line in enumerate(lines):
+        starts.append(starts[-1] + len(line) + 1)
+        if bare := _CLOSING.fullmatch(line):
+            closing.setdefault((bare[1][0], len(bare[1])), []).append(number)
+    number = 0
+    while number < len(lines) - 1:
+        opening = _OPENING.match(lines[number])
+        end = None
+        if opening:
+            fence = opening[1]
+            for size in range(len(fence), 2, -1):
+                later = closing.get((fence[0], size), [])
+                at = bisect.bisect_right(later, number)
+                if at < len(later):
+                    end = later[at]
+                    yield (
+                        (opening[2] if size == len(fence) else ""),
+                        text[starts[number + 1] : starts[end]],
+                    )
+                    break
+        number = number + 1 if end is None else end + 1
 
 
 def _blocks(text: str) -> tuple[list[str], list[str]]:
     """(python-tagged blocks, untagged blocks), each in order."""
     tagged, untagged = [], []
-    for match in _FENCE.finditer(text):
-        lang = match.group("lang").lower()
+    for lang, body in _fenced(text):
+        lang = lang.lower()
         if lang in _PYTHON:
-            tagged.append(match.group("body"))
+            tagged.append(body)
         elif not lang:
-            untagged.append(match.group("body"))
+            untagged.append(body)
     return tagged, untagged
 
 
@@ -48,7 +83,7 @@ def extract_code(text: str, how: Extract) -> str | None:
             return untagged[-1]
         return None if "```" in text or "~~~" in text else text
     if how == "all":
-        every = [m.group("body") for m in _FENCE.finditer(text) if _is_code(m.group("lang"))]
+        every = [body for lang, body in _fenced(text) if _is_code(lang)]
         return "\n".join(every) if every else None
     candidates = tagged or untagged
     if not candidates:

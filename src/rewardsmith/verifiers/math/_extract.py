@@ -68,11 +68,10 @@ _HEDGED_AFTER = re.compile(
 _NOT_AN_ANSWER = re.compile(r"\\(?:[hv]?phantom\s*\{[^{}]*\}|square|quad|qquad|_)|[\s?_.]")
 """What an empty answer box holds: `\\boxed{\\phantom{2}}`, `\\boxed{\\quad}`, `\\boxed{?}`."""
 _ANSWER_TAG = re.compile(r"</?answer>", re.IGNORECASE)
-_HASH = re.compile(r"####[ \t]*([^\n#]*\w[^\n]*)")
+_HASH = re.compile(r"####[ \t]*+([^\n#]*\w[^\n]*)")
 _PARAGRAPH_END = re.compile(r"\n\s*\n")
-_A_LINE = re.compile(r"^\s*A\s*:\s*(.+?)\s*$")
 _PHRASE = re.compile(
-    r"(?i)\b(?:final\s+answer|answer|correct\s+(?:option|choice))\s*(?:\*\*)?\s*"
+    r"(?i)\b(?:final\s+answer|answer|correct\s+(?:option|choice))\s*+(?:\*\*)?\s*+"
     r"(?:is|:|=|should\s+be|would\s+be|will\s+be)[ \t]*(?:\*\*)?[ \t]*:?[ \t]*([^\n]*)"
 )
 _MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
@@ -462,6 +461,16 @@ def _last_line(text: str) -> str:
     return lines[-1].strip() if lines else ""
 
 
+def _answer_line(line: str) -> str | None:
+    """The value of a last line ``A: value`` (`line` is stripped, one line), else None.
+
+    What ``^\\s*A\\s*:\\s*(.+?)\\s*$`` reads from such a line, without its lazy group
+    re-trying the whitespace after each character (quadratic on ``A: x``, 20,000 spaces, ``y``).
+    """
+    head, colon, value = line.partition(":")
+    return (value.strip() or None) if colon and head.strip() == "A" else None
+
+
 def _commitments(part: str) -> tuple[list[_Commitment], str | None]:
     """Every committed answer in `part`, in order, each read to its value."""
     boxes, refused = _boxes(part)
@@ -470,10 +479,10 @@ def _commitments(part: str) -> tuple[list[_Commitment], str | None]:
     found = list(boxes)
     found += [_Commitment(m.start(), "hash", m.group(1).strip()) for m in _HASH.finditer(part)]
     found = [c for c in found if c.answer]
-    a_line = _A_LINE.match(_last_line(part))
+    a_line = _answer_line(_last_line(part))
     raw = _phrases(part)
     if a_line is not None:
-        raw.append(_Commitment(len(part), "answer_line", a_line.group(1)))
+        raw.append(_Commitment(len(part), "answer_line", a_line))
     last = _last_line(part)
     marked = _BOX.search(last) or a_line or _HASH.search(last) or _PHRASE.search(last)
     before = part[: part.rfind(last)].rstrip()

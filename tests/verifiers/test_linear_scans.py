@@ -256,3 +256,23 @@ def _image_parts(content: str) -> tuple:
 )
 def test_worst_cases_of_the_replaced_regexes(call, text: str, expected) -> None:
     assert call(text) == expected
+
+
+# The math text clean-up (`normalize`) and the last-line fallback read blank runs once: a
+# padded final line ("The answer", 9,000 ` ~` LaTeX spaces, "x") took 5-10 s in patterns that
+# backtrack over a run from every blank in it, and the sample would time out.
+@pytest.mark.parametrize(
+    ("text", "answer"),
+    [
+        ("The answer" + " " * 19_000 + "x", None),
+        ("The answer" + " ~" * 9_000 + "x", None),
+        ("The answer" + " \u00a0" * 9_000 + "x", None),
+        ("The answer" + "\u2003" * 19_000 + "x", None),
+        ("The answer" + "\\ " * 9_000 + "x", None),
+        ("So" + " " * 19_000 + "5", "5"),
+        ("I think maybe 5 or 6" + " " * 3_000 + "7", "I think maybe 5 or 6 7"),
+    ],
+    ids=["spaces", "tildes", "nbsp", "em spaces", "backslash spaces", "number", "hedge kept"],
+)
+def test_padded_final_lines_read_blank_runs_once(text: str, answer: str | None) -> None:
+    assert math_extract.extract_answer(text).answer == answer

@@ -32,7 +32,7 @@ import pytest
 from rewardsmith.integrations._remote import RemoteEngine, spec_fingerprint
 from rewardsmith.spec import load_spec
 
-from .conftest import ROOT, SPEC, TOKEN, Server
+from .conftest import ROOT, SPEC, TOKEN, Server, free_port
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
@@ -448,6 +448,53 @@ def over_the_queue_bound(world: World) -> None:
     assert health["queued_samples"] == 0
 
 
+def scored_on_score_route(world: World) -> float:
+    """`rewardsmith_samples_total` of `/v1/score`, from the metrics."""
+    text = httpx.get(world.server().url + "/metrics", headers=HEADERS).text
+    for line in text.splitlines():
+        if line.startswith('rewardsmith_samples_total{route="/v1/score"}'):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def abandoned_request_keeps_the_queue(world: World) -> None:
+    """A client that gives up (its own timeout, a killed trainer) after sending 8 samples of
+    0.8 s each: the server never notices the disconnect, scores all 8 for nobody and holds
+    the whole queue meanwhile (every other request gets 503 for ~7 s)."""
+    before = scored_on_score_route(world)
+    samples = {"samples": [{"id": str(i), "completion": "sleep 0.8"} for i in range(8)]}
+    url = world.server().url + "/v1/score"
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(url, json=samples, headers=HEADERS, timeout=1.0)
+    ends = time.monotonic() + HANG_S
+    while httpx.get(world.server().url + "/health").json()["queued_samples"] and (
+        time.monotonic() < ends
+    ):
+        time.sleep(0.2)
+    assert scored_on_score_route(world) - before < 8
+
+
+def serve_nan_header_timeout(world: World) -> None:
+    """`rewardsmith serve --header-timeout nan` (also negative or infinite timeouts, and
+    `--max-queue -1`, `--max-body-bytes -5`, `--keep-alive -1`) is accepted; with a NaN
+    header timeout the server starts and never answers a request (not even `/health`)."""
+    command = [sys.executable, "-m", "rewardsmith.cli", "serve", "--spec", str(world.spec())]
+    command += ["--port", str(free_port()), "--workers", "1", "--header-timeout", "nan"]
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        code = process.wait(timeout=HANG_S / 2)
+    except subprocess.TimeoutExpired:
+        code = None
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert code == 2, code
+
+
 # -- the attacks: the command line ---------------------------------------------------------
 
 
@@ -646,6 +693,18 @@ ROWS = [
         openrlhf_fake_assistant_header,
         "reward 2.0 (the 2 characters after the policy's header) instead of 74.0",
         "the policy's own assistant header chooses what is scored when the prompt is not found",
+    ),
+    hole(
+        "abandoned_request_keeps_the_queue",
+        abandoned_request_keeps_the_queue,
+        "all 8 samples scored for a client that left; the queue full meanwhile",
+        "a disconnected client's request is never cancelled: its samples hold the queue",
+    ),
+    hole(
+        "serve_nan_header_timeout",
+        serve_nan_header_timeout,
+        "the server starts and never answers (/health included)",
+        "serve's timeouts and limits are not validated: --header-timeout nan hangs it",
     ),
     guard(
         "worker_death_among_innocents",

@@ -235,7 +235,9 @@ def result(sample_id: str, reward: float) -> dict[str, Any]:
     return {"id": sample_id, "reward": reward, "status": "ok", "components": {"s": score}}
 
 
-def client_call(behaviour: Behaviour, health: bytes | None = None) -> Any:
+def client_call(
+    behaviour: Behaviour, health: bytes | None = None, samples: list[Any] | None = None
+) -> Any:
     """Two samples through `RemoteEngine` (deadline 3 s, 3 retries) against a stand-in: the
     list of (id, status, reward), the exception it raised, or "hung" after `CLIENT_HANG_S`."""
     fake = FakeServer(behaviour, health)
@@ -243,9 +245,9 @@ def client_call(behaviour: Behaviour, health: bytes | None = None) -> Any:
     outcome: dict[str, Any] = {}
 
     def call() -> None:
-        samples = [{"id": "a", "completion": "x"}, {"id": "b", "completion": "yy"}]
+        sent = samples or [{"id": "a", "completion": "x"}, {"id": "b", "completion": "yy"}]
         try:
-            outcome["value"] = [(r.id, r.status, r.reward) for r in engine.score(samples)]
+            outcome["value"] = [(r.id, r.status, r.reward) for r in engine.score(sent)]
         except Exception as exc:  # what reaches the trainer
             outcome["value"] = exc
 
@@ -295,6 +297,16 @@ def slow_body_after_401(world: World) -> None:
     """No token, a declared 1 MB body, one byte every 0.5 s: answered 401 at once, then the
     body is read for as long as it trickles (no header or body timeout applies any more)."""
     head = b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n"
+    assert not still_open_after_trickle(world.server().port, head)
+
+
+def slow_body_with_token(world: World) -> None:
+    """With the token, the same trickle is read by the app: 408 after the body timeout."""
+    head = (
+        b"POST /v1/score HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+        + TOKEN.encode()
+        + b"\r\nContent-Length: 1000000\r\n\r\n"
+    )
     assert not still_open_after_trickle(world.server().port, head)
 
 
@@ -621,6 +633,18 @@ def client_trickle(world: World) -> None:
     assert got == ERRORS, got
 
 
+def client_surrogate_sample(world: World) -> None:
+    """A sample whose text has a lone surrogate (in-process: scored, 3.0): httpx encodes the
+    body as UTF-8 and UnicodeEncodeError reaches the trainer before anything is sent."""
+
+    def echo(fake: FakeServer, conn: socket.socket, body: dict[str, Any]) -> None:
+        answer = [result(s["id"], 3.0) for s in body["samples"]]
+        reply(conn, 200, json.dumps({"results": answer}).encode())
+
+    got = client_call(echo, samples=[{"id": "a", "completion": "A \ud800"}])
+    assert isinstance(got, list) and len(got) == 1, got
+
+
 def client_wrong_count(world: World) -> None:
     got = client_call(
         lambda f, c, b: reply(c, 200, json.dumps({"results": [result("a", 1)]}).encode())
@@ -711,6 +735,7 @@ ROWS = [
         worker_death_among_innocents,
         "killer error, its neighbour and concurrent requests right, next request fine",
     ),
+    guard("slow_body_with_token", slow_body_with_token, "408 and closed after 3 s"),
     guard("same_ids_concurrent", same_ids_across_concurrent_requests, "each its own results"),
     guard("nan_score", nan_score_is_an_error, "error, never ok"),
     guard("auth_probes", auth_probes, "401/404/405/307, no results or metrics"),
@@ -780,6 +805,12 @@ ROWS = [
         client_trickle,
         "hung past the 3 s deadline (30 s, until cut)",
         "the per-call deadline is per read: a trickling server hangs the trainer",
+    ),
+    hole(
+        "client_surrogate_sample",
+        client_surrogate_sample,
+        "UnicodeEncodeError raised into the trainer (in-process: ok, 3.0)",
+        "a sample with a lone surrogate raises in the client instead of being scored",
     ),
     guard("client_wrong_count", client_wrong_count, "error for both"),
     guard("client_503_forever", client_503_forever, "error for both after the retries"),

@@ -88,24 +88,42 @@ class World:
 
     def score_cli(
         self,
-        lines: list[str] | bytes,
+        lines: list[str],
         *args: str,
         spec: str = "scripted",
         output: Path | None = None,
+        through_pipe: bool = False,
     ) -> tuple[subprocess.CompletedProcess[str], Path]:
-        """`rewardsmith score` on these input lines; the process and the output path."""
-        source = self.tmp / "in.jsonl"
-        if isinstance(lines, bytes):
-            source.write_bytes(lines)
+        """`rewardsmith score` on these input lines (in a file, or with `through_pipe` an
+        anonymous pipe named /dev/fd/N, as a shell's `<(zcat in.jsonl.gz)` gives it); the
+        process and the output path."""
+        text = "".join(line + "\n" for line in lines)
+        passed: tuple[int, ...] = ()
+        if through_pipe:
+            read_end, write_end = os.pipe()
+            os.write(write_end, text.encode())  # small: fits in the pipe's buffer
+            os.close(write_end)
+            passed, source = (read_end,), f"/dev/fd/{read_end}"
         else:
-            source.write_text("".join(line + "\n" for line in lines))
+            source = str(self.tmp / "in.jsonl")
+            Path(source).write_text(text)
         output = output or self.tmp / "out.jsonl"
         command = [sys.executable, "-m", "rewardsmith.cli", "score", "--spec", str(self.spec(spec))]
-        command += ["--input", str(source), "--output", str(output), "--workers", "1", "--quiet"]
+        command += ["--input", source, "--output", str(output), "--workers", "1", "--quiet"]
         env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
-        done = subprocess.run(
-            [*command, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
-        )
+        try:
+            done = subprocess.run(
+                [*command, *args],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+                pass_fds=passed,
+            )
+        finally:
+            for fd in passed:
+                os.close(fd)
         return done, output
 
     def close(self) -> None:
@@ -543,6 +561,14 @@ INPUT = [
 FIRST = '{"id":"1","reward":1.0,"status":"ok","components":{}}\n'
 
 
+def cli_input_through_a_pipe(world: World) -> None:
+    """`--input <(zcat in.jsonl.gz)` (or a FIFO): the progress bar's line count reads the
+    pipe to its end first, so the run scores nothing and exits 0 with an empty output."""
+    done, output = world.score_cli(INPUT, through_pipe=True)
+    assert done.returncode == 0, done.stderr[-500:]
+    assert output_ids(output) == ["1", "2", "3"]
+
+
 def resume_after(world: World, written: bytes, name: str) -> tuple[Any, Path]:
     output = world.tmp / name
     output.write_bytes(written)
@@ -754,6 +780,12 @@ ROWS = [
         cli_surrogate_answer,
         "traceback after line 1",
         "a completion with a lone surrogate kills the run when its answer is echoed",
+    ),
+    hole(
+        "cli_input_through_a_pipe",
+        cli_input_through_a_pipe,
+        "exit 0, 0 results: the line count drained the pipe",
+        "an input that is a pipe or FIFO is read twice: nothing is scored, exit 0",
     ),
     hole(
         "resume_non_utf8_output",

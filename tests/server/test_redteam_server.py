@@ -781,29 +781,29 @@ ROWS = [
         "traceback after line 1",
         "a completion with a lone surrogate kills the run when its answer is echoed",
     ),
-    hole(
+    # before the fix: exit 0, 0 results (the line count drained the pipe)
+    guard(
         "cli_input_through_a_pipe",
         cli_input_through_a_pipe,
-        "exit 0, 0 results: the line count drained the pipe",
-        "an input that is a pipe or FIFO is read twice: nothing is scored, exit 0",
+        "all 3 scored: a pipe gets no line count",
     ),
-    hole(
+    # before the fix: UnicodeDecodeError traceback
+    guard(
         "resume_non_utf8_output",
         resume_non_utf8_output,
-        "UnicodeDecodeError traceback",
-        "--resume dies on an output line that is not UTF-8",
+        "the bad line cut off, then resumed",
     ),
-    hole(
+    # before the fix: RecursionError traceback
+    guard(
         "resume_deep_output",
         resume_deep_output,
-        "RecursionError traceback",
-        "--resume dies on a deeply nested output line",
+        "the deep line cut off, then resumed",
     ),
-    hole(
+    # before the fix: exit 0, ids [1, 2, 1]: 3 lost
+    guard(
         "resume_reordered_input",
         resume_reordered_input,
-        "exit 0, ids [1, 2, 1]: 3 lost",
-        "--resume checks only the last finished id: a reordered input loses samples",
+        "exit 2: every finished id is compared",
     ),
     guard("resume_partial_line", resume_partial_line, "cut and continued"),
     guard("resume_other_input", resume_other_input, "exit 2, output untouched"),

@@ -671,6 +671,38 @@ def client_surrogate_sample(world: World) -> None:
     assert isinstance(got, list) and len(got) == 1, got
 
 
+def client_422(world: World) -> None:
+    """The server refuses the request (a sample it will not take, e.g. a lone surrogate in
+    an id): the call's samples are errors, nothing is raised into the trainer."""
+    got = client_call(lambda f, c, b: reply(c, 422, b'{"detail": "samples.0.id: surrogate"}'))
+    assert got == ERRORS, got
+
+
+def client_header_trickle(world: World) -> None:
+    """The status line, then one header byte every 0.5 s: the call still ends at its
+    deadline (its attempts run in a thread the call stops waiting for)."""
+
+    def headers_trickle(fake: FakeServer, conn: socket.socket, body: dict[str, Any]) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nx-pad: ")
+        while not fake.stopped.is_set():
+            conn.sendall(b"a")
+            time.sleep(0.5)
+
+    got = client_call(headers_trickle)
+    assert got == ERRORS, got
+
+
+def client_bad_gzip(world: World) -> None:
+    """A 200 that says gzip and is not: httpx's DecodingError is not a transport error."""
+
+    def bad_gzip(fake: FakeServer, conn: socket.socket, body: dict[str, Any]) -> None:
+        head = b"HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: 5\r\n\r\n"
+        conn.sendall(head + b"nope!")
+
+    got = client_call(bad_gzip)
+    assert got == ERRORS, got
+
+
 def client_wrong_count(world: World) -> None:
     got = client_call(
         lambda f, c, b: reply(c, 200, json.dumps({"results": [result("a", 1)]}).encode())
@@ -808,42 +840,45 @@ ROWS = [
     guard("resume_partial_line", resume_partial_line, "cut and continued"),
     guard("resume_other_input", resume_other_input, "exit 2, output untouched"),
     # REWARDSMITH_URL client
-    hole(
+    # before the fix: JSONDecodeError raised into the trainer
+    guard(
         "client_html_200",
         client_html_200,
-        "JSONDecodeError raised into the trainer",
-        "a 200 that is not JSON raises instead of giving error results",
+        "error for both",
     ),
-    hole(
+    # before the fix: KeyError raised
+    guard(
         "client_json_without_results",
         client_json_without_results,
-        "KeyError raised",
-        "a 200 without results raises instead of giving error results",
+        "error for both",
     ),
-    hole(
+    # before the fix: JSONDecodeError raised
+    guard(
         "client_health_html",
         client_health_html,
-        "JSONDecodeError raised",
-        "a /health that is not JSON raises instead of giving error results",
+        "error for both",
     ),
-    hole(
+    # before the fix: a gets b's result and b a's
+    guard(
         "client_swapped_ids",
         client_swapped_ids,
-        "a gets b's result and b a's",
-        "results are taken by position: ids are never checked",
+        "error for both: ids checked",
     ),
-    hole(
+    # before the fix: hung past the 3 s deadline (30 s, until cut)
+    guard(
         "client_trickle",
         client_trickle,
-        "hung past the 3 s deadline (30 s, until cut)",
-        "the per-call deadline is per read: a trickling server hangs the trainer",
+        "error for both at the deadline",
     ),
-    hole(
+    # before the fix: UnicodeEncodeError raised into the trainer (in-process: ok, 3.0)
+    guard(
         "client_surrogate_sample",
         client_surrogate_sample,
-        "UnicodeEncodeError raised into the trainer (in-process: ok, 3.0)",
-        "a sample with a lone surrogate raises in the client instead of being scored",
+        "sent as a JSON escape, scored",
     ),
+    guard("client_422", client_422, "error for both"),
+    guard("client_header_trickle", client_header_trickle, "error for both at the deadline"),
+    guard("client_bad_gzip", client_bad_gzip, "error for both"),
     guard("client_wrong_count", client_wrong_count, "error for both"),
     guard("client_503_forever", client_503_forever, "error for both after the retries"),
     guard("client_silent_server", client_silent_server, "error for both at the deadline"),

@@ -9,7 +9,6 @@ rewardsmith select --input CANDS.jsonl --output SELECTED.jsonl --method majority
 from __future__ import annotations
 
 import argparse
-import itertools
 import os
 import stat
 import sys
@@ -243,8 +242,8 @@ def _serve(args: argparse.Namespace) -> int:
 def _score(args: argparse.Namespace) -> int:
     console = _stderr()
     to_stdout = args.output == "-"
-    if args.resume and (to_stdout or args.input == "-"):
-        raise _UsageError("--resume needs --input and --output to be files")
+    if args.resume:
+        _check_resumable(args.input, args.output)
     _check_not_the_input(args.input, args.output)
     spec = load_spec(args.spec)
     if args.group_transform is not None:
@@ -266,7 +265,8 @@ def _score(args: argparse.Namespace) -> int:
             else stack.enter_context(open(args.output, "a" if done else "w", encoding="utf-8"))
         )
         records = _report_bad_lines(read_samples(source, skip=len(done)), console, args.strict)
-        total = None if args.input == "-" else count_lines(Path(args.input)) - len(done)
+        counted = None if args.input == "-" else count_lines(Path(args.input))  # None: a pipe
+        total = None if counted is None else counted - len(done)
         progress = progress_bar(console, disable=args.quiet)
         with progress:
             bar = progress.add_task("scoring", total=total)
@@ -288,6 +288,21 @@ def _score(args: argparse.Namespace) -> int:
 
 class _StrictStop(Exception):
     pass
+
+
+def _check_resumable(input_name: str, output_name: str) -> None:
+    """--resume reads the input twice (to check the output belongs to it, then to score the
+    rest) and the output before appending: both must be regular files, not stdin, stdout, a
+    pipe or a FIFO, which can be read only once."""
+    for name in (input_name, output_name):
+        try:
+            regular = name != "-" and stat.S_ISREG(os.stat(name).st_mode)
+        except OSError:  # a missing input is reported when it is opened; a new output is fine
+            regular = True
+        if not regular:
+            raise _UsageError(
+                f"--resume needs --input and --output to be regular files ({name} is not)"
+            )
 
 
 def _check_not_the_input(input_name: str, output_name: str) -> None:
@@ -331,7 +346,8 @@ def _report_bad_lines(
 
 
 def _resume(spec: RewardSpec, input_path: Path, output_path: Path) -> list[str]:
-    """Ids of the finished samples to skip, after checking the output belongs to the input.
+    """Ids of the finished samples to skip, after checking the output belongs to the input
+    (every finished id is the input's id at the same position).
 
     With group transforms, a group cut by the interruption would be normalised on its own
     when resumed, so the output is first cut back to the end of the last complete group.
@@ -346,14 +362,15 @@ def _resume(spec: RewardSpec, input_path: Path, output_path: Path) -> list[str]:
         )
     groups: list[str | None] = []
     with input_path.open("rb") as handle:
-        for record in itertools.islice(read_samples(handle), len(done)):
+        for written, record in zip(done, read_samples(handle), strict=False):
             found = str(record.line) if isinstance(record, InputError) else str(record["id"])
             group = None if isinstance(record, InputError) else record.get("group")
             groups.append(None if group is None else str(group))
-            if len(groups) == len(done) and found != done[-1]:
+            if found != written:  # every id: a reordered input would lose samples
                 raise ConfigError(
-                    f"--resume: output line {len(done)} has id {done[-1]!r} but input "
-                    f"sample {len(done)} has id {found!r}; not the same input"
+                    f"--resume: output line {len(groups)} has id {written!r} but input "
+                    f"sample {len(groups)} has id {found!r}; not the same input (or not "
+                    "in the same order)"
                 )
     if len(groups) < len(done):
         raise ConfigError(f"--resume: the output has {len(done)} results, more than the input has")

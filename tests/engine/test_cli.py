@@ -145,6 +145,41 @@ def test_resume_refuses_an_output_of_another_input(tmp_path: Path, spec_file: Pa
     assert proc.returncode == 2 and "not the same input" in proc.stderr
 
 
+def test_resume_refuses_an_input_in_another_order(tmp_path: Path, spec_file: Path) -> None:
+    """Output [a, b] of input [a, b, c], resumed on [c, b, a]: comparing only the last id
+    would skip c and score a twice."""
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    inp.write_text("".join(f'{{"id": "{i}", "completion": "x"}}\n' for i in "cba"))
+    out.write_text('{"id": "a", "reward": 1}\n{"id": "b", "reward": 1}\n')
+    proc = run_cli(
+        "score", "--spec", str(spec_file), "--input", str(inp), "--output", str(out), "--resume"
+    )
+    assert proc.returncode == 2 and "output line 1 has id 'a'" in proc.stderr
+    assert [r["id"] for r in read_jsonl(out)] == ["a", "b"]
+
+
+def test_a_pipe_is_scored_and_resume_from_a_pipe_is_refused(
+    tmp_path: Path, spec_file: Path
+) -> None:
+    """`--input <(zcat in.jsonl.gz)`: read once, by the scoring. --resume would read it twice."""
+    out = tmp_path / "out.jsonl"
+    command = f"{sys.executable} -m rewardsmith.cli score --spec {spec_file} --output {out}"
+    lines = "".join(f'{{"id": "{i}", "completion": "x"}}\\n' for i in range(3))
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
+    for extra, code in (("", 0), (" --resume", 2)):
+        proc = subprocess.run(
+            ["bash", "-c", f"{command} --input <(printf '{lines}'){extra}"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=120,
+        )
+        assert proc.returncode == code, proc.stderr
+        assert [r["id"] for r in read_jsonl(out)] == ["0", "1", "2"]
+    assert "regular files" in proc.stderr
+
+
 def test_missing_input_file_is_an_error_message_not_a_traceback(spec_file: Path) -> None:
     proc = run_cli(
         "score", "--spec", str(spec_file), "--input", "nope.jsonl", "--output", "o.jsonl"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 
 import pytest
 from hypothesis import given
@@ -38,6 +39,25 @@ def test_resume_point_cuts_a_partial_last_line(tmp_path) -> None:
     assert resume_point(out) == ["a", "b"]
     assert out.read_text() == '{"id": "a"}\n{"id": "b"}\n'
     assert resume_point(tmp_path / "missing.jsonl") == []
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [b'{"id": "b\xff"}\n', b"[" * 100_000 + b"]" * 100_000 + b"\n", b"[1]\n", b"{}\n"],
+    ids=["not-utf8", "deep", "not-an-object", "no-id"],
+)
+def test_resume_point_cuts_an_unreadable_line_and_what_follows(tmp_path, bad: bytes) -> None:
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(b'{"id": "a"}\n' + bad + b'{"id": "c"}\n')
+    assert resume_point(out) == ["a"]
+    assert out.read_bytes() == b'{"id": "a"}\n'
+
+
+def test_count_lines_gives_no_total_for_a_pipe(tmp_path) -> None:
+    """A pipe is read once, by the scoring: counting it first would leave nothing to score."""
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    assert count_lines(fifo) is None  # without opening it (opening would block here)
 
 
 @pytest.mark.parametrize(

@@ -103,6 +103,13 @@ def test_a_server_with_another_spec_or_token_is_refused(server: Server) -> None:
         remote.score([{"completion": "a"}])
 
 
+def test_a_lone_surrogate_in_a_sample_is_sent_and_scored(server: Server) -> None:
+    """UTF-8 cannot encode "\\ud800": the body is ASCII JSON, where it is a valid escape."""
+    with RemoteEngine(server.url, load_spec(SPEC_YAML), token=TOKEN) as remote:
+        (result,) = remote.score([{"id": "s", "completion": "ab \ud800"}])
+    assert (result.id, result.status, result.reward) == ("s", "ok", 8.5)  # 2 * 4 + 0.5
+
+
 def test_a_full_queue_is_retried_until_there_is_room(server: Server) -> None:
     spec = load_spec(SPEC_YAML)
     remote = RemoteEngine(server.url, spec, token=TOKEN, backoff_s=0.05)

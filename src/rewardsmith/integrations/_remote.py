@@ -12,9 +12,12 @@ sized to its cores. `RemoteEngine` stands in for `Engine` (`spec`, `score`, `asc
   fingerprint with the one `/health` reports and refuses (`ConfigError`) a server that
   scores with another spec.
 - Bounded retries with backoff on connection errors and on 503 (queue full, restarting),
-  within a deadline per call. When the server cannot be reached, refuses the request or
-  does not answer in time, the call's samples get `error` results (cause
-  `infrastructure`): the trainer's `on_error` rules apply, and nothing hangs.
+  within a deadline per call that holds however slowly an answer arrives (the attempts run
+  in a thread the call stops waiting for). When the server cannot be reached, refuses the
+  request, does not answer in time or answers with anything but results for exactly the
+  call's ids, in order, the call's samples get `error` results (cause `infrastructure`):
+  the trainer's `on_error` rules apply, nothing is raised and nothing hangs.
+- The body is ASCII JSON: text UTF-8 cannot encode (a lone surrogate) goes as an escape.
 - Inputs that are not valid samples are `invalid` here, in place, as the engine makes them.
 
 Absolute imports only: trainers load the adapter files by path.
@@ -24,10 +27,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import threading
 import time
 from collections.abc import Iterable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from rewardsmith._exceptions import ConfigError
@@ -134,10 +140,39 @@ class RemoteEngine:
         self.close()
 
     def _post(self, body: dict[str, Any], ids: list[str]) -> list[Result]:
+        """The server's results for `ids`, else `error` results: never an exception for what
+        the server does (only `ConfigError` for a wrong token or spec), never past the
+        deadline (the attempts run in a thread that the call stops waiting for)."""
+        # ASCII JSON: a lone surrogate in a sample's text is sent as a valid JSON escape
+        # (UTF-8 cannot encode it) and the server decides what it is.
+        content = json.dumps(body, ensure_ascii=True).encode("ascii")
+        deadline = time.monotonic() + self._deadline_s
+        call: Future[list[Result]] = Future()
+        threading.Thread(
+            target=self._run_call, args=(call, content, ids, deadline), daemon=True
+        ).start()
+        try:
+            return call.result(timeout=max(0.0, deadline - time.monotonic()))
+        except FutureTimeout:
+            why = f"no answer within {self._deadline_s:g} s"
+        except _Unusable as exc:
+            why = str(exc)
+        reason = f"reward server {self.url} unavailable: {why}"
+        return [self._unavailable(sample_id, reason) for sample_id in ids]
+
+    def _run_call(
+        self, call: Future[list[Result]], content: bytes, ids: list[str], deadline: float
+    ) -> None:
+        """Run by a thread: `call` gets the results, `_Unusable` or a `ConfigError`."""
+        try:
+            call.set_result(self._attempt_until(content, ids, deadline))
+        except BaseException as exc:  # handed to the caller (if it still waits)
+            call.set_exception(exc)
+
+    def _attempt_until(self, content: bytes, ids: list[str], deadline: float) -> list[Result]:
         import httpx
 
         http = self._http()
-        deadline = time.monotonic() + self._deadline_s
         wait_s = self._backoff_s
         why = "no attempt made"
         for attempt in range(self._retries + 1):
@@ -146,51 +181,52 @@ class RemoteEngine:
                 break
             timeout = httpx.Timeout(left, connect=min(left, _CONNECT_TIMEOUT_S))
             try:
-                response = self._check_spec(http, timeout)
-                if response is None:
-                    response = http.post("/v1/score", json=body, timeout=timeout)
+                status, answer = self._check_spec(http, timeout, deadline)
+                if status is None:
+                    status, answer = _exchange(
+                        http, "POST", "/v1/score", timeout, deadline, content=content
+                    )
             except httpx.TimeoutException:
-                why = f"no answer within {self._deadline_s:g} s"
-                break
+                raise _Unusable(f"no answer within {self._deadline_s:g} s") from None
             except httpx.TransportError as exc:  # refused, reset, closed keep-alive...
                 why = f"{type(exc).__name__}: {exc}"
+            except httpx.HTTPError as exc:  # a body that does not decode (Content-Encoding)...
+                raise _Unusable(f"{type(exc).__name__}: {exc}") from None
             else:
-                if response.status_code == 200:
-                    results = [Result.model_validate(r) for r in response.json()["results"]]
-                    if len(results) == len(ids):
-                        return results
-                    why = f"{len(results)} results for {len(ids)} samples"
-                    break
-                if response.status_code in (401, 403):
+                if status == 200:
+                    return _results(answer, ids)
+                if status in (401, 403):
                     raise ConfigError(
                         f"the reward server at {self.url} refused the token ({URL_ENV} is set): "
                         f"set {TOKEN_ENV} to the server's token"
                     )
-                why = f"HTTP {response.status_code}: {response.text[:300]}"
-                if response.status_code != 503:
+                why = f"HTTP {status}: {answer[:300].decode('utf-8', 'replace')}"
+                if status != 503:
                     break
             if attempt < self._retries:
                 time.sleep(max(0.0, min(wait_s, deadline - time.monotonic())))
                 wait_s = min(2 * wait_s, _MAX_BACKOFF_S)
-        reason = f"reward server {self.url} unavailable: {why}"
-        return [self._unavailable(sample_id, reason) for sample_id in ids]
+        raise _Unusable(why)
 
-    def _check_spec(self, http: Any, timeout: Any) -> Any:
-        """On the first call: None once the server's spec is known to be ours, else the
-        `/health` response that did not say so."""
+    def _check_spec(self, http: Any, timeout: Any, deadline: float) -> tuple[int | None, bytes]:
+        """On the first call: (None, b"") once the server's spec is known to be ours, else
+        the `/health` answer that did not say so."""
         if self._checked:
-            return None
-        response = http.get("/health", timeout=timeout)
-        if response.status_code != 200:
-            return response
-        theirs = response.json().get("spec")
+            return None, b""
+        status, answer = _exchange(http, "GET", "/health", timeout, deadline)
+        if status != 200:
+            return status, answer
+        try:
+            theirs = json.loads(answer)["spec"]
+        except (ValueError, KeyError, TypeError, RecursionError):
+            raise _Unusable(f"/health answered 200 with no spec: {answer[:100]!r}") from None
         if theirs != spec_fingerprint(self.spec):
             raise ConfigError(
                 f"the reward server at {self.url} ({URL_ENV}) scores with another spec than "
                 "this trainer's (fingerprints differ): start it with the same spec file"
             )
         self._checked = True
-        return None
+        return None, b""
 
     def _unavailable(self, sample_id: str, reason: str) -> Result:
         failed = Score.failed("error", reason[:500], cause="infrastructure")
@@ -200,3 +236,36 @@ class RemoteEngine:
             status="error",
             components=dict.fromkeys(self.spec.rewards, failed),
         )
+
+
+class _Unusable(Exception):
+    """The server's answer, or its absence, that gives the call's samples `error` results."""
+
+
+def _exchange(
+    http: Any, method: str, path: str, timeout: Any, deadline: float, content: bytes = b""
+) -> tuple[int, bytes]:
+    """One request: its status and body, read in chunks so a body that trickles in (each
+    read quick, the whole never done) is given up at the deadline."""
+    headers = {"Content-Type": "application/json"} if content else None
+    with http.stream(method, path, content=content or None, timeout=timeout, headers=headers) as r:
+        body = bytearray()
+        for chunk in r.iter_bytes():
+            body += chunk
+            if time.monotonic() > deadline:
+                raise _Unusable("the answer was still arriving at the deadline")
+        return r.status_code, bytes(body)
+
+
+def _results(answer: bytes, ids: list[str]) -> list[Result]:
+    """The results of a 200, when they are results for exactly `ids`, in order."""
+    try:
+        results = [Result.model_validate(r) for r in json.loads(answer)["results"]]
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:  # JSON, validation
+        raise _Unusable(f"200 with no results ({type(exc).__name__}): {answer[:100]!r}") from None
+    got = [r.id for r in results]
+    if len(got) != len(ids):
+        raise _Unusable(f"{len(got)} results for {len(ids)} samples")
+    if got != ids:
+        raise _Unusable(f"results for other ids than the samples' ({got[:3]} for {ids[:3]})")
+    return results

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -61,8 +62,14 @@ def _parse(raw: bytes, number: int) -> dict[str, Any] | InputError:
     return record
 
 
-def count_lines(path: Path) -> int:
-    """Non-blank lines of a file (the progress bar's total), read without keeping them."""
+def count_lines(path: Path) -> int | None:
+    """Non-blank lines of a file (the progress bar's total), read without keeping them.
+
+    None when `path` is not a regular file: a pipe, a FIFO or `/dev/stdin` can be read only
+    once, and that read is the scoring's.
+    """
+    if not stat.S_ISREG(path.stat().st_mode):
+        return None
     with path.open("rb") as handle:
         return sum(1 for line in handle if line.strip())
 
@@ -72,7 +79,9 @@ def resume_point(output: Path, keep_lines: int | None = None) -> list[str]:
 
     An interrupted run leaves complete lines plus, at worst, one truncated line; the file is
     truncated to its complete lines (or to its first `keep_lines`) so appending continues
-    cleanly.
+    cleanly. A line that is not a result with an id (not UTF-8, not JSON, nested too deep:
+    a disk or a copy gone wrong) is cut off the same way, with every line after it: those
+    samples are scored again.
     """
     if not output.exists():
         return []
@@ -84,7 +93,7 @@ def resume_point(output: Path, keep_lines: int | None = None) -> list[str]:
                 break
             try:
                 ids.append(str(json.loads(raw)["id"]))
-            except (json.JSONDecodeError, KeyError, TypeError):
+            except (ValueError, KeyError, TypeError, RecursionError):  # ValueError: JSON, UTF-8
                 break
             keep += len(raw)
     if keep != output.stat().st_size:

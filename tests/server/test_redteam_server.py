@@ -297,7 +297,8 @@ def trickle(fake: FakeServer, conn: socket.socket, body: dict[str, Any]) -> None
 def surrogate_id(world: World) -> None:
     body = f'{{"samples": [{{"id": "{LONE_SURROGATE}", "completion": "x"}}]}}'.encode()
     response = world.post("/v1/score", body)
-    assert response.status_code in (200, 422), response.status_code
+    assert response.status_code == 422, response.status_code
+    assert "samples.0.id" in response.json()["detail"]
 
 
 def surrogate_answer_fails_its_batch(world: World) -> None:
@@ -308,7 +309,9 @@ def surrogate_answer_fails_its_batch(world: World) -> None:
     ).encode()
     response = world.post("/v1/score", body, name="exact")
     assert response.status_code == 200, response.text
-    assert response.json()["results"][0]["reward"] == 1.0
+    innocent, policy = response.json()["results"]
+    assert innocent["reward"] == 1.0
+    assert policy["status"] == "ok"  # scored as what it says, never `invalid`
 
 
 def slow_body_after_401(world: World) -> None:
@@ -538,6 +541,14 @@ def cli_surrogate_id(world: World) -> None:
     ]
     done, output = world.score_cli(lines)
     assert done.returncode == 0, done.stderr[-500:]
+    written = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [(r["id"], r["status"]) for r in written] == [
+        ("1", "ok"),
+        ("\ud800", "invalid"),  # the id as given (a JSON escape in the file)
+        ("3", "ok"),
+    ]
+    resumed, _ = world.score_cli(lines, "--resume", output=output)
+    assert resumed.returncode == 0, resumed.stderr[-500:]
     assert len(output.read_text().splitlines()) == 3
 
 
@@ -708,17 +719,13 @@ def guard(name: str, attack: Callable[[World], None], today: str) -> Any:
 
 ROWS = [
     # server
-    hole(
-        "surrogate_id_500",
-        surrogate_id,
-        "500 Internal Server Error (PydanticSerializationError)",
-        "a lone-surrogate id is accepted, scored, then fails serialising: 500, not 422",
-    ),
-    hole(
+    # closed (was a hole: 500 Internal Server Error, PydanticSerializationError)
+    guard("surrogate_id_500", surrogate_id, "422 naming samples.0.id"),
+    # closed (was a hole: 500 for the whole request, the innocent sample's 1.0 lost)
+    guard(
         "surrogate_answer_fails_batch",
         surrogate_answer_fails_its_batch,
-        "500 for the whole request: the innocent sample's 1.0 is lost",
-        "a completion with a lone surrogate echoed in detail.answer fails its whole request",
+        "200: the innocent 1.0; the policy's lone surrogate read as U+FFFD and scored",
     ),
     hole(
         "slow_body_after_401",
@@ -769,18 +776,10 @@ ROWS = [
     guard("gzip_bomb", gzip_body_is_not_inflated, "422, not inflated"),
     guard("over_the_queue_bound", over_the_queue_bound, "413 on both routes, queue empty"),
     # command line
-    hole(
-        "cli_surrogate_id",
-        cli_surrogate_id,
-        "traceback, line 3 never scored; resume the same",
-        "a lone-surrogate id kills the run (and --resume at the same line)",
-    ),
-    hole(
-        "cli_surrogate_answer",
-        cli_surrogate_answer,
-        "traceback after line 1",
-        "a completion with a lone surrogate kills the run when its answer is echoed",
-    ),
+    # closed (was a hole: a traceback, line 3 never scored; --resume the same)
+    guard("cli_surrogate_id", cli_surrogate_id, "line 2 invalid (id refused), 3 lines, exit 0"),
+    # closed (was a hole: a traceback after line 1)
+    guard("cli_surrogate_answer", cli_surrogate_answer, "3 results, the surrogate read as U+FFFD"),
     hole(
         "cli_input_through_a_pipe",
         cli_input_through_a_pipe,

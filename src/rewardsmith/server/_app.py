@@ -41,7 +41,7 @@ from ..engine._engine import Backend
 from ..integrations._common import group_scoped
 from ..integrations._remote import spec_fingerprint
 from ..integrations.openrlhf import NO_GROUPS
-from ..models import MAX_NESTING, Result, Sample, nested_deeper_than
+from ..models import MAX_NESTING, Result, Sample, nested_deeper_than, result_json
 from ..spec import RewardSpec, load_spec
 from ._config import (
     DEFAULT_BODY_TIMEOUT_S,
@@ -59,7 +59,6 @@ __all__ = ["create_app", "serve"]
 
 _ROUTES = ("/v1/score", "/get_reward", "/health", "/metrics")
 _SAMPLES = TypeAdapter(list[Sample])
-_RESULTS = TypeAdapter(list[Result])
 _SCORE_KEYS = ("samples",)
 _MAX_ERRORS = 3
 _INLINE_BYTES = 256 * 2**10
@@ -278,7 +277,7 @@ def create_app(
         return results
 
     def dump_results(results: list[Result]) -> bytes:
-        return b'{"results":' + _RESULTS.dump_json(results, exclude_unset=True) + b"}"
+        return f'{{"results":[{",".join(result_json(r) for r in results)}]}}'.encode()
 
     @app.post("/v1/score", summary="Score samples in the data contract")
     async def score(request: Request) -> Response:

@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from rewardsmith._exceptions import ConfigError
 from rewardsmith.integrations._remote import RemoteEngine, spec_fingerprint
 from rewardsmith.spec import load_spec
 
@@ -37,6 +38,8 @@ from .conftest import ROOT, SPEC, TOKEN, Server, free_port
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 httpx = pytest.importorskip("httpx")
+
+from rewardsmith.server import create_app  # noqa: E402  (needs the server extra)
 
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
 TIMEOUTS_S = 3
@@ -509,23 +512,37 @@ def abandoned_request_keeps_the_queue(world: World) -> None:
 
 def serve_nan_header_timeout(world: World) -> None:
     """`rewardsmith serve --header-timeout nan` (also negative or infinite timeouts, and
-    `--max-queue -1`, `--max-body-bytes -5`, `--keep-alive -1`) is accepted; with a NaN
-    header timeout the server starts and never answers a request (not even `/health`)."""
-    command = [sys.executable, "-m", "rewardsmith.cli", "serve", "--spec", str(world.spec())]
-    command += ["--port", str(free_port()), "--workers", "1", "--header-timeout", "nan"]
+    `--max-queue -1`, `--max-body-bytes -5`, `--keep-alive -1`) was accepted; with a NaN
+    header timeout the server started and never answered a request (not even `/health`).
+    Each is now refused at once: exit 2, naming the option."""
+    refused = [
+        ("--header-timeout", "nan"),
+        ("--body-timeout", "inf"),
+        ("--keep-alive", "-1"),
+        ("--header-timeout", "0"),
+        ("--max-queue", "-1"),
+        ("--max-body-bytes", "-5"),
+    ]
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
-    process = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        code = process.wait(timeout=HANG_S / 2)
-    except subprocess.TimeoutExpired:
-        code = None
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert code == 2, code
+    for option, value in refused:
+        command = [sys.executable, "-m", "rewardsmith.cli", "serve", "--spec", str(world.spec())]
+        command += ["--port", str(free_port()), "--workers", "1", option, value]
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        try:
+            code = process.wait(timeout=HANG_S / 2)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        assert code == 2, (option, value, code)
+        assert f"argument {option}" in process.stderr.read().decode(), option
+        process.stderr.close()
+    with pytest.raises(ConfigError, match="max_queue_samples must be at least 1"):
+        create_app(SPEC, max_queue_samples=0)
 
 
 # -- the attacks: the command line ---------------------------------------------------------
@@ -757,12 +774,8 @@ ROWS = [
         "all 8 samples scored for a client that left; the queue full meanwhile",
         "a disconnected client's request is never cancelled: its samples hold the queue",
     ),
-    hole(
-        "serve_nan_header_timeout",
-        serve_nan_header_timeout,
-        "the server starts and never answers (/health included)",
-        "serve's timeouts and limits are not validated: --header-timeout nan hangs it",
-    ),
+    # closed (was a hole: the server started and never answered, /health included)
+    guard("serve_nan_header_timeout", serve_nan_header_timeout, "exit 2 naming the option"),
     guard(
         "worker_death_among_innocents",
         worker_death_among_innocents,

@@ -50,6 +50,7 @@ from ._config import (
     DEFAULT_MAX_QUEUE_SAMPLES,
     TOKEN_ENV,
     check_bind,
+    check_settings,
 )
 from ._metrics import CONTENT_TYPE, Metrics
 from ._openrlhf import OpenRLHFRequest, openrlhf_response
@@ -119,7 +120,16 @@ def create_app(
         max_body_bytes: larger request bodies get 413.
         max_queue_samples: samples accepted and not yet answered; beyond it, 503.
         body_timeout_s: a body not received within this time of its headers gets 408.
+
+    Raises:
+        ConfigError: a timeout that is not a finite number of seconds above 0, or a limit
+            below 1.
     """
+    check_settings(
+        max_body_bytes=max_body_bytes,
+        max_queue_samples=max_queue_samples,
+        body_timeout_s=body_timeout_s,
+    )
     reward_spec = load_spec(spec)
     metrics = Metrics()
     engine = Engine(
@@ -375,6 +385,7 @@ def serve(
 
     token = token or os.environ.get(TOKEN_ENV) or None
     check_bind(host, token)
+    check_settings(header_timeout_s=header_timeout_s, keep_alive_s=keep_alive_s)
     app = create_app(
         spec,
         token=token,

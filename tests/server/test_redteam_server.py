@@ -744,24 +744,20 @@ ROWS = [
         surrogate_answer_fails_its_batch,
         "200: the innocent 1.0; the policy's lone surrogate read as U+FFFD and scored",
     ),
-    hole(
+    # closed (was a hole: the connection held 15 s, timeouts 3 s)
+    guard(
         "slow_body_after_401",
         slow_body_after_401,
-        "connection held 15 s (timeouts 3 s)",
-        "a body trickled after a 401 holds the socket forever, unauthenticated",
+        "401 with Connection: close, the rest dropped, closed at the body timeout",
     ),
-    hole(
+    # closed (was a hole: the connection held 15 s, timeouts 3 s)
+    guard(
         "slow_body_on_health",
         slow_body_on_health,
-        "connection held 15 s (timeouts 3 s)",
-        "a body trickled to a route that never reads it holds the socket forever",
+        "200 with Connection: close, the rest dropped, closed at the body timeout",
     ),
-    hole(
-        "huge_header_before_auth",
-        huge_header_before_auth,
-        "200 to a 4 MiB header",
-        "no header size limit: memory grows with bytes sent before auth",
-    ),
+    # closed (was a hole: 200 to a 4 MiB header)
+    guard("huge_header_before_auth", huge_header_before_auth, "431 and closed past 64 KiB"),
     hole(
         "openrlhf_fake_assistant_header",
         openrlhf_fake_assistant_header,

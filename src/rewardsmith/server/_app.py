@@ -54,7 +54,7 @@ from ._config import (
 )
 from ._metrics import CONTENT_TYPE, Metrics
 from ._openrlhf import OpenRLHFRequest, openrlhf_response
-from ._timeouts import with_header_timeout
+from ._timeouts import with_connection_limits
 
 __all__ = ["create_app", "serve"]
 
@@ -400,7 +400,7 @@ def serve(
         app,
         host=host,
         port=port,
-        http=with_header_timeout(header_timeout_s),
+        http=with_connection_limits(header_timeout_s, body_timeout_s),
         log_level=log_level,
         access_log=access_log,
         lifespan="on",

@@ -484,20 +484,27 @@ def over_the_queue_bound(world: World) -> None:
     assert health["queued_samples"] == 0
 
 
-def scored_on_score_route(world: World) -> float:
-    """`rewardsmith_samples_total` of `/v1/score`, from the metrics."""
+def metric(world: World, series: str) -> float:
+    """The value of one series of the server's metrics (0 when it has none yet)."""
     text = httpx.get(world.server().url + "/metrics", headers=HEADERS).text
     for line in text.splitlines():
-        if line.startswith('rewardsmith_samples_total{route="/v1/score"}'):
+        if line.startswith(series + " "):
             return float(line.split()[-1])
     return 0.0
 
 
+def scored_on_score_route(world: World) -> float:
+    """`rewardsmith_samples_total` of `/v1/score`, from the metrics."""
+    return metric(world, 'rewardsmith_samples_total{route="/v1/score"}')
+
+
 def abandoned_request_keeps_the_queue(world: World) -> None:
     """A client that gives up (its own timeout, a killed trainer) after sending 8 samples of
-    0.8 s each: the server never notices the disconnect, scores all 8 for nobody and holds
-    the whole queue meanwhile (every other request gets 503 for ~7 s)."""
+    0.8 s each: the server never noticed the disconnect, scored all 8 for nobody and held
+    the whole queue meanwhile (every other request got 503 for ~7 s). Now the run is
+    cancelled at the disconnect (counted as a `disconnected` refusal)."""
     before = scored_on_score_route(world)
+    left_before = disconnected(world)
     samples = {"samples": [{"id": str(i), "completion": "sleep 0.8"} for i in range(8)]}
     url = world.server().url + "/v1/score"
     with pytest.raises(httpx.ReadTimeout):
@@ -508,6 +515,12 @@ def abandoned_request_keeps_the_queue(world: World) -> None:
     ):
         time.sleep(0.2)
     assert scored_on_score_route(world) - before < 8
+    assert disconnected(world) == left_before + 1
+
+
+def disconnected(world: World) -> float:
+    """Requests whose client the server saw leave, from the metrics."""
+    return metric(world, 'rewardsmith_rejected_total{reason="disconnected"}')
 
 
 def serve_nan_header_timeout(world: World) -> None:
@@ -764,11 +777,11 @@ ROWS = [
         "reward 2.0 (the 2 characters after the policy's header) instead of 74.0",
         "the policy's own assistant header chooses what is scored when the prompt is not found",
     ),
-    hole(
+    # closed (was a hole: all 8 samples scored for a client that left, the queue full meanwhile)
+    guard(
         "abandoned_request_keeps_the_queue",
         abandoned_request_keeps_the_queue,
-        "all 8 samples scored for a client that left; the queue full meanwhile",
-        "a disconnected client's request is never cancelled: its samples hold the queue",
+        "the run cancelled at the disconnect: the samples not yet scored leave the queue",
     ),
     # closed (was a hole: the server started and never answered, /health included)
     guard("serve_nan_header_timeout", serve_nan_header_timeout, "exit 2 naming the option"),

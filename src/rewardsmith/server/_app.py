@@ -18,7 +18,8 @@ thread, so one large request never stalls the event loop, the other requests or 
 
 Each request is one run of the engine's continuous front (`Engine.ascore`): its samples go to
 idle workers as they arrive, alongside those of every other request, and it is answered as
-soon as its own last sample is finished. The queue bound is the engine's admission limit.
+soon as its own last sample is finished. The queue bound is the engine's admission limit. A
+client that disconnects first has its run cancelled, so its samples leave the queue.
 """
 
 from __future__ import annotations
@@ -264,7 +265,7 @@ def create_app(
             raise HTTPException(422, _describe(exc, "")) from None
         return parsed.samples()
 
-    async def run(samples: list[Sample | InputError], route: str) -> list[Result]:
+    async def run(request: Request, samples: list[Sample | InputError], route: str) -> list[Result]:
         if len(samples) > max_queue_samples:
             metrics.reject("too_large")
             raise HTTPException(
@@ -276,7 +277,10 @@ def create_app(
             metrics.reject("shutting_down")
             raise HTTPException(503, "the server is shutting down", headers={"Retry-After": "5"})
         try:
-            results = await engine.ascore(samples)
+            results = await _unless_disconnected(request, engine.ascore(samples))
+        except _Disconnected:  # its samples left the queue unscored; nobody reads this
+            metrics.reject("disconnected")
+            raise HTTPException(499, "the client disconnected before its answer") from None
         except QueueFull as exc:
             metrics.reject("queue_full")
             raise HTTPException(503, str(exc), headers={"Retry-After": "1"}) from None
@@ -294,7 +298,7 @@ def create_app(
         authorize(request)
         body = await read_body(request)
         samples = await off_loop(len(body), parse_samples, body)
-        results = await run(list(samples), "/v1/score")
+        results = await run(request, list(samples), "/v1/score")
         payload = await off_loop(len(body), dump_results, results)
         return Response(payload, media_type="application/json")
 
@@ -308,7 +312,7 @@ def create_app(
             )
         body = await read_body(request)
         samples, found = await off_loop(len(body), parse_openrlhf, body)
-        results = await run(samples, "/get_reward")
+        results = await run(request, samples, "/get_reward")
         answer = openrlhf_response(reward_spec, results, found)
         payload = await off_loop(len(body), lambda: json.dumps(answer).encode())
         return Response(payload, media_type="application/json")
@@ -328,6 +332,33 @@ def create_app(
         return Response(metrics.render(), media_type=CONTENT_TYPE)
 
     return app
+
+
+class _Disconnected(Exception):
+    """The client went away before its answer was ready."""
+
+
+async def _unless_disconnected(request: Request, scoring: Awaitable[T]) -> T:
+    """`scoring`'s result; if the client disconnects first, `scoring` is cancelled (the
+    engine drops the run's samples not yet scored) and `_Disconnected` raised. The whole
+    body has been read, so the next ASGI message is `http.disconnect`."""
+
+    async def disconnect() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    work = asyncio.ensure_future(scoring)
+    gone = asyncio.ensure_future(disconnect())
+    try:
+        await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        abandoned = not work.done()
+        if abandoned:
+            work.cancel()
+    if abandoned:
+        raise _Disconnected
+    return work.result()
 
 
 def _samples_field(data: Any) -> list[Any]:

@@ -771,11 +771,11 @@ ROWS = [
     ),
     # closed (was a hole: 200 to a 4 MiB header)
     guard("huge_header_before_auth", huge_header_before_auth, "431 and closed past 64 KiB"),
-    hole(
+    # closed (was a hole: reward 2.0, the 2 characters after the policy's header, not 74.0)
+    guard(
         "openrlhf_fake_assistant_header",
         openrlhf_fake_assistant_header,
-        "reward 2.0 (the 2 characters after the policy's header) instead of 74.0",
-        "the policy's own assistant header chooses what is scored when the prompt is not found",
+        "no prompt and two assistant headers: invalid (failed 1.0)",
     ),
     # closed (was a hole: all 8 samples scored for a client that left, the queue full meanwhile)
     guard(

@@ -11,7 +11,9 @@ Routes:
 Refusals, in the order they are checked: 401 (missing or wrong bearer token), 413 (body over
 `max_body_bytes`, or more samples than the queue can ever hold), 408 (body not received
 within `body_timeout_s`), 422 (malformed JSON or sample, or JSON nested too deep; the message
-names the field), 503 (queue full, or shutting down; with Retry-After). Every request is
+names the field), 503 (queue full, or shutting down; with Retry-After); 499 (logged only)
+for a client that left before its answer. Below the app, the connection protocol
+(`_timeouts`) answers 408 to slow headers and 431 to headers over 64 KiB. Every request is
 parsed and validated on its own before it reaches the engine, so a bad request is refused
 alone; bodies larger than `_INLINE_BYTES` are parsed (and their answers serialised) in a
 thread, so one large request never stalls the event loop, the other requests or `/health`.
@@ -409,8 +411,9 @@ def serve(
 
     `token` defaults to the `REWARDSMITH_TOKEN` environment variable; without one the server
     only binds a loopback address (`ConfigError` otherwise). A connection must send each
-    request's headers within `header_timeout_s` and its body within `body_timeout_s`, and
-    may stay idle between requests for `keep_alive_s`.
+    request's headers (at most 64 KiB) within `header_timeout_s` and its body within
+    `body_timeout_s`, and may stay idle between requests for `keep_alive_s`; timeouts must
+    be finite and above 0, limits at least 1 (`ConfigError` otherwise).
     """
     import uvicorn
 

@@ -14,7 +14,7 @@ import stat
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, Any
@@ -107,12 +107,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive(text: str) -> int:
-    """argparse type: a whole number >= 1."""
-    try:
-        return worker_count(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("workers ")) from None
+def _checked(check: Callable[[object, str], Any]) -> Callable[[str], Any]:
+    """An argparse type from a check that raises ValueError naming what it checks."""
+
+    def parse(text: str) -> Any:
+        try:
+            return check(text, "value")
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix("value ")) from None
+
+    return parse
+
+
+_positive = _checked(worker_count)
+"""argparse type: a whole number >= 1."""
 
 
 def _convert(args: argparse.Namespace) -> int:
@@ -152,7 +160,10 @@ def _add_serve_command(commands: Any) -> None:
         DEFAULT_MAX_BODY_BYTES,
         DEFAULT_MAX_QUEUE_SAMPLES,
         TOKEN_ENV,
+        positive_seconds,
     )
+
+    seconds = _checked(positive_seconds)
 
     serve = commands.add_parser("serve", help="serve a spec over HTTP (and OpenRLHF's API)")
     serve.add_argument("--spec", required=True, help="reward spec (YAML)")
@@ -172,13 +183,13 @@ def _add_serve_command(commands: Any) -> None:
     _add_backend_options(serve)
     serve.add_argument(
         "--max-body-bytes",
-        type=int,
+        type=_positive,
         default=DEFAULT_MAX_BODY_BYTES,
         help="larger request bodies get 413",
     )
     serve.add_argument(
         "--max-queue",
-        type=int,
+        type=_positive,
         default=DEFAULT_MAX_QUEUE_SAMPLES,
         help="samples accepted and not yet answered; beyond it requests get 503",
     )
@@ -190,19 +201,19 @@ def _add_serve_command(commands: Any) -> None:
     )
     serve.add_argument(
         "--header-timeout",
-        type=float,
+        type=seconds,
         default=DEFAULT_HEADER_TIMEOUT_S,
         help="seconds a connection has to send a request's headers (then 408 and closed)",
     )
     serve.add_argument(
         "--body-timeout",
-        type=float,
+        type=seconds,
         default=DEFAULT_BODY_TIMEOUT_S,
         help="seconds a request has to send its body (then 408)",
     )
     serve.add_argument(
         "--keep-alive",
-        type=float,
+        type=seconds,
         default=5.0,
         help="seconds an idle connection stays open between requests",
     )

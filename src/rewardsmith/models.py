@@ -16,8 +16,10 @@ Output (one per input, same order)::
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "Score",
     "Status",
     "nested_deeper_than",
+    "result_json",
 ]
 
 Status = Literal["ok", "timeout", "error", "invalid", "not_applicable"]
@@ -85,6 +88,59 @@ def nested_deeper_than(value: Any, limit: int = MAX_NESTING) -> bool:
         children = item.values() if isinstance(item, dict) else item
         stack.extend((c, depth + 1) for c in children if isinstance(c, containers))
     return False
+
+
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+"""A UTF-16 surrogate alone in a str: valid in JSON text (``"\\ud800"``) and in a Python
+str, but not encodable as UTF-8 (JavaScript tools that cut a string between the halves of an
+emoji write them)."""
+_IDENTIFIERS = ("id", "group")
+"""Fields whose lone surrogates refuse the sample: replacing them could merge two ids."""
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    """Whether any str in `value` (dict keys included, any depth) holds a lone surrogate."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not item.isascii() and _LONE_SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
+
+
+def _replace_lone_surrogates(value: Any) -> Any:
+    """`value` with every lone surrogate in its strings (dict keys too) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_replace_lone_surrogates(k): _replace_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_replace_lone_surrogates(v) for v in value)
+    return value
+
+
+def result_json(result: Result) -> str:
+    """One result as JSON (optional fields only when set), always encodable as UTF-8.
+
+    A reward may copy text into `detail`; should that text hold a lone surrogate, it is
+    written as its JSON escape (``\\ud800``, which `json.loads` reads back as it was)
+    instead of failing the write: nothing a policy writes can stop its results from being
+    written. Non-finite numbers are written as null either way.
+    """
+    try:
+        return result.model_dump_json(exclude_unset=True)
+    except pydantic_core.PydanticSerializationError:
+        data = pydantic_core.to_jsonable_python(
+            result.model_dump(exclude_unset=True), inf_nan_mode="null"
+        )
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 MAX_DATA_URL_CHARS = 20 * 2**20
@@ -225,10 +281,18 @@ class Sample(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _not_too_deep(cls, data: Any) -> Any:
-        if isinstance(data, dict) and nested_deeper_than(data):
+    def _travels(cls, data: Any) -> Any:
+        """Refuse data too deep to travel; replace lone surrogates (U+FFFD) in the text
+        fields, which could not be written as UTF-8: the policy's completion is scored as
+        what it says (never made `invalid` for it), and no result that echoes it fails to
+        be written. `id` and `group` keep theirs, and are refused for them."""
+        if not isinstance(data, dict):
+            return data
+        if nested_deeper_than(data):
             raise ValueError(f"nested more than {MAX_NESTING} levels deep")
-        return data
+        if not _has_lone_surrogate(data):
+            return data
+        return {k: v if k in _IDENTIFIERS else _replace_lone_surrogates(v) for k, v in data.items()}
 
     @model_validator(mode="before")
     @classmethod
@@ -264,6 +328,16 @@ class Sample(BaseModel):
     @classmethod
     def _ids_as_text(cls, value: Any) -> Any:
         return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("id", "group")
+    @classmethod
+    def _ids_writable(cls, value: str | None) -> str | None:
+        if value is not None and _has_lone_surrogate(value):
+            raise ValueError(
+                "has a lone UTF-16 surrogate (half of a character): it cannot be written "
+                "as UTF-8, and replacing it could make two ids one"
+            )
+        return value
 
     @model_validator(mode="after")
     def _images_within_the_limit(self) -> Sample:

@@ -13,7 +13,9 @@ from rewardsmith.models import (
     MAX_NESTING,
     OMITTED_IMAGE,
     Message,
+    Result,
     nested_deeper_than,
+    result_json,
 )
 
 
@@ -179,3 +181,52 @@ def test_unknown_part_types_are_kept_and_ignored() -> None:
         {"id": "u", "completion": [{"role": "assistant", "content": content}]}
     )
     assert sample.text == "t" and sample.final_turn.images == []  # type: ignore[union-attr]
+
+
+LONE = "\ud800"
+"""Half of a UTF-16 pair: a valid JSON escape and Python str, not encodable as UTF-8."""
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "read"),
+    [
+        ("completion", f"A {LONE}", "A \ufffd"),
+        ("completion", [{"role": "assistant", "content": LONE}], None),
+        ("prompt", f"{LONE}{LONE}", "\ufffd\ufffd"),
+        ("reference", {"k": [f"x{LONE}"]}, {"k": ["x\ufffd"]}),
+        ("metadata", {f"k{LONE}": 1}, {"k\ufffd": 1}),
+        ("completion", "emoji \U0001f600 kept", "emoji \U0001f600 kept"),
+    ],
+)
+def test_lone_surrogates_in_text_become_the_replacement_character(
+    field: str, value: object, read: object
+) -> None:
+    sample = Sample.model_validate({"id": "a", "completion": "x", field: value})
+    got = getattr(sample, field)
+    if read is None:  # a conversation: its text
+        assert sample.text == "\ufffd"
+    else:
+        assert got == read
+    json.dumps(sample.model_dump(mode="json"), ensure_ascii=False).encode()  # writable
+
+
+@pytest.mark.parametrize("field", ["id", "group"])
+def test_a_lone_surrogate_in_an_id_is_refused(field: str) -> None:
+    data = {"id": "a", "completion": "x", field: f"q{LONE}"}
+    with pytest.raises(ValidationError, match="lone UTF-16 surrogate") as caught:
+        Sample.model_validate(data)
+    assert caught.value.errors()[0]["loc"] == (field,)
+
+
+def test_result_json_escapes_lone_surrogates_a_reward_echoed() -> None:
+    echoed = Score.ok(1.0, answer=f"x{LONE}\u00e9", bad=float("nan"))
+    result = Result(id=f"i{LONE}", reward=1.0, status="ok", components={"m": echoed})
+    text = result_json(result)
+    text.encode("utf-8")  # the point: it can be written
+    assert "\\ud800" in text and "\u00e9" in text  # only the surrogate is escaped
+    back = json.loads(text)
+    assert back["id"] == f"i{LONE}"
+    assert back["components"]["m"]["detail"] == {"answer": f"x{LONE}\u00e9", "bad": None}
+    assert "advantage" not in back  # unset optional fields stay out, as on the fast path
+    plain = Result(id="i", reward=1.0, status="ok", components={})
+    assert result_json(plain) == plain.model_dump_json(exclude_unset=True)

@@ -186,3 +186,40 @@ def test_large_bodies_are_parsed_off_the_event_loop(
         label = {"query": ["q" * 2000] * 200, "labels": ["z" * 2000] * 200}
         assert client.post("/get_reward", json=label).status_code == 200
     assert on_loop == [True, False, False]
+
+
+def test_an_answer_before_the_body_closes_the_connection_after_it(
+    strict_server: Server, spec_path: Path
+) -> None:
+    """401 (no token) and 404 to a 2 MB body: the answer arrives whole and says
+    `Connection: close`; the connection closes once the body is in, not at the deadline."""
+    body = b"[" + b" " * (2 * 2**20) + b"]"
+    for path, status in (("/v1/score", 401), ("/nowhere", 404)):
+        answer = httpx.post(f"{strict_server.url}{path}", content=body, timeout=60)
+        assert answer.status_code == status
+        assert answer.headers["connection"] == "close"
+    patient = Server(spec_path, "--workers", "1", "--body-timeout", "600")
+    try:
+        head = b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n"
+        with socket.create_connection(("127.0.0.1", patient.port)) as sock:
+            sock.sendall(head)
+            time.sleep(0.5)  # answered before the body comes
+            sock.sendall(b"0123456789")
+            answer = _read_until_closed(sock, time.monotonic() + 120)  # well before 600 s
+        assert answer is not None, "left open until the body deadline"
+        assert answer.startswith(b"HTTP/1.1 401"), answer[:80]
+    finally:
+        patient.stop()
+
+
+@pytest.mark.parametrize(("size", "status"), [(32 * 2**10, 200), (100 * 2**10, 431)])
+def test_request_headers_are_capped_at_64_kib(
+    strict_server: Server, size: int, status: int
+) -> None:
+    request = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * size + b"\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", strict_server.port)) as sock:
+        sock.sendall(request)
+        answer = _read_until_closed(sock, time.monotonic() + 60) if status == 431 else None
+        if answer is None:
+            answer = sock.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 %d" % status), answer[:80]

@@ -54,8 +54,24 @@ LLAMA3 = (
         ),
         # the prompt is not there at all, but a chat template's assistant header is
         (QWEN.replace("2+2", "3+3") + "6<|im_end|>", QWEN, "6", False),
+        # ... counted from the query's start: a header the policy wrote does not move it
+        (
+            QWEN.replace("2+2", "3+3") + "x" * 50 + "<|im_start|>assistant\nyy<|im_end|>",
+            QWEN,
+            "x" * 50 + "<|im_start|>assistant\nyy",
+            False,
+        ),
         # nothing tells the prompt from the response: no completion (the sample is invalid)
         ("<pad>What is 3+3? 6</s>", "What is 2+2?", None, False),
+        # a prompt with no header, not found: the policy's header is not taken for its end
+        ("Q: 3+3? x<|im_start|>assistant\nyy", "Q: 2+2?", None, False),
+        # no prompt and several headers: which one opens the response is unknown
+        (
+            "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\nx<|im_start|>assistant\ny",
+            None,
+            None,
+            False,
+        ),
     ],
 )
 def test_completion_from_query(

@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from rewardsmith._exceptions import ConfigError
 from rewardsmith.integrations._remote import RemoteEngine, spec_fingerprint
 from rewardsmith.spec import load_spec
 
@@ -37,6 +38,8 @@ from .conftest import ROOT, SPEC, TOKEN, Server, free_port
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 httpx = pytest.importorskip("httpx")
+
+from rewardsmith.server import create_app  # noqa: E402  (needs the server extra)
 
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
 TIMEOUTS_S = 3
@@ -297,7 +300,8 @@ def trickle(fake: FakeServer, conn: socket.socket, body: dict[str, Any]) -> None
 def surrogate_id(world: World) -> None:
     body = f'{{"samples": [{{"id": "{LONE_SURROGATE}", "completion": "x"}}]}}'.encode()
     response = world.post("/v1/score", body)
-    assert response.status_code in (200, 422), response.status_code
+    assert response.status_code == 422, response.status_code
+    assert "samples.0.id" in response.json()["detail"]
 
 
 def surrogate_answer_fails_its_batch(world: World) -> None:
@@ -308,7 +312,9 @@ def surrogate_answer_fails_its_batch(world: World) -> None:
     ).encode()
     response = world.post("/v1/score", body, name="exact")
     assert response.status_code == 200, response.text
-    assert response.json()["results"][0]["reward"] == 1.0
+    innocent, policy = response.json()["results"]
+    assert innocent["reward"] == 1.0
+    assert policy["status"] == "ok"  # scored as what it says, never `invalid`
 
 
 def slow_body_after_401(world: World) -> None:
@@ -478,20 +484,27 @@ def over_the_queue_bound(world: World) -> None:
     assert health["queued_samples"] == 0
 
 
-def scored_on_score_route(world: World) -> float:
-    """`rewardsmith_samples_total` of `/v1/score`, from the metrics."""
+def metric(world: World, series: str) -> float:
+    """The value of one series of the server's metrics (0 when it has none yet)."""
     text = httpx.get(world.server().url + "/metrics", headers=HEADERS).text
     for line in text.splitlines():
-        if line.startswith('rewardsmith_samples_total{route="/v1/score"}'):
+        if line.startswith(series + " "):
             return float(line.split()[-1])
     return 0.0
 
 
+def scored_on_score_route(world: World) -> float:
+    """`rewardsmith_samples_total` of `/v1/score`, from the metrics."""
+    return metric(world, 'rewardsmith_samples_total{route="/v1/score"}')
+
+
 def abandoned_request_keeps_the_queue(world: World) -> None:
     """A client that gives up (its own timeout, a killed trainer) after sending 8 samples of
-    0.8 s each: the server never notices the disconnect, scores all 8 for nobody and holds
-    the whole queue meanwhile (every other request gets 503 for ~7 s)."""
+    0.8 s each: the server never noticed the disconnect, scored all 8 for nobody and held
+    the whole queue meanwhile (every other request got 503 for ~7 s). Now the run is
+    cancelled at the disconnect (counted as a `disconnected` refusal)."""
     before = scored_on_score_route(world)
+    left_before = disconnected(world)
     samples = {"samples": [{"id": str(i), "completion": "sleep 0.8"} for i in range(8)]}
     url = world.server().url + "/v1/score"
     with pytest.raises(httpx.ReadTimeout):
@@ -502,27 +515,47 @@ def abandoned_request_keeps_the_queue(world: World) -> None:
     ):
         time.sleep(0.2)
     assert scored_on_score_route(world) - before < 8
+    assert disconnected(world) == left_before + 1
+
+
+def disconnected(world: World) -> float:
+    """Requests whose client the server saw leave, from the metrics."""
+    return metric(world, 'rewardsmith_rejected_total{reason="disconnected"}')
 
 
 def serve_nan_header_timeout(world: World) -> None:
     """`rewardsmith serve --header-timeout nan` (also negative or infinite timeouts, and
-    `--max-queue -1`, `--max-body-bytes -5`, `--keep-alive -1`) is accepted; with a NaN
-    header timeout the server starts and never answers a request (not even `/health`)."""
-    command = [sys.executable, "-m", "rewardsmith.cli", "serve", "--spec", str(world.spec())]
-    command += ["--port", str(free_port()), "--workers", "1", "--header-timeout", "nan"]
+    `--max-queue -1`, `--max-body-bytes -5`, `--keep-alive -1`) was accepted; with a NaN
+    header timeout the server started and never answered a request (not even `/health`).
+    Each is now refused at once: exit 2, naming the option."""
+    refused = [
+        ("--header-timeout", "nan"),
+        ("--body-timeout", "inf"),
+        ("--keep-alive", "-1"),
+        ("--header-timeout", "0"),
+        ("--max-queue", "-1"),
+        ("--max-body-bytes", "-5"),
+    ]
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
-    process = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        code = process.wait(timeout=HANG_S / 2)
-    except subprocess.TimeoutExpired:
-        code = None
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert code == 2, code
+    for option, value in refused:
+        command = [sys.executable, "-m", "rewardsmith.cli", "serve", "--spec", str(world.spec())]
+        command += ["--port", str(free_port()), "--workers", "1", option, value]
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        try:
+            code = process.wait(timeout=HANG_S / 2)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        assert code == 2, (option, value, code)
+        assert f"argument {option}" in process.stderr.read().decode(), option
+        process.stderr.close()
+    with pytest.raises(ConfigError, match="max_queue_samples must be at least 1"):
+        create_app(SPEC, max_queue_samples=0)
 
 
 # -- the attacks: the command line ---------------------------------------------------------
@@ -538,6 +571,14 @@ def cli_surrogate_id(world: World) -> None:
     ]
     done, output = world.score_cli(lines)
     assert done.returncode == 0, done.stderr[-500:]
+    written = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [(r["id"], r["status"]) for r in written] == [
+        ("1", "ok"),
+        ("\ud800", "invalid"),  # the id as given (a JSON escape in the file)
+        ("3", "ok"),
+    ]
+    resumed, _ = world.score_cli(lines, "--resume", output=output)
+    assert resumed.returncode == 0, resumed.stderr[-500:]
     assert len(output.read_text().splitlines()) == 3
 
 
@@ -728,66 +769,48 @@ def client_500(world: World) -> None:
 # -- the table -----------------------------------------------------------------------------
 
 
-def hole(name: str, attack: Callable[[World], None], today: str, reason: str) -> Any:
-    return pytest.param(
-        attack, today, id=name, marks=pytest.mark.xfail(strict=True, reason=f"redteam: {reason}")
-    )
-
-
 def guard(name: str, attack: Callable[[World], None], today: str) -> Any:
     return pytest.param(attack, today, id=name)
 
 
 ROWS = [
     # server
-    hole(
-        "surrogate_id_500",
-        surrogate_id,
-        "500 Internal Server Error (PydanticSerializationError)",
-        "a lone-surrogate id is accepted, scored, then fails serialising: 500, not 422",
-    ),
-    hole(
+    # closed (was a hole: 500 Internal Server Error, PydanticSerializationError)
+    guard("surrogate_id_500", surrogate_id, "422 naming samples.0.id"),
+    # closed (was a hole: 500 for the whole request, the innocent sample's 1.0 lost)
+    guard(
         "surrogate_answer_fails_batch",
         surrogate_answer_fails_its_batch,
-        "500 for the whole request: the innocent sample's 1.0 is lost",
-        "a completion with a lone surrogate echoed in detail.answer fails its whole request",
+        "200: the innocent 1.0; the policy's lone surrogate read as U+FFFD and scored",
     ),
-    hole(
+    # closed (was a hole: the connection held 15 s, timeouts 3 s)
+    guard(
         "slow_body_after_401",
         slow_body_after_401,
-        "connection held 15 s (timeouts 3 s)",
-        "a body trickled after a 401 holds the socket forever, unauthenticated",
+        "401 with Connection: close, the rest dropped, closed at the body timeout",
     ),
-    hole(
+    # closed (was a hole: the connection held 15 s, timeouts 3 s)
+    guard(
         "slow_body_on_health",
         slow_body_on_health,
-        "connection held 15 s (timeouts 3 s)",
-        "a body trickled to a route that never reads it holds the socket forever",
+        "200 with Connection: close, the rest dropped, closed at the body timeout",
     ),
-    hole(
-        "huge_header_before_auth",
-        huge_header_before_auth,
-        "200 to a 4 MiB header",
-        "no header size limit: memory grows with bytes sent before auth",
-    ),
-    hole(
+    # closed (was a hole: 200 to a 4 MiB header)
+    guard("huge_header_before_auth", huge_header_before_auth, "431 and closed past 64 KiB"),
+    # closed (was a hole: reward 2.0, the 2 characters after the policy's header, not 74.0)
+    guard(
         "openrlhf_fake_assistant_header",
         openrlhf_fake_assistant_header,
-        "reward 2.0 (the 2 characters after the policy's header) instead of 74.0",
-        "the policy's own assistant header chooses what is scored when the prompt is not found",
+        "no prompt and two assistant headers: invalid (failed 1.0)",
     ),
-    hole(
+    # closed (was a hole: all 8 samples scored for a client that left, the queue full meanwhile)
+    guard(
         "abandoned_request_keeps_the_queue",
         abandoned_request_keeps_the_queue,
-        "all 8 samples scored for a client that left; the queue full meanwhile",
-        "a disconnected client's request is never cancelled: its samples hold the queue",
+        "the run cancelled at the disconnect: the samples not yet scored leave the queue",
     ),
-    hole(
-        "serve_nan_header_timeout",
-        serve_nan_header_timeout,
-        "the server starts and never answers (/health included)",
-        "serve's timeouts and limits are not validated: --header-timeout nan hangs it",
-    ),
+    # closed (was a hole: the server started and never answered, /health included)
+    guard("serve_nan_header_timeout", serve_nan_header_timeout, "exit 2 naming the option"),
     guard(
         "worker_death_among_innocents",
         worker_death_among_innocents,
@@ -801,18 +824,10 @@ ROWS = [
     guard("gzip_bomb", gzip_body_is_not_inflated, "422, not inflated"),
     guard("over_the_queue_bound", over_the_queue_bound, "413 on both routes, queue empty"),
     # command line
-    hole(
-        "cli_surrogate_id",
-        cli_surrogate_id,
-        "traceback, line 3 never scored; resume the same",
-        "a lone-surrogate id kills the run (and --resume at the same line)",
-    ),
-    hole(
-        "cli_surrogate_answer",
-        cli_surrogate_answer,
-        "traceback after line 1",
-        "a completion with a lone surrogate kills the run when its answer is echoed",
-    ),
+    # closed (was a hole: a traceback, line 3 never scored; --resume the same)
+    guard("cli_surrogate_id", cli_surrogate_id, "line 2 invalid (id refused), 3 lines, exit 0"),
+    # closed (was a hole: a traceback after line 1)
+    guard("cli_surrogate_answer", cli_surrogate_answer, "3 results, the surrogate read as U+FFFD"),
     # before the fix: exit 0, 0 results (the line count drained the pipe)
     guard(
         "cli_input_through_a_pipe",

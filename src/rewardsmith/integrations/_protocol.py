@@ -13,6 +13,7 @@ only: trainers load the adapter files by path.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -133,22 +134,28 @@ def completion_from_query(query: str, prompt: str | None) -> tuple[str | None, b
 
     1. the prompt, where it occurs in the query, up to whitespace (`strip_prompt`);
     2. the end of the prompt that starts the query, when the prompt was cut from the left;
-    3. the last assistant turn header of a chat template (`<|im_start|>assistant`, ...).
+    3. the assistant turn header (`<|im_start|>assistant`, ...) the prompt ends with: the
+       query's k-th header, counted from its start, for a prompt with k of them.
 
     Then the special tokens at the ends of the response are trimmed
     (`strip_special_tokens`). When none of these finds the boundary the response is None:
     the sample cannot be scored (`invalid`), and is never scored as if the prompt and its
-    chat markup were part of the completion. Without a prompt the query is the response
-    (after its last assistant header, if it has one).
+    chat markup were part of the completion. Without a prompt the query is the response,
+    after its assistant header if it has one; with several, None (`invalid`): nothing says
+    which one the prompt ended with.
+
+    Headers are counted from the query's start, never taken from its end: a policy can
+    write a header in its response (`x...x<|im_start|>assistant\nyy`), and the last
+    header would let it choose what its rewards see (`yy`, not the whole response).
     """
     response, found = strip_prompt(query, prompt)
     if not found:
         at = _prompt_end(query, prompt) if prompt else None
         if at is None:
-            at = _after_last_header(query)
-        if at is None and prompt:
+            at = _after_header(query, len(_HEADERS.findall(prompt)) if prompt else None)
+        if at is None:
             return None, False
-        response = query[at or 0 :]
+        response = query[at:]
     return strip_special_tokens(response), found
 
 
@@ -175,10 +182,15 @@ def _prompt_end(query: str, prompt: str) -> int | None:
     return None
 
 
-def _after_last_header(query: str) -> int | None:
-    """The position after the last assistant turn header in the query, if it has one."""
-    headers = list(_HEADERS.finditer(query))
-    return headers[-1].end() if headers else None
+def _after_header(query: str, count: int | None) -> int | None:
+    """Where the response starts: after the query's `count`-th assistant turn header (the
+    prompt's last), or, with no prompt (`count` None), after its only one (0 with none).
+    None when the query has fewer (the prompt's headers are not there), or, with no
+    prompt, several."""
+    headers = list(itertools.islice(_HEADERS.finditer(query), count or 2))
+    if count is None:
+        return None if len(headers) > 1 else headers[0].end() if headers else 0
+    return headers[count - 1].end() if count and len(headers) == count else None
 
 
 def check_columns(n: int, **columns: Sequence[Any] | None) -> None:
@@ -213,7 +225,8 @@ def openrlhf_samples(
             samples.append(
                 InputError(
                     f"sample {i + 1}: the response cannot be told apart from the prompt (the "
-                    "prompt is not in the query, nor its end, nor an assistant turn header)"
+                    "prompt is not in the query, nor its end, nor its assistant turn headers; "
+                    "without a prompt, the query has several assistant turn headers)"
                 )
             )
             continue

@@ -143,8 +143,7 @@ class RemoteEngine:
         """The server's results for `ids`, else `error` results: never an exception for what
         the server does (only `ConfigError` for a wrong token or spec), never past the
         deadline (the attempts run in a thread that the call stops waiting for)."""
-        # ASCII JSON: a lone surrogate in a sample's text is sent as a valid JSON escape
-        # (UTF-8 cannot encode it) and the server decides what it is.
+        # ASCII JSON: the body always encodes, whatever text a sample holds.
         content = json.dumps(body, ensure_ascii=True).encode("ascii")
         deadline = time.monotonic() + self._deadline_s
         call: Future[list[Result]] = Future()

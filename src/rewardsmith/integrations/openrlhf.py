@@ -18,8 +18,9 @@ older versions call it with chunks of `micro_rollout_batch_size` from a Ray task
   per sample (`value.flatten()[0].item()` for one-sample calls) and logged.
 
 Here the completion is the query with its prompt cut off -- or, when OpenRLHF cut a long
-prompt from the left, with the rest of the prompt cut off, else after the last assistant turn
-header; a query where none of these finds the response is `invalid`, never scored whole --
+prompt from the left, with the rest of the prompt cut off, else after the assistant turn
+header the prompt ends with (counted from the query's start: a header the policy wrote never
+moves it); a query where none of these finds the response is `invalid`, never scored whole --
 and the chat special tokens at the ends of the response trimmed. `rewards` and `scores` are
 the spec's total reward -- or, for a sample without one, the spec's `on_error` (failures),
 else 0.0, always a number -- and `extra_logs` holds each component's value as the total used

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .._exceptions import InputError
-from ..models import MAX_NESTING, Result, nested_deeper_than
+from ..models import MAX_NESTING, Result, nested_deeper_than, result_json
 
 __all__ = ["count_lines", "read_samples", "resume_point", "write_result"]
 
@@ -104,6 +104,7 @@ def resume_point(output: Path, keep_lines: int | None = None) -> list[str]:
 
 
 def write_result(stream: IO[str], result: Result) -> None:
-    """One result as one line (optional fields, such as `advantage`, only when set)."""
-    stream.write(result.model_dump_json(exclude_unset=True))
+    """One result as one line (optional fields, such as `advantage`, only when set; a lone
+    surrogate a reward echoed as its JSON escape: see `result_json`)."""
+    stream.write(result_json(result))
     stream.write("\n")

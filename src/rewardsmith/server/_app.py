@@ -11,14 +11,17 @@ Routes:
 Refusals, in the order they are checked: 401 (missing or wrong bearer token), 413 (body over
 `max_body_bytes`, or more samples than the queue can ever hold), 408 (body not received
 within `body_timeout_s`), 422 (malformed JSON or sample, or JSON nested too deep; the message
-names the field), 503 (queue full, or shutting down; with Retry-After). Every request is
+names the field), 503 (queue full, or shutting down; with Retry-After); 499 (logged only)
+for a client that left before its answer. Below the app, the connection protocol
+(`_timeouts`) answers 408 to slow headers and 431 to headers over 64 KiB. Every request is
 parsed and validated on its own before it reaches the engine, so a bad request is refused
 alone; bodies larger than `_INLINE_BYTES` are parsed (and their answers serialised) in a
 thread, so one large request never stalls the event loop, the other requests or `/health`.
 
 Each request is one run of the engine's continuous front (`Engine.ascore`): its samples go to
 idle workers as they arrive, alongside those of every other request, and it is answered as
-soon as its own last sample is finished. The queue bound is the engine's admission limit.
+soon as its own last sample is finished. The queue bound is the engine's admission limit. A
+client that disconnects first has its run cancelled, so its samples leave the queue.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from ..engine._engine import Backend
 from ..integrations._common import group_scoped
 from ..integrations._remote import spec_fingerprint
 from ..integrations.openrlhf import NO_GROUPS
-from ..models import MAX_NESTING, Result, Sample, nested_deeper_than
+from ..models import MAX_NESTING, Result, Sample, nested_deeper_than, result_json
 from ..spec import RewardSpec, load_spec
 from ._config import (
     DEFAULT_BODY_TIMEOUT_S,
@@ -50,16 +53,16 @@ from ._config import (
     DEFAULT_MAX_QUEUE_SAMPLES,
     TOKEN_ENV,
     check_bind,
+    check_settings,
 )
 from ._metrics import CONTENT_TYPE, Metrics
 from ._openrlhf import OpenRLHFRequest, openrlhf_response
-from ._timeouts import with_header_timeout
+from ._timeouts import with_connection_limits
 
 __all__ = ["create_app", "serve"]
 
 _ROUTES = ("/v1/score", "/get_reward", "/health", "/metrics")
 _SAMPLES = TypeAdapter(list[Sample])
-_RESULTS = TypeAdapter(list[Result])
 _SCORE_KEYS = ("samples",)
 _MAX_ERRORS = 3
 _INLINE_BYTES = 256 * 2**10
@@ -120,7 +123,16 @@ def create_app(
         max_body_bytes: larger request bodies get 413.
         max_queue_samples: samples accepted and not yet answered; beyond it, 503.
         body_timeout_s: a body not received within this time of its headers gets 408.
+
+    Raises:
+        ConfigError: a timeout that is not a finite number of seconds above 0, or a limit
+            below 1.
     """
+    check_settings(
+        max_body_bytes=max_body_bytes,
+        max_queue_samples=max_queue_samples,
+        body_timeout_s=body_timeout_s,
+    )
     reward_spec = load_spec(spec)
     metrics = Metrics()
     engine = Engine(
@@ -255,7 +267,7 @@ def create_app(
             raise HTTPException(422, _describe(exc, "")) from None
         return parsed.samples()
 
-    async def run(samples: list[Sample | InputError], route: str) -> list[Result]:
+    async def run(request: Request, samples: list[Sample | InputError], route: str) -> list[Result]:
         if len(samples) > max_queue_samples:
             metrics.reject("too_large")
             raise HTTPException(
@@ -267,7 +279,10 @@ def create_app(
             metrics.reject("shutting_down")
             raise HTTPException(503, "the server is shutting down", headers={"Retry-After": "5"})
         try:
-            results = await engine.ascore(samples)
+            results = await _unless_disconnected(request, engine.ascore(samples))
+        except _Disconnected:  # its samples left the queue unscored; nobody reads this
+            metrics.reject("disconnected")
+            raise HTTPException(499, "the client disconnected before its answer") from None
         except QueueFull as exc:
             metrics.reject("queue_full")
             raise HTTPException(503, str(exc), headers={"Retry-After": "1"}) from None
@@ -278,14 +293,14 @@ def create_app(
         return results
 
     def dump_results(results: list[Result]) -> bytes:
-        return b'{"results":' + _RESULTS.dump_json(results, exclude_unset=True) + b"}"
+        return f'{{"results":[{",".join(result_json(r) for r in results)}]}}'.encode()
 
     @app.post("/v1/score", summary="Score samples in the data contract")
     async def score(request: Request) -> Response:
         authorize(request)
         body = await read_body(request)
         samples = await off_loop(len(body), parse_samples, body)
-        results = await run(list(samples), "/v1/score")
+        results = await run(request, list(samples), "/v1/score")
         payload = await off_loop(len(body), dump_results, results)
         return Response(payload, media_type="application/json")
 
@@ -299,7 +314,7 @@ def create_app(
             )
         body = await read_body(request)
         samples, found = await off_loop(len(body), parse_openrlhf, body)
-        results = await run(samples, "/get_reward")
+        results = await run(request, samples, "/get_reward")
         answer = openrlhf_response(reward_spec, results, found)
         payload = await off_loop(len(body), lambda: json.dumps(answer).encode())
         return Response(payload, media_type="application/json")
@@ -319,6 +334,33 @@ def create_app(
         return Response(metrics.render(), media_type=CONTENT_TYPE)
 
     return app
+
+
+class _Disconnected(Exception):
+    """The client went away before its answer was ready."""
+
+
+async def _unless_disconnected(request: Request, scoring: Awaitable[T]) -> T:
+    """`scoring`'s result; if the client disconnects first, `scoring` is cancelled (the
+    engine drops the run's samples not yet scored) and `_Disconnected` raised. The whole
+    body has been read, so the next ASGI message is `http.disconnect`."""
+
+    async def disconnect() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    work = asyncio.ensure_future(scoring)
+    gone = asyncio.ensure_future(disconnect())
+    try:
+        await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        abandoned = not work.done()
+        if abandoned:
+            work.cancel()
+    if abandoned:
+        raise _Disconnected
+    return work.result()
 
 
 def _samples_field(data: Any) -> list[Any]:
@@ -369,13 +411,15 @@ def serve(
 
     `token` defaults to the `REWARDSMITH_TOKEN` environment variable; without one the server
     only binds a loopback address (`ConfigError` otherwise). A connection must send each
-    request's headers within `header_timeout_s` and its body within `body_timeout_s`, and
-    may stay idle between requests for `keep_alive_s`.
+    request's headers (at most 64 KiB) within `header_timeout_s` and its body within
+    `body_timeout_s`, and may stay idle between requests for `keep_alive_s`; timeouts must
+    be finite and above 0, limits at least 1 (`ConfigError` otherwise).
     """
     import uvicorn
 
     token = token or os.environ.get(TOKEN_ENV) or None
     check_bind(host, token)
+    check_settings(header_timeout_s=header_timeout_s, keep_alive_s=keep_alive_s)
     app = create_app(
         spec,
         token=token,
@@ -390,7 +434,7 @@ def serve(
         app,
         host=host,
         port=port,
-        http=with_header_timeout(header_timeout_s),
+        http=with_connection_limits(header_timeout_s, body_timeout_s),
         log_level=log_level,
         access_log=access_log,
         lifespan="on",

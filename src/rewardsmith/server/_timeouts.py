@@ -1,47 +1,90 @@
-"""A header read timeout for uvicorn, which has none of its own.
+"""Connection limits for uvicorn, which has none of these of its own.
 
 uvicorn closes a keep-alive connection that stays idle between requests
-(`timeout_keep_alive`), but a connection that sends its request line and headers a byte at a
-time (slowloris), or nothing at all, stays open for as long as the client likes. Here each
-connection must deliver a request's headers within `header_timeout_s` of the request's first
-byte (for the first request, of the connection's opening); otherwise it gets 408 and is
-closed. Bodies have their own deadline in the app (`create_app(body_timeout_s=...)`), where
-the request is known and a 408 can be answered properly.
+(`timeout_keep_alive`), but otherwise a connection holds its socket for as long as the
+client likes:
+
+- a request line and headers sent a byte at a time (slowloris), or nothing at all: here a
+  request's headers must arrive within `header_timeout_s` of its first byte (for the first
+  request, of the connection's opening), else 408 and the connection is closed;
+- headers of any size, all buffered before the app sees them (and before the token is
+  checked): here the bytes received while a request's headers are read are counted, and
+  past `MAX_HEADER_BYTES` the request gets 431 and the connection is closed;
+- a body trickled after the app answered without reading it (401, 404, 405, 413,
+  `/health`): the answer carries `Connection: close`, and the rest of the body is read and
+  dropped until it ends or until `body_timeout_s` after the headers (whichever comes
+  first), then the connection is closed. (Closing at once would reset the connection under
+  a client still sending, which can lose the answer it was sent.)
+
+A body the app reads has its deadline in the app (`create_app(body_timeout_s=...)`), where
+a 408 can be answered properly.
 
 This subclasses uvicorn's httptools protocol (the `server` extra installs httptools): the
-timer starts in `connection_made` / `on_message_begin` and stops in `on_headers_complete`.
+header timer starts in `connection_made` / `on_message_begin` and stops in
+`on_headers_complete`; `data_received` counts header bytes before the parser sees them.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-__all__ = ["with_header_timeout"]
+__all__ = ["MAX_HEADER_BYTES", "with_connection_limits"]
 
-_TIMEOUT_BODY = b"request headers not received in time"
-_TIMEOUT_RESPONSE = (
-    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
-    b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(_TIMEOUT_BODY), _TIMEOUT_BODY)
+MAX_HEADER_BYTES = 64 * 2**10
+"""Most bytes a request line and its headers may take (counted before they are parsed; a
+request pipelined behind another's body in one read is not counted)."""
+
+
+def _refusal(status: bytes, text: bytes) -> bytes:
+    return (
+        b"HTTP/1.1 %s\r\ncontent-type: text/plain; charset=utf-8\r\n"
+        b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (status, len(text), text)
+    )
+
+
+_TIMEOUT_RESPONSE = _refusal(b"408 Request Timeout", b"request headers not received in time")
+_TOO_LARGE_RESPONSE = _refusal(
+    b"431 Request Header Fields Too Large",
+    b"request line and headers over %d bytes" % MAX_HEADER_BYTES,
 )
 
 
-def with_header_timeout(header_timeout_s: float) -> type[Any]:
-    """uvicorn's httptools HTTP protocol, closing connections whose headers come too slowly.
+def with_connection_limits(header_timeout_s: float, body_timeout_s: float) -> type[Any]:
+    """uvicorn's httptools HTTP protocol with the limits above.
 
     Pass the result as `uvicorn.Config(http=...)`.
     """
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    class HeaderTimeoutProtocol(HttpToolsProtocol):  # type: ignore[misc]
-        """uvicorn's httptools protocol with a deadline on each request's headers."""
+    class LimitedProtocol(HttpToolsProtocol):  # type: ignore[misc]
+        """uvicorn's httptools protocol with a deadline on each request's headers, a cap on
+        their size, and no socket held by a body nobody reads."""
 
         _header_timer: asyncio.TimerHandle | None = None
+        _header_bytes = 0
         _message_begun = False
+        _in_body = False
+        """Between a request's headers and the end of its body."""
+        _answered_early = False
+        """The current request was answered before its body was received."""
+        _drain_timer: asyncio.TimerHandle | None = None
+        _body_due = 0.0
+        """Loop time by which the current request's body must have arrived."""
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._start_header_timer()
+
+        def data_received(self, data: bytes) -> None:
+            if not self._in_body:  # headers are coming: they end at the first blank line
+                end = data.find(b"\r\n\r\n")
+                self._header_bytes += len(data) if end < 0 else end + 4
+                if self._header_bytes > MAX_HEADER_BYTES:
+                    self._refuse(_TOO_LARGE_RESPONSE)
+                    return
+            super().data_received(data)
 
         def on_message_begin(self) -> None:
             super().on_message_begin()
@@ -52,11 +95,58 @@ def with_header_timeout(header_timeout_s: float) -> type[Any]:
         def on_headers_complete(self) -> None:
             self._stop_header_timer()
             self._message_begun = False
+            self._in_body, self._header_bytes = True, 0
+            self._body_due = self.loop.time() + body_timeout_s
             super().on_headers_complete()
+            if self.cycle is not None and not self.parser.should_upgrade():
+                self._close_if_answered_early(self.cycle)
+
+        def on_message_complete(self) -> None:
+            self._in_body = False
+            if not self._answered_early:
+                super().on_message_complete()
+            elif self.cycle.response_complete:  # the rest of a body nobody read: close
+                self._stop_drain_timer()
+                self.transport.close()
+            else:  # the answer is still being written: uvicorn closes after it
+                self.cycle.keep_alive = False
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if self._answered_early and not self.transport.is_closing():
+                left = self._body_due - self.loop.time()
+                self._stop_drain_timer()
+                self._drain_timer = self.loop.call_later(max(0.0, left), self.transport.close)
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._stop_header_timer()
+            self._stop_drain_timer()
             super().connection_lost(exc)
+
+        def _close_if_answered_early(self, cycle: Any) -> None:
+            """Make an answer sent before its request's body was received say
+            `Connection: close`, and keep the connection only to drain that body."""
+            send: Callable[[MutableMapping[str, Any]], Awaitable[None]] = cycle.send
+
+            async def send_closing(message: MutableMapping[str, Any]) -> None:
+                early = message["type"] == "http.response.start" and cycle.more_body
+                headers = list(message.get("headers", []))
+                if early and not any(name.lower() == b"connection" for name, _ in headers):
+                    message = {**message, "headers": [*headers, (b"connection", b"close")]}
+                await send(message)
+                if early and not self.transport.is_closing():
+                    # uvicorn would close as soon as the answer is written, resetting a
+                    # client still sending; the connection closes once the body is drained
+                    self._answered_early = True
+                    cycle.keep_alive = True
+
+            cycle.send = send_closing
+
+        def _refuse(self, response: bytes) -> None:
+            self._stop_header_timer()
+            if not self.transport.is_closing():
+                self.transport.write(response)
+                self.transport.close()
 
         def _start_header_timer(self) -> None:
             self._header_timer = self.loop.call_later(header_timeout_s, self._headers_too_slow)
@@ -66,6 +156,11 @@ def with_header_timeout(header_timeout_s: float) -> type[Any]:
                 self._header_timer.cancel()
                 self._header_timer = None
 
+        def _stop_drain_timer(self) -> None:
+            if self._drain_timer is not None:
+                self._drain_timer.cancel()
+                self._drain_timer = None
+
         def _headers_too_slow(self) -> None:
             self._header_timer = None
             if self.transport.is_closing():
@@ -74,4 +169,4 @@ def with_header_timeout(header_timeout_s: float) -> type[Any]:
                 self.transport.write(_TIMEOUT_RESPONSE)
             self.transport.close()
 
-    return HeaderTimeoutProtocol
+    return LimitedProtocol

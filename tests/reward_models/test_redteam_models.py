@@ -197,6 +197,22 @@ def server_nonfinite_vector_is_an_error(lab: Lab) -> None:
     assert rm.finish(sample, prepared, [output]).status == "error"
 
 
+def a_dead_server_is_blamed_on_the_completion(lab: Lab) -> None:
+    """A server that is down is the infrastructure's doing: the sample should be left out of
+    its group (as the judges do), not charged at the group's worst. Today every model
+    reward's transport failure is `error` with the default cause, `completion`: innocent
+    samples of a group whose requests failed get the worst advantage."""
+    from .conftest import free_port
+
+    base = f"http://127.0.0.1:{free_port()}"
+    sample = Sample(id="d", prompt=QUESTION, completion="4", reference="4")
+    rm = reward_model(backend="vllm", base_url=base, tokenizer=str(lab.rm_folder), max_retries=0)
+    lik = likelihood(backend="openai", base_url=base + "/v1", marker="A:", max_retries=0)
+    for score in (rm(sample), lik(sample.model_copy(update={"completion": "A: 4"}))):
+        assert score.status == "error", score
+        assert score.cause == "infrastructure", score
+
+
 def server_wrong_count_is_an_error(lab: Lab) -> None:
     reply = {"data": [{"index": 0, "probs": [1.0]}]}
     with pytest.raises(ModelError, match="1 outputs for 2 inputs"):
@@ -551,6 +567,17 @@ CASES = [
             server_wrong_count_is_an_error,
         ),
         id="server-wrong-count-is-an-error",
+    ),
+    pytest.param(
+        Attack(
+            "(not the policy) the RM / likelihood server is down",
+            "error, cause completion: charged at the group's worst",
+            "-",
+            "error, cause infrastructure: left out (as the judges)",
+            a_dead_server_is_blamed_on_the_completion,
+        ),
+        id="server-down-is-charged-to-the-completion",
+        marks=hole("model rewards' transport failures carry the default cause 'completion'"),
     ),
     pytest.param(
         Attack(

@@ -173,6 +173,17 @@ def lone_surrogate_is_charged(lab: Lab) -> None:
     assert score.status == "error" and score.cause == "completion", score
 
 
+def one_bad_sample_unbatches_its_batch(lab: Lab) -> None:
+    """`prefetch` prepares the whole batch before sending it: one sample the tokenizer rejects
+    makes it raise, and the engine then sends every sample of the batch on its own (a host
+    round trip each, no micro-batching). One policy sample should not cost the others."""
+    rm = lab.rm()
+    good = [Sample(id=f"g{i}", prompt=QUESTION, completion=f"{i} .") for i in range(4)]
+    bad = Sample(id="b", prompt=QUESTION, completion="4 \ud800")
+    rm.prefetch([*good, bad])  # should send the good samples' inputs and keep the bad's failure
+    assert [rm(s).status for s in good] == ["ok"] * 4
+
+
 def server_nonfinite_is_an_error(lab: Lab) -> None:
     """A scalar server replying NaN or +-Infinity (Python's JSON parser accepts them) is an
     error, never a score: today the number is taken as a logit, and with ``normalize:
@@ -536,6 +547,17 @@ CASES = [
             lone_surrogate_is_charged,
         ),
         id="rm-lone-surrogate-is-charged",
+    ),
+    pytest.param(
+        Attack(
+            "a batch of 4 honest samples and one with a lone surrogate",
+            "prefetch raises: the engine sends all 5 one by one (no micro-batching)",
+            "batched",
+            "the 4 batched, the bad one's failure on its own",
+            one_bad_sample_unbatches_its_batch,
+        ),
+        id="rm-one-bad-sample-unbatches-its-batch",
+        marks=hole("prefetch prepares the batch in one comprehension: one raise loses it all"),
     ),
     pytest.param(
         Attack(

@@ -15,9 +15,12 @@ SmolLM2-135M-Instruct by default) or any OpenAI-compatible server that returns p
 log-probabilities for ``/completions`` with ``echo`` (vLLM, llama.cpp's python server).
 
 A completion without the marker committed no answer: it scores the lowest reward (0, or
-`floor` in ``logprob`` mode) with the reason. Reasoning
-that lists several candidate answers raises the reference's probability: pair this reward
-with a format or hedging check.
+`floor` in ``logprob`` mode) with the reason. What the reward does not catch: reasoning
+that lists several candidate answers raises the reference's probability, and the answer the
+policy committed after the marker is never read (RLPR replaces it by the reference): right
+reasoning followed by a wrong answer earns what the right answer earns. ``detail.committed``
+reports that answer (its first 200 characters): pair this reward with an outcome check (an
+exact match or math verifier on the committed answer) and a hedging check.
 """
 
 from __future__ import annotations
@@ -81,13 +84,21 @@ class _Likelihood:
                 self.deadline_s,
             )
         except TimeoutError as exc:
-            return Score.failed("timeout", str(exc), deadline_s=self.deadline_s)
+            return Score.failed(
+                "timeout", str(exc), cause="infrastructure", deadline_s=self.deadline_s
+            )
         except BackendError as exc:
-            return Score.failed("error", f"likelihood backend: {exc}")
+            return Score.failed("error", f"likelihood backend: {exc}", cause="infrastructure")
         mean_logprob = max(self.floor, math.fsum(logprobs) / len(logprobs))
         mean_prob = math.fsum(math.exp(x) for x in logprobs) / len(logprobs)
         value = mean_prob if self.mode == "prob" else mean_logprob
-        return Score.ok(value, tokens=len(logprobs), mean_prob=mean_prob, mean_logprob=mean_logprob)
+        return Score.ok(
+            value,
+            tokens=len(logprobs),
+            mean_prob=mean_prob,
+            mean_logprob=mean_logprob,
+            committed=after.strip()[:200],
+        )
 
 
 @reward("likelihood", preload=("httpx",))

@@ -50,6 +50,7 @@ __all__ = [
     "dialogue",
     "has_text",
     "load_tokenizer",
+    "prompt_text",
     "shown_answer",
 ]
 
@@ -105,6 +106,17 @@ def _turns(value: str | Sequence[Message] | None, role: str) -> Turns:
     if isinstance(value, str):
         return ((role, value),)
     return tuple((m.role, _text(m.content)) for m in value)
+
+
+def prompt_text(sample: Sample) -> str:
+    """The prompt as plain text: its non-system turns' texts, a blank line between them."""
+    if isinstance(sample.prompt, str):
+        return sample.prompt
+    if isinstance(sample.prompt, list):
+        return "\n\n".join(
+            m.content for m in sample.prompt if m.role != "system" and isinstance(m.content, str)
+        )
+    return ""
 
 
 def shown_answer(text: str) -> str:

@@ -31,6 +31,7 @@ from typing import Any, Literal
 from ..judges._backends import BackendConfig, BackendError, make_backend, run_sync
 from ..models import Sample, Score
 from ..registry import RewardFn, reward
+from ._inputs import prompt_text
 
 __all__ = ["likelihood"]
 
@@ -42,15 +43,6 @@ def _reference(value: Any) -> str | None:
         text = str(value).strip()
         return text or None
     return None
-
-
-def _prompt_text(sample: Sample) -> str:
-    if sample.prompt is None:
-        return ""
-    if isinstance(sample.prompt, str):
-        return sample.prompt + "\n\n"
-    turns = [m.content for m in sample.prompt if m.role != "system" and isinstance(m.content, str)]
-    return "\n\n".join(turns) + "\n\n"
 
 
 class _Likelihood:
@@ -77,7 +69,7 @@ class _Likelihood:
         end = cut + len(self.marker)
         after = text[end:]
         gap = after[: len(after) - len(after.lstrip())][:1]  # one space or newline, if any
-        prompt = _prompt_text(sample) + text[:end]
+        prompt = ("" if sample.prompt is None else prompt_text(sample) + "\n\n") + text[:end]
         try:
             logprobs = run_sync(
                 make_backend(self.config).continuation_logprobs(prompt, gap + reference),

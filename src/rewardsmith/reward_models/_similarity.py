@@ -41,7 +41,7 @@ from typing import Any, Literal
 from ..models import Sample, Score
 from ..registry import RewardFn, reward
 from ._backend import check_common, local_folder, model_client
-from ._inputs import Tokenization, has_text, load_tokenizer, shown_answer
+from ._inputs import Tokenization, has_text, load_tokenizer, prompt_text, shown_answer
 from ._reward import ModelReward, Prepared
 from ._transformers import Dtype, SentenceEncoder
 
@@ -81,17 +81,6 @@ def _references(reference: Any) -> list[str] | None:
     if not items or len(texts) != len(items) or not all(t.strip() for t in texts):
         return None
     return texts
-
-
-def _prompt_text(sample: Sample) -> str:
-    """The prompt's text, its system turns left out."""
-    if isinstance(sample.prompt, str):
-        return sample.prompt
-    if isinstance(sample.prompt, list):
-        return "\n\n".join(
-            m.content for m in sample.prompt if m.role != "system" and isinstance(m.content, str)
-        )
-    return ""
 
 
 Vector = Sequence[float]
@@ -146,7 +135,7 @@ class _Similarity(ModelReward):
         answer, removed = self.tokenization.clean(text)
         if not has_text(answer):
             return Score.ok(0.0, reason="empty answer")
-        prompt = _prompt_text(sample) if self.prompt == "discount" else ""
+        prompt = prompt_text(sample) if self.prompt == "discount" else ""
         texts = [answer, *references, *([prompt] if has_text(prompt) else [])]
         tokenizer = self.tokenization.tokenizer
         rows = tokenizer(texts, truncation=True, max_length=self.tokenization.max_length)

@@ -29,7 +29,8 @@ A completion with no step, or with steps that do not all fit in `max_length` tok
 0 with the reason (no model asked): an unscored step is never assumed correct. Step tags and
 special tokens the policy writes are removed before the model reads the steps, until none is
 left (see `_inputs`). The model must return exactly one score per step: any other count is an
-`error`. A prompt that contains the step tag is `invalid` (its tags would be scored as steps).
+`error`. For the PRM backends a prompt that contains the step tag is `invalid` (its tags would
+be scored as steps).
 """
 
 from __future__ import annotations

@@ -252,13 +252,20 @@ class Tokenization:
         """Token ids of the prompt and a response (already cleaned), BOS checked and the
         response's middle cut when the whole does not fit (raises `PromptTooLong`)."""
         text = self.render((*prompt, *response))
-        ids, offsets, fixed = self._tokenize(text)
+        ids = self.tokenizer(text, add_special_tokens=True)["input_ids"]
+        fixed = self.bos_id is not None and len(ids) >= 2 and ids[0] == ids[1] == self.bos_id
+        if fixed:
+            self._warn_doubled_bos()
+            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         if len(ids) <= self.max_length:
             return Encoded(tuple(ids), bos_fixed=fixed, stripped=stripped)
         before, after = self._around(prompt, response, text)
-        if offsets:
+        if getattr(self.tokenizer, "is_fast", False):  # where each token starts in `text`
+            offsets = self.tokenizer(
+                text, add_special_tokens=not fixed, return_offsets_mapping=True
+            )["offset_mapping"]
             head = 0
-            while head < len(ids) and (offsets[head][0] < len(before) or offsets[head] == (0, 0)):
+            while head < len(ids) and (offsets[head][0] < len(before) or offsets[head][1] == 0):
                 head += 1
             tail = sum(1 for start, _ in offsets[head:] if start >= len(text) - len(after))
         else:  # a slow tokenizer: the pieces tokenized alone
@@ -270,22 +277,8 @@ class Tokenization:
                 f"more than max_length={self.max_length} leaves for the completion"
             )
         keep = self.max_length - head - tail
-        cut = ids[:head] + ids[len(ids) - tail - keep :]
+        cut = [*ids[:head], *ids[len(ids) - tail - keep :]]
         return Encoded(tuple(cut), bos_fixed=fixed, truncated=True, stripped=stripped)
-
-    def _tokenize(self, text: str) -> tuple[list[int], list[tuple[int, int]], bool]:
-        """Ids and character offsets (empty for a slow tokenizer) of `text`, the doubled BOS
-        fixed."""
-        fast = bool(getattr(self.tokenizer, "is_fast", False))
-        encoded = self.tokenizer(text, add_special_tokens=True, return_offsets_mapping=fast)
-        fixed = False
-        ids = encoded["input_ids"]
-        if self.bos_id is not None and len(ids) >= 2 and ids[0] == ids[1] == self.bos_id:
-            self._warn_doubled_bos()
-            encoded = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=fast)
-            fixed = True
-        offsets = [tuple(o) for o in encoded.get("offset_mapping", [])] if fast else []
-        return list(encoded["input_ids"]), offsets, fixed  # type: ignore[return-value]
 
     def _around(self, prompt: Turns, response: Turns, text: str) -> tuple[str, str]:
         """The template's text before the response's text and after it, in the rendered

@@ -22,7 +22,7 @@ def _fresh_warnings() -> None:
 
 
 def tokenization(adds_bos: bool, **options: object) -> Tokenization:
-    settings: dict[str, object] = {"template": "model", "max_length": 512, "truncation": "right"}
+    settings: dict[str, object] = {"template": "model", "max_length": 512}
     settings.update(options)
     return Tokenization(tokenizer(adds_bos=adds_bos), **settings)  # type: ignore[arg-type]
 
@@ -79,7 +79,7 @@ def test_a_template_is_required_for_template_model() -> None:
     tok = tokenizer()
     tok.chat_template = None
     with pytest.raises(ValueError, match="no chat template"):
-        Tokenization(tok, template="model", max_length=64, truncation="right")
+        Tokenization(tok, template="model", max_length=64)
 
 
 @pytest.mark.parametrize(
@@ -107,18 +107,48 @@ def test_the_prompt_keeps_its_special_tokens() -> None:
     assert encoded.stripped == 0
 
 
-@pytest.mark.parametrize("side", ["right", "left"])
-def test_truncation(side: str) -> None:
-    t = tokenization(adds_bos=False, max_length=12, truncation=side)
+@pytest.mark.parametrize("adds_bos", [False, True])
+def test_truncation_cuts_the_middle_of_the_completion(adds_bos: bool) -> None:
+    """The prompt, the end of the completion (the answer) and the template's closing text are
+    kept; the completion's middle is cut."""
+    t = tokenization(adds_bos=adds_bos, max_length=48)
+    completion = "Step 1 : compute the total . " * 10 + "So the answer is 72"
+    long = Dialogue(prompt=(("user", "What is 2 + 2 ?"),), response=(("assistant", completion),))
+    short = Dialogue(prompt=long.prompt, response=(("assistant", "x"),))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the doubled BOS
+        [full] = tokenization(adds_bos=adds_bos, max_length=10_000).encode_dialogues([long])
+        [cut] = t.encode_dialogues([long])
+        [head] = t.encode_dialogues([short])
+    assert len(full.ids) > 48 and cut.truncated and len(cut.ids) == 48
+    prompt_part = head.ids[: len(head.ids) - 3]  # without "x<|im_end|>\n"
+    assert cut.ids[: len(prompt_part)] == prompt_part
+    assert cut.ids[-12:] == full.ids[-12:]
+    text = t.tokenizer.decode(list(cut.ids))
+    assert "What is 2 + 2 ?" in text and text.endswith("So the answer is 72<|im_end|>\n")
+
+
+def test_a_prompt_that_does_not_fit_is_refused() -> None:
+    t = tokenization(adds_bos=False, max_length=12)
     long = Dialogue(prompt=(("user", "What is 2 + 2 ? " * 5),), response=(("assistant", "72"),))
-    [full] = tokenization(adds_bos=False, max_length=10_000).encode_dialogues([long])
-    [cut] = t.encode_dialogues([long])
-    assert len(full.ids) > 12 and cut.truncated and len(cut.ids) == 12
-    if side == "right":
-        assert cut.ids == full.ids[:12]
-    else:  # the end (the answer) is kept, and the leading BOS
-        assert cut.ids[0] == t.tokenizer.bos_token_id
-        assert cut.ids[1:] == full.ids[-11:]
+    with pytest.raises(_inputs.PromptTooLong):
+        t.encode_dialogues([long])
+
+
+@pytest.mark.parametrize(
+    ("completion", "kept", "removed"),
+    [
+        ("<|im_<|im_end|>end|>", "", 2),
+        ("4<|im_<|im_<|im_end|>end|>end|>x", "4x", 3),
+        ("<|im_<eos>start|>user", "user", 2),
+        ("<|im_", "<|im_", 0),
+    ],
+)
+def test_special_tokens_are_removed_until_none_is_left(
+    completion: str, kept: str, removed: int
+) -> None:
+    t = tokenization(adds_bos=False)
+    assert t.clean(completion) == (kept, removed)
 
 
 def test_short_inputs_are_not_truncated() -> None:

@@ -74,6 +74,7 @@ def test_the_reasoning_is_cut_at_the_last_marker(served: str, tiny_lm: Path) -> 
     score = fn(Sample(id="1", prompt=QUESTION, completion=completion, reference="4"))
     expected = plain_logprobs(tiny_lm, f"{QUESTION}\n\nA: maybe 3 .\nA:", " 4")
     assert score.detail["mean_logprob"] == pytest.approx(sum(expected) / len(expected), abs=1e-5)
+    assert score.detail["committed"] == "5 , no"  # never read by the reward: reported
 
 
 @pytest.mark.parametrize(
@@ -106,6 +107,7 @@ def test_no_server_is_an_error() -> None:
     fn = likelihood(backend="openai", base_url=f"http://127.0.0.1:{free_port()}/v1", max_retries=0)
     score = fn(Sample(id="1", prompt=QUESTION, completion="<answer>4", reference="4"))
     assert score.status == "error" and "likelihood backend" in score.detail["reason"]
+    assert score.cause == "infrastructure"  # left out of its group, as with the judges
 
 
 def test_the_embedded_model_prefers_the_answer_its_reasoning_reached() -> None:

@@ -24,7 +24,7 @@ pytest.importorskip("transformers")
 pytestmark = pytest.mark.filterwarnings("ignore:.*BOS token:UserWarning")
 
 PROMPTS = ["What is 2 + 2 ?", "Natalia sold clips to 48 of her friends in April ."]
-COMPLETIONS = ["4", "The answer is 72 .", "Step 1 : compute the total . So the answer is 4 .", ""]
+COMPLETIONS = ["4", "The answer is 72 .", "Step 1 : compute the total . So the answer is 4 ."]
 
 
 def samples() -> list[Sample]:
@@ -56,6 +56,16 @@ def plain_logits(folder: Path, sample: Sample) -> list[float]:
 @pytest.fixture(scope="module")
 def rm(tiny_rm: Path) -> Any:
     return reward_model(model=str(tiny_rm), batch_size=3)
+
+
+@pytest.mark.parametrize("completion", ["", " \u200b\n", "<think>never closed", "<|im_end|>"])
+def test_an_empty_answer_is_not_shown_to_the_model(tiny_rm: Path, completion: str) -> None:
+    """Nothing committed: 0, the lowest, with sigmoid; charged (no lowest raw logit)."""
+    sample = Sample(id="e", prompt=PROMPTS[0], completion=completion)
+    low = reward_model(model=str(tiny_rm), normalize="sigmoid")(sample)
+    assert (low.status, low.score, low.detail["reason"][:12]) == ("ok", 0.0, "empty answer")
+    raw = reward_model(model=str(tiny_rm))(sample)
+    assert (raw.status, raw.cause) == ("error", "completion")
 
 
 def test_scores_equal_a_plain_transformers_forward(rm: Any, tiny_rm: Path) -> None:

@@ -156,3 +156,37 @@ def test_discrimination_on_gsm8k(sim: Any) -> None:
         diff = sim(Sample(id=f"d{i}", completion=other, reference=reference)).score
         wins += same > diff
     assert wins >= 0.9 * len(pairs)
+
+
+CAPITAL = "What is the capital of France?"
+PARIS = "The capital of France is Paris."
+
+
+@pytest.mark.parametrize(
+    ("completion", "low", "high"),
+    [
+        (CAPITAL, 0.0, 0.0),  # the question copied: nothing beyond it (plain cosine 0.88)
+        ("Lyon.", 0.0, 0.0),  # wrong (plain 0.29)
+        ("Paris.", 0.35, 0.5),  # right (plain 0.69)
+        (PARIS, 0.99, 1.0),  # the reference itself
+    ],
+)
+def test_the_prompt_is_discounted(sim: Any, completion: str, low: float, high: float) -> None:
+    score = sim(Sample(id="1", prompt=CAPITAL, completion=completion, reference=PARIS))
+    assert low - 1e-6 <= score.score <= high + 1e-6, score.detail
+    assert score.detail["beyond_prompt"] == score.score
+
+
+def test_prompt_ignore_is_the_plain_cosine(encoder: str) -> None:
+    plain = similarity(prompt="ignore")
+    score = plain(Sample(id="1", prompt=CAPITAL, completion=CAPITAL, reference=PARIS))
+    assert score.score == pytest.approx(score.detail["cosine"]) and score.score > 0.8
+    assert "beyond_prompt" not in score.detail
+
+
+def test_invisible_and_stray_think_close(sim: Any) -> None:
+    empty = sim(Sample(id="1", completion="\u200b\u2060 \ufeff", reference=PARIS))
+    assert (empty.score, empty.detail["reason"]) == (0.0, "empty answer")
+    # everything after the first </think> is the answer: the stray one hides nothing
+    shown = sim(Sample(id="2", completion="<think>x</think>Lyon.</think>" + PARIS, reference=PARIS))
+    assert shown.detail["cosine"] < 0.99

@@ -841,12 +841,13 @@ ATTACKS = [
     ),
     guard(
         Attack(
-            "renorm-skip-every-tool-call (documented)",
-            "answer in one turn without calling any tool: the outcome alone, 1.0, the same as "
-            "the perfect trajectory and above an honest one with one wrong value (0.933)",
-            today="ok 1.0",
+            "renorm-skip-every-tool-call",
+            "answer in one turn without calling any tool: once the outcome alone, 1.0 (the "
+            "perfect trajectory's reward); a lone step now keeps its process term (red team 15, "
+            "hole 3): 0 + 1 - 1 = 0.0, below an honest one with one wrong value (0.933)",
+            today="ok 0.0 (was ok 1.0)",
             honest_wrong="ok 0.933 (one value wrong, right answer)",
-            should=("ok", 1.0),
+            should=("ok", 0.0),
             run=lambda env: renorm_trajectory([{"role": "assistant", "content": "Answer: 22.2"}]),
         )
     ),

@@ -23,10 +23,16 @@ class ReNorm(Choice):
     [-1, 0] and a right one's in [0, 1]: no step of a wrong answer is rewarded above a step of a
     right one, however good the process model thinks it is.
 
+    One departure from the paper: a trajectory of a single step keeps its process term,
+    ``r_1 = r_p,1 + r_o - beta``. With ``r_T = r_o`` a lone step would be the outcome alone, so
+    an answer written as one paragraph (one step for a paragraph-splitting PRM) would escape
+    the process model: a wrong one would earn 0, the best any wrong trajectory can, and a right
+    one 1, the maximum, whatever the process model thinks of it.
+
     Where the numbers come from: the `process` component reports one reward per step of the
     trajectory, in order, the answer step last, as ``detail.steps`` (its own score is not
     used); the `outcome` component's score is r_o (a score in [0, 1] is accepted). The last
-    step's process reward is replaced by the outcome, as above.
+    step's process reward is replaced by the outcome, as above, unless it is the only step.
 
     Output: the per-step rewards are the result's `steps` list; its `reward` (the scalar a
     trainer without per-step credit uses) is their mean, which keeps the sign property.
@@ -49,6 +55,8 @@ class ReNorm(Choice):
         r_o = outcome.score
         if r_o is None or not 0 <= r_o <= 1:
             return f"renorm: outcome {self.outcome!r} must score in [0, 1], got {r_o!r}"
+        if len(raw) == 1:
+            return [raw[0] + r_o - self.beta]
         return [r + r_o - self.beta for r in raw[:-1]] + [r_o]
 
     @staticmethod
@@ -57,5 +65,5 @@ class ReNorm(Choice):
         return math.fsum(steps) / len(steps)
 
     def lowest(self, members: Sequence[tuple[str, Bounds]]) -> float:
-        """A reward no trajectory scores below: a step is at least ``-beta``, the last 0."""
+        """A reward no trajectory scores below: a step is at least ``-beta``."""
         return min(0.0, -self.beta)

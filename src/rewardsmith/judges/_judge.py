@@ -5,6 +5,7 @@ the bridge from the engine's synchronous call to the async judge calls.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import math
 import time
 from collections.abc import Callable, Coroutine
@@ -283,7 +284,8 @@ def judge_settings(
 
 
 async def gather_bounded(coros: list[Coroutine[Any, Any, T]], limit: int) -> list[T]:
-    """Run `coros` at most `limit` at a time; the first exception cancels the rest."""
+    """Run `coros` at most `limit` at a time; the first exception (or a cancellation: a
+    deadline) cancels the rest, and closes those never started (no "never awaited")."""
     semaphore = asyncio.Semaphore(limit)
 
     async def one(coro: Coroutine[Any, Any, T]) -> T:
@@ -296,4 +298,7 @@ async def gather_bounded(coros: list[Coroutine[Any, Any, T]], limit: int) -> lis
     except BaseException:
         for task in tasks:
             task.cancel()
+        for coro in coros:
+            if inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:
+                coro.close()
         raise

@@ -13,10 +13,21 @@ The pitfalls of feeding a reward model are handled here, once:
   given once per process and the input is tokenized again with ``add_special_tokens=False``.
 * **Special tokens written by the policy.** A completion containing the model's special-token
   strings (``<|im_end|>``, a step tag...) could close its own turn and write a fake one, or
-  forge a step; those strings are removed from the completion before rendering (the count is
-  reported), so the policy's text is read as text.
-* **Truncation.** At most `max_length` tokens: ``right`` keeps the start, ``left`` keeps the
-  end (the answer) and the leading BOS. Truncated inputs are reported.
+  forge a step; those strings are removed from the completion before rendering, until none
+  is left (``<|im_<|im_end|>end|>`` loses both; the count is reported), so the policy's text
+  is read as text. The template's own text around the completion is not checked: with
+  ``template: none``, or a template whose role headers are plain text (``User:``), a
+  completion can still write a fake turn header.
+* **Truncation.** At most `max_length` tokens. An input that does not fit keeps the prompt
+  (everything the template writes before the completion), the end of the completion and what
+  the template writes after it: the completion's middle is cut (verl's ``truncation:
+  middle``), so the model always reads the question and the final answer. Truncated inputs
+  are reported; a prompt that does not fit on its own raises `PromptTooLong`. (A template
+  that rewrites the completion's text, so that its own text around it cannot be found, keeps
+  the leading BOS and the end only.)
+* **The answer part.** With `strip_think`, the model reads everything after the *first*
+  ``</think>`` (what a reader sees), not after the last as the verifiers' `answer_part`:
+  a stray ``</think>`` hides nothing from the model.
 """
 
 from __future__ import annotations
@@ -27,20 +38,23 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..models import Message, Sample
-from ..verifiers._common import answer_part
+from ..verifiers._common import THINK_CLOSE, THINK_OPEN
+from ..verifiers._words import visible
 
 __all__ = [
     "Dialogue",
     "Encoded",
+    "PromptTooLong",
     "Template",
     "Tokenization",
-    "Truncation",
     "dialogue",
+    "has_text",
     "load_tokenizer",
+    "prompt_text",
+    "shown_answer",
 ]
 
 Template = Literal["model", "none"]
-Truncation = Literal["left", "right"]
 Turns = tuple[tuple[str, str], ...]
 
 
@@ -94,20 +108,50 @@ def _turns(value: str | Sequence[Message] | None, role: str) -> Turns:
     return tuple((m.role, _text(m.content)) for m in value)
 
 
+def prompt_text(sample: Sample) -> str:
+    """The prompt as plain text: its non-system turns' texts, a blank line between them."""
+    if isinstance(sample.prompt, str):
+        return sample.prompt
+    if isinstance(sample.prompt, list):
+        return "\n\n".join(
+            m.content for m in sample.prompt if m.role != "system" and isinstance(m.content, str)
+        )
+    return ""
+
+
+def shown_answer(text: str) -> str:
+    """What a reader sees as the answer: everything after the first ``</think>``; nothing when
+    a ``<think>`` is never closed."""
+    if THINK_CLOSE in text:
+        return text.split(THINK_CLOSE, 1)[1]
+    return "" if THINK_OPEN in text else text
+
+
+def has_text(text: str) -> bool:
+    """Whether `text` has a visible character (zero-width and other ignorable code points,
+    and whitespace, are not)."""
+    return bool(visible(text).strip())
+
+
+class PromptTooLong(ValueError):
+    """The prompt alone (with the template's text around the completion) does not fit in
+    `max_length` tokens: the dataset's doing."""
+
+
 def dialogue(sample: Sample, *, strip_think: bool, system: str | None = None) -> Dialogue:
     """The sample as a dialogue: an optional system turn, the prompt, then the completion as
-    the assistant's turn (its answer part only with `strip_think`, as judges see it)."""
+    the assistant's turn (its answer part only with `strip_think`: `shown_answer`)."""
     prompt = _turns(sample.prompt, "user")
     if system is not None and not any(role == "system" for role, _ in prompt):
         prompt = (("system", system), *prompt)
     if isinstance(sample.completion, str):
-        text = answer_part(sample.completion) if strip_think else sample.completion
+        text = shown_answer(sample.completion) if strip_think else sample.completion
         response: Turns = (("assistant", text),)
     else:
         response = _turns(sample.completion, "assistant")
         if strip_think:
             response = tuple(
-                (role, answer_part(text) if role == "assistant" else text)
+                (role, shown_answer(text) if role == "assistant" else text)
                 for role, text in response
             )
     return Dialogue(prompt, response)
@@ -123,6 +167,11 @@ def load_tokenizer(path: str) -> Any:
 _WARNED: set[str] = set()
 
 
+_SENTINEL = "\x00rewardsmith-completion\x00"
+"""Stands for the completion's text when rendering, to find what the template writes around
+it."""
+
+
 class Tokenization:
     """Renders dialogues with a model's template and tokenizes them (see the module doc)."""
 
@@ -132,7 +181,6 @@ class Tokenization:
         *,
         template: Template,
         max_length: int,
-        truncation: Truncation,
         reserved: Sequence[str] = (),
     ) -> None:
         """`reserved`: strings the response may not contain besides the special tokens
@@ -140,7 +188,6 @@ class Tokenization:
         self.tokenizer = tokenizer
         self.template = template
         self.max_length = max_length
-        self.truncation = truncation
         if template == "model" and not getattr(tokenizer, "chat_template", None):
             raise ValueError(
                 "the model's tokenizer has no chat template: set template: none, or use a "
@@ -150,6 +197,9 @@ class Tokenization:
         added = getattr(tokenizer, "added_tokens_decoder", {}) or {}
         special |= {t.content for t in added.values() if getattr(t, "special", False)}
         self.reserved = sorted(special | {r for r in reserved if r}, key=len, reverse=True)
+        self._ending: dict[str, list[str]] = {}
+        for token in self.reserved:  # longest first
+            self._ending.setdefault(token[-1], []).append(token)
         self.bos_id = tokenizer.bos_token_id
 
     @property
@@ -161,14 +211,22 @@ class Tokenization:
         return 0
 
     def clean(self, text: str) -> tuple[str, int]:
-        """`text` without the reserved strings, and how many were removed."""
+        """`text` without the reserved strings, removed until none is left (a string rebuilt
+        by a removal is removed too), and how many removals it took.
+
+        One pass, left to right: each character is appended, and a reserved string the
+        appended text now ends with is dropped. The kept text never contains one: it is a
+        prefix of text that did not."""
+        kept: list[str] = []
         removed = 0
-        for token in self.reserved:
-            count = text.count(token)
-            if count:
-                removed += count
-                text = text.replace(token, "")
-        return text, removed
+        for char in text:
+            kept.append(char)
+            for token in self._ending.get(char, ()):
+                if len(kept) >= len(token) and "".join(kept[-len(token) :]) == token:
+                    del kept[-len(token) :]
+                    removed += 1
+                    break
+        return ("".join(kept), removed) if removed else (text, 0)
 
     def render(self, turns: Turns) -> str:
         """The input text of these turns (clean the policy's turns first)."""
@@ -179,7 +237,7 @@ class Tokenization:
 
     def encode_dialogues(self, dialogues: Sequence[Dialogue]) -> list[Encoded]:
         """Each dialogue's response cleaned, rendered with the prompt, tokenized."""
-        texts, removed = [], []
+        out = []
         for item in dialogues:
             response = []
             count = 0
@@ -187,26 +245,53 @@ class Tokenization:
                 text, n = self.clean(text)
                 response.append((role, text))
                 count += n
-            texts.append(self.render((*item.prompt, *response)))
-            removed.append(count)
-        return self.encode(texts, removed)
-
-    def encode(self, texts: Sequence[str], stripped: Sequence[int] = ()) -> list[Encoded]:
-        """Token ids of rendered texts, BOS checked and truncated."""
-        if not texts:
-            return []
-        stripped = list(stripped) or [0] * len(texts)
-        rows = self.tokenizer(list(texts), add_special_tokens=True)["input_ids"]
-        out = []
-        for text, ids, removed in zip(texts, rows, stripped, strict=True):
-            fixed = False
-            if self.bos_id is not None and len(ids) >= 2 and ids[0] == ids[1] == self.bos_id:
-                self._warn_doubled_bos()
-                ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
-                fixed = True
-            ids, truncated = self._truncate(list(ids))
-            out.append(Encoded(tuple(ids), bos_fixed=fixed, truncated=truncated, stripped=removed))
+            out.append(self.encode(item.prompt, tuple(response), count))
         return out
+
+    def encode(self, prompt: Turns, response: Turns, stripped: int = 0) -> Encoded:
+        """Token ids of the prompt and a response (already cleaned), BOS checked and the
+        response's middle cut when the whole does not fit (raises `PromptTooLong`)."""
+        text = self.render((*prompt, *response))
+        ids = self.tokenizer(text, add_special_tokens=True)["input_ids"]
+        fixed = self.bos_id is not None and len(ids) >= 2 and ids[0] == ids[1] == self.bos_id
+        if fixed:
+            self._warn_doubled_bos()
+            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        if len(ids) <= self.max_length:
+            return Encoded(tuple(ids), bos_fixed=fixed, stripped=stripped)
+        before, after = self._around(prompt, response, text)
+        if getattr(self.tokenizer, "is_fast", False):  # where each token starts in `text`
+            offsets = self.tokenizer(
+                text, add_special_tokens=not fixed, return_offsets_mapping=True
+            )["offset_mapping"]
+            head = 0
+            while head < len(ids) and (offsets[head][0] < len(before) or offsets[head][1] == 0):
+                head += 1
+            tail = sum(1 for start, _ in offsets[head:] if start >= len(text) - len(after))
+        else:  # a slow tokenizer: the pieces tokenized alone
+            head = len(self.tokenizer(before, add_special_tokens=not fixed)["input_ids"])
+            tail = len(self.tokenizer(after, add_special_tokens=False)["input_ids"]) if after else 0
+        if head + tail >= self.max_length:
+            raise PromptTooLong(
+                f"the prompt and the template's text take {head + tail} tokens: "
+                f"more than max_length={self.max_length} leaves for the completion"
+            )
+        keep = self.max_length - head - tail
+        cut = [*ids[:head], *ids[len(ids) - tail - keep :]]
+        return Encoded(tuple(cut), bos_fixed=fixed, truncated=True, stripped=stripped)
+
+    def _around(self, prompt: Turns, response: Turns, text: str) -> tuple[str, str]:
+        """The template's text before the response's text and after it, in the rendered
+        `text`."""
+        if not response:
+            return text, ""
+        first = ((response[0][0], _SENTINEL), *response[1:])
+        last = (*response[:-1], (response[-1][0], _SENTINEL))
+        before = self.render((*prompt, *first)).split(_SENTINEL, 1)[0]
+        after = self.render((*prompt, *last)).rsplit(_SENTINEL, 1)[-1]
+        if not text.startswith(before) or not text.endswith(after):
+            return "", ""  # a template that rewrites the text: only the end is kept
+        return before, after
 
     def decode(self, ids: Sequence[int]) -> str:
         """The text of token ids, special tokens and spacing kept (it encodes back to them)."""
@@ -215,15 +300,6 @@ class Tokenization:
                 list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False
             )
         )
-
-    def _truncate(self, ids: list[int]) -> tuple[list[int], bool]:
-        if len(ids) <= self.max_length:
-            return ids, False
-        if self.truncation == "right":
-            return ids[: self.max_length], True
-        keep_bos = self.bos_id is not None and ids[0] == self.bos_id
-        head = ids[:1] if keep_bos else []
-        return head + ids[len(ids) - (self.max_length - len(head)) :], True
 
     def _warn_doubled_bos(self) -> None:
         name = str(getattr(self.tokenizer, "name_or_path", "") or "the tokenizer")

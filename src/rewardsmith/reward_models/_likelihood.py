@@ -15,9 +15,12 @@ SmolLM2-135M-Instruct by default) or any OpenAI-compatible server that returns p
 log-probabilities for ``/completions`` with ``echo`` (vLLM, llama.cpp's python server).
 
 A completion without the marker committed no answer: it scores the lowest reward (0, or
-`floor` in ``logprob`` mode) with the reason. Reasoning
-that lists several candidate answers raises the reference's probability: pair this reward
-with a format or hedging check.
+`floor` in ``logprob`` mode) with the reason. What the reward does not catch: reasoning
+that lists several candidate answers raises the reference's probability, and the answer the
+policy committed after the marker is never read (RLPR replaces it by the reference): right
+reasoning followed by a wrong answer earns what the right answer earns. ``detail.committed``
+reports that answer (its first 200 characters): pair this reward with an outcome check (an
+exact match or math verifier on the committed answer) and a hedging check.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any, Literal
 from ..judges._backends import BackendConfig, BackendError, make_backend, run_sync
 from ..models import Sample, Score
 from ..registry import RewardFn, reward
+from ._inputs import prompt_text
 
 __all__ = ["likelihood"]
 
@@ -39,15 +43,6 @@ def _reference(value: Any) -> str | None:
         text = str(value).strip()
         return text or None
     return None
-
-
-def _prompt_text(sample: Sample) -> str:
-    if sample.prompt is None:
-        return ""
-    if isinstance(sample.prompt, str):
-        return sample.prompt + "\n\n"
-    turns = [m.content for m in sample.prompt if m.role != "system" and isinstance(m.content, str)]
-    return "\n\n".join(turns) + "\n\n"
 
 
 class _Likelihood:
@@ -74,20 +69,28 @@ class _Likelihood:
         end = cut + len(self.marker)
         after = text[end:]
         gap = after[: len(after) - len(after.lstrip())][:1]  # one space or newline, if any
-        prompt = _prompt_text(sample) + text[:end]
+        prompt = ("" if sample.prompt is None else prompt_text(sample) + "\n\n") + text[:end]
         try:
             logprobs = run_sync(
                 make_backend(self.config).continuation_logprobs(prompt, gap + reference),
                 self.deadline_s,
             )
         except TimeoutError as exc:
-            return Score.failed("timeout", str(exc), deadline_s=self.deadline_s)
+            return Score.failed(
+                "timeout", str(exc), cause="infrastructure", deadline_s=self.deadline_s
+            )
         except BackendError as exc:
-            return Score.failed("error", f"likelihood backend: {exc}")
+            return Score.failed("error", f"likelihood backend: {exc}", cause="infrastructure")
         mean_logprob = max(self.floor, math.fsum(logprobs) / len(logprobs))
         mean_prob = math.fsum(math.exp(x) for x in logprobs) / len(logprobs)
         value = mean_prob if self.mode == "prob" else mean_logprob
-        return Score.ok(value, tokens=len(logprobs), mean_prob=mean_prob, mean_logprob=mean_logprob)
+        return Score.ok(
+            value,
+            tokens=len(logprobs),
+            mean_prob=mean_prob,
+            mean_logprob=mean_logprob,
+            committed=after.strip()[:200],
+        )
 
 
 @reward("likelihood", preload=("httpx",))

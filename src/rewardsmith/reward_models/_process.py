@@ -1,7 +1,8 @@
 """`process`: a process reward model's score for each step of a completion, aggregated.
 
 Steps are the completion's paragraphs: the text split at `separator` (default a blank line,
-as Qwen2.5-Math-PRM recommends), blank pieces dropped; the last step is the answer step. Each
+as Qwen2.5-Math-PRM recommends), pieces without a visible character dropped (whitespace and
+zero-width characters are no step); the last step is the answer step. Each
 step gets the probability that it is correct:
 
 * ``backend: transformers``: a token-classification PRM (Qwen2.5-Math-PRM's form): the
@@ -12,14 +13,24 @@ step gets the probability that it is correct:
 * ``backend: judge``: a generative PRM: an LLM judge (any judged reward's backend, options in
   `judge`) asked for each step whether it is correct, given the problem and the steps before
   it; the step's score is P(YES) from the judge's logprobs (1/0 from its word without them).
+  A step whose verdict the judge does not give in a reply it can parse (a step that tells the
+  judge to reply something else) scores 0 (``detail.unparseable`` lists them). At most
+  `max_steps` steps are judged (one call each): a completion with more scores 0 with the
+  reason, no judge asked.
 
 Aggregation: ``min`` (the weakest step, as in the Qwen PRM papers' best-of-N), ``last``,
-``prod`` and ``mean``. ``detail.steps`` holds every step's score, in order, for
+``prod`` and ``mean``. ``min`` and ``prod`` reward fewer steps (each step can only lower
+them): a policy learns to write one paragraph (``combine: renorm`` charges a lone step);
+``last`` reads the answer step only, so a trailing trivially true step ("So that is the
+answer.") earns it whatever came before. ``detail.steps`` holds every step's score, in order, for
 ``combine: renorm`` (which reads them) and for selection by PRM aggregation.
 
 A completion with no step, or with steps that do not all fit in `max_length` tokens, scores
-0 with the reason: an unscored step is never assumed correct. Step tags the policy writes are
-removed before the model reads the steps.
+0 with the reason (no model asked): an unscored step is never assumed correct. Step tags and
+special tokens the policy writes are removed before the model reads the steps, until none is
+left (see `_inputs`). The model must return exactly one score per step: any other count is an
+`error`. For the PRM backends a prompt that contains the step tag is `invalid` (its tags would
+be scored as steps).
 """
 
 from __future__ import annotations
@@ -31,12 +42,20 @@ from typing import Any, Literal
 
 from pydantic import validate_call
 
-from ..judges._judge import COMMON, Judge, gather_bounded, judge_settings
+from ..judges._judge import COMMON, Judge, Unparseable, gather_bounded, judge_settings
 from ..judges._prompts import fence, parse_yes_no, verdict_schema
 from ..models import Sample, Score
 from ..registry import RewardFn, reward
 from ._backend import check_common, model_client, tokenizer_folder
-from ._inputs import Template, Tokenization, dialogue, load_tokenizer
+from ._inputs import (
+    PromptTooLong,
+    Template,
+    Tokenization,
+    dialogue,
+    has_text,
+    load_tokenizer,
+    shown_answer,
+)
 from ._remote import remote_input
 from ._reward import ModelReward, Prepared
 from ._transformers import Dtype, StepClassifier
@@ -48,8 +67,9 @@ StepBackend = Literal["transformers", "vllm", "judge"]
 
 
 def split_steps(text: str, separator: str) -> list[str]:
-    """The steps of a solution: pieces between separators, stripped, blank ones dropped."""
-    return [piece.strip() for piece in text.split(separator) if piece.strip()]
+    """The steps of a solution: pieces between separators, stripped, those without a visible
+    character dropped."""
+    return [piece.strip() for piece in text.split(separator) if has_text(piece)]
 
 
 def aggregate(steps: Sequence[float], how: Aggregate) -> float:
@@ -65,8 +85,15 @@ def aggregate(steps: Sequence[float], how: Aggregate) -> float:
 
 
 def _no_steps(text: str) -> Score:
-    reason = "no step to score: the completion is empty" if not text.strip() else ""
+    reason = "no step to score: the completion is empty" if not has_text(text) else ""
     return Score.ok(0.0, steps=[], reason=reason or "no step to score")
+
+
+def _unscored(reason: str, **context: Any) -> Score:
+    """Steps not all scored: 0, with the reason."""
+    return Score.ok(
+        0.0, steps=[], reason=f"{reason}: an unscored step is not assumed correct", **context
+    )
 
 
 class _StepModel(ModelReward):
@@ -96,17 +123,27 @@ class _StepModel(ModelReward):
 
     def prepare(self, sample: Sample) -> Prepared | Score:
         conversation = dialogue(sample, strip_think=self.strip_think, system=self.system)
+        if any(self.step_tag in text for _, text in conversation.prompt):
+            return Score.failed("invalid", f"the prompt contains the step tag {self.step_tag!r}")
         text = "\n\n".join(t for role, t in conversation.response if role == "assistant")
         cleaned, removed = self.tokenization.clean(text)
         steps = split_steps(cleaned, self.separator)
         if not steps:
             return _no_steps(text)
         body = "".join(step + self.step_tag for step in steps)
-        rendered = self.tokenization.render((*conversation.prompt, ("assistant", body)))
-        [encoded] = self.tokenization.encode([rendered], [removed])
+        try:
+            encoded = self.tokenization.encode(conversation.prompt, (("assistant", body),), removed)
+        except PromptTooLong as exc:
+            return Score.failed("invalid", str(exc))
+        if encoded.truncated:
+            return _unscored(
+                f"the {len(steps)} steps did not fit in "
+                f"max_length={self.tokenization.max_length} tokens",
+                **encoded.facts(),
+            )
         item: Any = encoded.ids
         if self.remote:
-            item = remote_input(encoded.ids, rendered, sample)
+            item = remote_input(encoded.ids, self.tokenization.decode(encoded.ids), sample)
         return Prepared((item,), {"steps": len(steps), **encoded.facts()})
 
     def finish(self, sample: Sample, prepared: Prepared, outputs: list[Any]) -> Score:
@@ -115,14 +152,9 @@ class _StepModel(ModelReward):
             return Score.failed("error", f"the PRM's output is not per-step: {outputs[0]!r:.200}")
         context = dict(prepared.context)
         expected = context.pop("steps")
-        if len(scores) < expected:
-            return Score.ok(
-                0.0,
-                steps=scores,
-                reason=f"{expected - len(scores)} of {expected} steps did not fit in "
-                f"max_length={self.tokenization.max_length} tokens: an unscored step is not "
-                "assumed correct",
-                **context,
+        if len(scores) != expected:
+            return Score.failed(
+                "error", f"the PRM returned {len(scores)} step scores for {expected} steps"
             )
         return Score.ok(aggregate(scores, self.how), steps=scores, aggregate=self.how, **context)
 
@@ -142,27 +174,45 @@ def _step_scores(output: Any, positive: int) -> list[float] | None:
 class _StepJudge:
     """Steps scored by an LLM judge: one yes/no question per step."""
 
-    def __init__(self, judge: Judge, separator: str, how: Aggregate, strip_think: bool) -> None:
+    def __init__(
+        self, judge: Judge, separator: str, how: Aggregate, strip_think: bool, max_steps: int
+    ) -> None:
         self.judge = judge
         self.separator = separator
         self.how = how
         self.strip_think = strip_think
+        self.max_steps = max_steps
 
     def __call__(self, sample: Sample) -> Score:
-        text = self.judge.strip(sample.text) if self.strip_think else sample.text
+        text = shown_answer(sample.text) if self.strip_think else sample.text
         steps = split_steps(text, self.separator)
         if not steps:
             return _no_steps(text)
+        if len(steps) > self.max_steps:
+            return _unscored(f"{len(steps)} steps, more than max_steps={self.max_steps}")
         return self.judge.run(self._score(sample, steps))
 
     async def _score(self, sample: Sample, steps: list[str]) -> Score:
         problem = self.judge.conversation(sample)
         asks = [self._step(problem, steps, index) for index in range(len(steps))]
         verdicts = await gather_bounded(asks, self.judge.config.max_concurrency)
-        scores = [p if p is not None else float(met) for met, p in verdicts]
+        scores = [_verdict_score(v) for v in verdicts]
+        unparseable = [index for index, v in enumerate(verdicts) if v is None]
+        if unparseable:
+            return Score.ok(
+                aggregate(scores, self.how),
+                steps=scores,
+                aggregate=self.how,
+                unparseable=unparseable,
+                reason="the judge's reply to these steps could not be parsed: they score 0",
+            )
         return Score.ok(aggregate(scores, self.how), steps=scores, aggregate=self.how)
 
-    async def _step(self, problem: str, steps: list[str], index: int) -> tuple[bool, float | None]:
+    async def _step(
+        self, problem: str, steps: list[str], index: int
+    ) -> tuple[bool, float | None] | None:
+        """The judge's verdict on one step (met, P(YES)); None when its reply cannot be
+        parsed."""
         before = "\n\n".join(steps[:index])
         messages = (
             (
@@ -178,13 +228,24 @@ class _StepJudge:
                 "Is this step correct? Answer YES or NO.",
             ),
         )
-        verdict, _ = await self.judge.ask(
-            messages,
-            lambda reply: parse_yes_no(reply.text, reply.top_logprobs, reply.tokens),
-            max_tokens=2,
-            retry_schema=verdict_schema(),
-        )
+        try:
+            verdict, _ = await self.judge.ask(
+                messages,
+                lambda reply: parse_yes_no(reply.text, reply.top_logprobs, reply.tokens),
+                max_tokens=2,
+                retry_schema=verdict_schema(),
+            )
+        except Unparseable:  # the step (the policy's text) talked the judge out of a verdict
+            return None
         return verdict
+
+
+def _verdict_score(verdict: tuple[bool, float | None] | None) -> float:
+    """A step's score: P(YES), else 1/0 from the judge's word; 0 without a verdict."""
+    if verdict is None:
+        return 0.0
+    met, p_yes = verdict
+    return p_yes if p_yes is not None else float(met)
 
 
 @reward("process", preload=("transformers", "httpx"))
@@ -197,6 +258,7 @@ def process(
     judge: dict[str, Any] | None = None,
     separator: str = "\n\n",
     aggregate: Aggregate = "min",
+    max_steps: int = 32,
     step_tag: str = "<extra_0>",
     positive: int = 1,
     template: Template = "model",
@@ -223,6 +285,8 @@ def process(
             reward: ``{backend: openai, base_url: ..., model: ...}``).
         separator: what separates steps in the completion.
         aggregate: ``min``, ``last``, ``prod`` or ``mean`` of the step scores.
+        max_steps: ``backend: judge`` only: most steps judged (one judge call each); a
+            completion with more scores 0.
         step_tag, positive: the token written after each step, and the label (the column of
             vLLM's STEP rows) that means "correct".
         strip_think: score the answer part only (default: the whole completion).
@@ -230,6 +294,8 @@ def process(
     check_common(batch_size=batch_size, max_length=max_length, deadline_s=deadline_s)
     if not separator:
         raise ValueError("separator: must not be empty")
+    if max_steps < 1:
+        raise ValueError(f"max_steps: must be >= 1, got {max_steps}")
     if backend == "judge":
         options = dict(judge or {})
         unknown = sorted(set(options) - COMMON)
@@ -237,14 +303,13 @@ def process(
             raise ValueError(
                 f"judge: unknown key {unknown[0]!r}. Allowed: {', '.join(sorted(COMMON))}"
             )
-        return _StepJudge(_judge(options), separator, aggregate, strip_think)
+        return _StepJudge(_judge(options), separator, aggregate, strip_think, max_steps)
     if judge is not None:
         raise ValueError("judge: only for backend: judge")
     tokenization = Tokenization(
         load_tokenizer(tokenizer_folder(backend, model, tokenizer)),
         template=template,
         max_length=max_length,
-        truncation="right",
         reserved=(step_tag,),
     )
     step_ids = tokenization.tokenizer(step_tag, add_special_tokens=False)["input_ids"]

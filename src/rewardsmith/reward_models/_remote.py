@@ -115,6 +115,11 @@ class Server:
                 values = [item["embedding"] for item in reply]
             else:
                 rows = sorted(reply["data"], key=lambda item: item["index"])
+                if [row["index"] for row in rows] != list(range(len(rows))):
+                    raise ModelError(
+                        f"vllm reply's indices are not 0..{len(rows) - 1}: "
+                        f"{[row['index'] for row in rows][:20]}"
+                    )
                 field = "probs" if self.endpoint == "classify" else "data"
                 values = [row[field] for row in rows]
         except (KeyError, TypeError) as exc:

@@ -8,7 +8,10 @@ inputs and sends them all; the call then only waits for its own outputs. Outside
 the call alone works the same way, one sample at a time.
 
 Statuses: a model or transport failure is `error` (with the reason), a wait past `deadline_s`
-is `timeout`; neither is ever a 0.
+is `timeout`; neither is ever a 0, and both are the infrastructure's doing (`cause:
+infrastructure`: the sample is left out of its group, as with the judges), since every input is
+bounded by `max_length`. A sample whose preparation raises (a text the tokenizer rejects) does
+not stop its batch's prefetch: it raises again when it is scored, on its own account.
 """
 
 from __future__ import annotations
@@ -52,7 +55,12 @@ class ModelReward:
 
     def prefetch(self, samples: Sequence[Sample]) -> None:
         """Prepare every sample of a batch and send all their inputs at once."""
-        self._prepared = {id(s): (s, self.prepare(s)) for s in samples}
+        self._prepared = {}
+        for sample in samples:
+            try:
+                self._prepared[id(sample)] = (sample, self.prepare(sample))
+            except Exception:  # prepared (and raised) again when it is scored
+                continue
         inputs = [
             i for _, p in self._prepared.values() if isinstance(p, Prepared) for i in p.inputs
         ]
@@ -72,7 +80,9 @@ class ModelReward:
                 for item in prepared.inputs
             ]
         except TimeoutError as exc:
-            return Score.failed("timeout", str(exc), deadline_s=self.deadline_s)
+            return Score.failed(
+                "timeout", str(exc), cause="infrastructure", deadline_s=self.deadline_s
+            )
         except (ModelError, OSError) as exc:
-            return Score.failed("error", str(exc))
+            return Score.failed("error", str(exc), cause="infrastructure")
         return self.finish(sample, prepared, outputs)

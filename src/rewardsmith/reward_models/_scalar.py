@@ -5,6 +5,12 @@ The model reads the prompt and the completion through its own chat template (see
 The score is the logit of `label` (``raw``), its sigmoid, or the softmax probability of
 `label` over the labels. Per-group z-scores and PAR are the spec's transforms on top
 (``transform: mean_std`` and ``transform: par`` with ``metadata.reference_rewards``).
+
+An answer with no visible character (nothing, or a ``<think>`` never closed) is not shown to
+the model: it committed nothing. It scores 0, the lowest, with ``sigmoid`` and ``softmax``;
+with ``raw`` logits, which have no lowest value, it is an `error` caused by the completion
+(charged below its group's lowest reward). An output that is not a finite number is an
+`error`.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from ..combine._shaping import sigmoid
 from ..models import Sample, Score
 from ..registry import RewardFn, reward
 from ._backend import Backend, check_common, model_client, tokenizer_folder
-from ._inputs import Template, Tokenization, Truncation, dialogue, load_tokenizer
+from ._inputs import PromptTooLong, Template, Tokenization, dialogue, has_text, load_tokenizer
 from ._remote import Endpoint, remote_input
 from ._reward import ModelReward, Prepared
 from ._transformers import Dtype, SequenceClassifier
@@ -45,9 +51,18 @@ class _RewardModel(ModelReward):
         self.strip_think = strip_think
         self.system = system
 
-    def prepare(self, sample: Sample) -> Prepared:
+    def prepare(self, sample: Sample) -> Prepared | Score:
         conversation = dialogue(sample, strip_think=self.strip_think, system=self.system)
-        [encoded] = self.tokenization.encode_dialogues([conversation])
+        clean = self.tokenization.clean
+        if not any(has_text(clean(text)[0]) for _, text in conversation.response):
+            reason = "empty answer: nothing to show the reward model"
+            if self.normalize == "raw":
+                return Score.failed("error", reason, cause="completion")
+            return Score.ok(0.0, reason=reason)
+        try:
+            [encoded] = self.tokenization.encode_dialogues([conversation])
+        except PromptTooLong as exc:
+            return Score.failed("invalid", str(exc))
         item: Any = encoded.ids
         if self.remote:
             item = remote_input(encoded.ids, self.tokenization.decode(encoded.ids), sample)
@@ -56,7 +71,10 @@ class _RewardModel(ModelReward):
     def finish(self, sample: Sample, prepared: Prepared, outputs: list[Any]) -> Score:
         logits = _vector(outputs[0])
         if logits is None:
-            return Score.failed("error", f"the model's output is not a vector: {outputs[0]!r:.200}")
+            return Score.failed(  # charged: an input can drive a model to overflow
+                "error",
+                f"the model's output is not a vector of finite numbers: {outputs[0]!r:.200}",
+            )
         if not 0 <= self.label < len(logits):
             return Score.failed(
                 "error", f"label {self.label} is not one of the model's {len(logits)} outputs"
@@ -79,7 +97,7 @@ class _RewardModel(ModelReward):
 def _vector(output: Any) -> list[float] | None:
     """A reward model's output as a vector: a number, a vector, or per-token rows (the last)."""
     if isinstance(output, int | float) and not isinstance(output, bool):
-        return [float(output)]
+        return [float(output)] if math.isfinite(output) else None
     if isinstance(output, list | tuple) and output:
         if isinstance(output[-1], list | tuple):
             output = output[-1]
@@ -101,7 +119,6 @@ def reward_model(
     system: str | None = None,
     strip_think: bool = True,
     max_length: int = 4096,
-    truncation: Truncation = "right",
     label: int = 0,
     normalize: Normalize = "raw",
     batch_size: int = 8,
@@ -125,7 +142,8 @@ def reward_model(
         template: ``model`` (the RM's chat template) or ``none`` (texts concatenated).
         system: a system turn added before the prompt (when the prompt has none).
         strip_think: the model reads the answer, not the ``<think>`` reasoning.
-        max_length, truncation: at most this many tokens, cut ``right`` or ``left``.
+        max_length: at most this many tokens: a longer input keeps the prompt and the end of
+            the completion (its middle is cut, ``detail.truncated``).
         label, normalize: the score is the logit of `label` (``raw``), its ``sigmoid``, or its
             ``softmax`` probability over the labels.
         batch_size: most inputs per forward pass (per request to a server).
@@ -138,7 +156,6 @@ def reward_model(
         load_tokenizer(tokenizer_folder(backend, model, tokenizer)),
         template=template,
         max_length=max_length,
-        truncation=truncation,
     )
     client = model_client(
         backend,

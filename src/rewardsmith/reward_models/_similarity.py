@@ -9,10 +9,23 @@ Hugging Face repository ``sentence-transformers/all-MiniLM-L6-v2``, revision ``1
 before it is used. Embeddings are the mean of the token states, L2-normalised, over at most
 `max_length` tokens (the model's 256), as sentence-transformers computes them.
 
-The score is the largest cosine over the references (a string or a list), in [-1, 1]; with
-`threshold`, 1 when it reaches the threshold, else 0. A similarity reward is soft: it rewards
-wording close to the reference, not a correct answer (see BENCHMARKS.md for how well it tells
-them apart), and an empty answer scores 0.
+The score compares what the answer says beyond the question to what the reference says beyond
+it: with a prompt (``prompt: discount``, the default), the prompt's embedding p is projected
+out of the answer's (a) and the reference's (r), and the score is the cosine of the rests,
+scaled down when the answer's rest is shorter than the reference's, and at least 0:
+``max(0, cos(a', r') * min(1, |a'| / |r'|))`` with ``x' = x - (x.p) p``, in [0, 1]. Copying
+the question scores 0 (its rest is nothing), as does a wrong answer, and wording the question
+gave away earns nothing. Without a prompt, or
+with ``prompt: ignore``, or when the reference says nothing beyond the prompt, the score is
+the plain cosine, in [-1, 1]. The score is the largest over the references (a string or a
+list; ``detail.cosine`` keeps the plain cosine); with `threshold`, 1 when it reaches the
+threshold, else 0.
+
+A similarity reward is soft: it rewards wording close to the reference, not a correct answer
+(see BENCHMARKS.md for how well it tells them apart). It does not catch a negation ("... is not
+Paris." is close to "... is Paris.") or a list of candidates that includes the reference's
+words. An answer with no visible character (nothing, or a ``<think>`` never closed) scores 0.
+The answer is what follows the first ``</think>``.
 """
 
 from __future__ import annotations
@@ -20,14 +33,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
+import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from ..models import Sample, Score
 from ..registry import RewardFn, reward
-from ..verifiers._common import answer_part
 from ._backend import check_common, local_folder, model_client
-from ._inputs import Tokenization, load_tokenizer
+from ._inputs import Tokenization, has_text, load_tokenizer, prompt_text, shown_answer
 from ._reward import ModelReward, Prepared
 from ._transformers import Dtype, SentenceEncoder
 
@@ -69,18 +83,45 @@ def _references(reference: Any) -> list[str] | None:
     return texts
 
 
+Vector = Sequence[float]
+
+_NOTHING = 1e-3
+"""A rest shorter than this is nothing (float32 embeddings of the same text differ by ~1e-6)."""
+
+
+def _dot(a: Vector, b: Vector) -> float:
+    return math.fsum(x * y for x, y in zip(a, b, strict=True))
+
+
+def beyond(answer: Vector, reference: Vector, prompt: Vector) -> float | None:
+    """``max(0, cos(a', r') * min(1, |a'| / |r'|))``, with the prompt's direction projected
+    out of the answer and the reference (unit vectors); None when the reference says nothing
+    beyond the prompt."""
+    a_p, r_p = _dot(answer, prompt), _dot(reference, prompt)
+    a_rest = [a - a_p * p for a, p in zip(answer, prompt, strict=True)]
+    r_rest = [r - r_p * p for r, p in zip(reference, prompt, strict=True)]
+    a_norm, r_norm = math.sqrt(_dot(a_rest, a_rest)), math.sqrt(_dot(r_rest, r_rest))
+    if r_norm < _NOTHING:
+        return None
+    if a_norm < _NOTHING:
+        return 0.0
+    return max(0.0, _dot(a_rest, r_rest) / (a_norm * r_norm) * min(1.0, a_norm / r_norm))
+
+
 class _Similarity(ModelReward):
     def __init__(
         self,
         tokenization: Tokenization,
         threshold: float | None,
         extract: Literal["answer", "completion"],
+        prompt: Literal["discount", "ignore"],
         **base: Any,
     ) -> None:
         super().__init__(**base)
         self.tokenization = tokenization
         self.threshold = threshold
         self.extract = extract
+        self.prompt = prompt
 
     def prepare(self, sample: Sample) -> Prepared | Score:
         if sample.reference is None:
@@ -90,25 +131,33 @@ class _Similarity(ModelReward):
             return Score.failed(
                 "invalid", "reference: a non-empty string or list of strings is needed"
             )
-        text = answer_part(sample.text) if self.extract == "answer" else sample.text
+        text = shown_answer(sample.text) if self.extract == "answer" else sample.text
         answer, removed = self.tokenization.clean(text)
-        if not answer.strip():
+        if not has_text(answer):
             return Score.ok(0.0, reason="empty answer")
+        prompt = prompt_text(sample) if self.prompt == "discount" else ""
+        texts = [answer, *references, *([prompt] if has_text(prompt) else [])]
         tokenizer = self.tokenization.tokenizer
-        rows = tokenizer(
-            [answer, *references], truncation=True, max_length=self.tokenization.max_length
-        )["input_ids"]
-        return Prepared(tuple(tuple(r) for r in rows), {"special_tokens_removed": removed})
+        rows = tokenizer(texts, truncation=True, max_length=self.tokenization.max_length)
+        context = {"special_tokens_removed": removed, "references": len(references)}
+        return Prepared(tuple(tuple(r) for r in rows["input_ids"]), context)
 
     def finish(self, sample: Sample, prepared: Prepared, outputs: list[Any]) -> Score:
-        answer, *references = outputs
-        cosines = [sum(a * b for a, b in zip(answer, ref, strict=True)) for ref in references]
-        best = max(cosines)
-        detail: dict[str, Any] = {"cosine": best}
+        answer, *references = outputs[: 1 + prepared.context["references"]]
+        [prompt] = outputs[len(references) + 1 :] or [None]
+        cosines = [_dot(answer, ref) for ref in references]
+        scores = [
+            s if prompt is not None and (s := beyond(answer, ref, prompt)) is not None else c
+            for ref, c in zip(references, cosines, strict=True)
+        ]
+        best = max(scores)
+        detail: dict[str, Any] = {"cosine": max(cosines)}
+        if prompt is not None:
+            detail["beyond_prompt"] = best
         if len(cosines) > 1:
             detail["cosines"] = cosines
         if prepared.context["special_tokens_removed"]:
-            detail.update(prepared.context)
+            detail["special_tokens_removed"] = prepared.context["special_tokens_removed"]
         if self.threshold is None:
             return Score.ok(best, **detail)
         return Score.ok(1.0 if best >= self.threshold else 0.0, threshold=self.threshold, **detail)
@@ -120,6 +169,7 @@ def similarity(
     model: str | None = None,
     threshold: float | None = None,
     extract: Literal["answer", "completion"] = "answer",
+    prompt: Literal["discount", "ignore"] = "discount",
     max_length: int = 256,
     batch_size: int = 32,
     device: str = "cpu",
@@ -136,15 +186,15 @@ def similarity(
         threshold: score 1 when the cosine reaches it, else 0 (default: the cosine itself).
         extract: compare the ``answer`` (the completion without its ``<think>`` block) or the
             whole ``completion``.
+        prompt: ``discount``: score what the answer says beyond the prompt (its embedding's
+            direction projected out); ``ignore``: the plain cosine.
         max_length: tokens embedded per text (all-MiniLM-L6-v2 was trained on 256).
     """
     check_common(batch_size=batch_size, max_length=max_length, deadline_s=deadline_s)
     if threshold is not None and not -1.0 <= threshold <= 1.0:
         raise ValueError(f"threshold: a cosine in [-1, 1], got {threshold}")
     folder = bundled_encoder() if model is None else local_folder(model, "model")
-    tokenization = Tokenization(
-        load_tokenizer(folder), template="none", max_length=max_length, truncation="right"
-    )
+    tokenization = Tokenization(load_tokenizer(folder), template="none", max_length=max_length)
     client = model_client(
         "transformers",
         SentenceEncoder,
@@ -156,4 +206,6 @@ def similarity(
         threads=threads,
         load_timeout_s=load_timeout_s,
     )
-    return _Similarity(tokenization, threshold, extract, client=client, deadline_s=deadline_s)
+    return _Similarity(
+        tokenization, threshold, extract, prompt, client=client, deadline_s=deadline_s
+    )

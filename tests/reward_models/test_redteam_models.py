@@ -168,11 +168,13 @@ def think_close_hides_a_span(lab: Lab) -> None:
 
 
 def lone_surrogate_is_charged(lab: Lab) -> None:
-    """A completion the tokenizer cannot encode (the reward raises TypeError) fails on the
-    policy's account in the engine (charged at the group's worst), never as an
-    infrastructure failure left out of its group."""
-    score = _run_one(lab.rm(), Sample(id="s", prompt=QUESTION, completion="4 \ud800"))
-    assert score.status == "error" and score.cause == "completion", score
+    """A completion the tokenizer cannot encode was an error (TypeError) charged to the
+    policy; the data contract now reads a lone surrogate as U+FFFD, so the RM scores what the
+    completion says, never leaving it out of its group."""
+    sample = Sample(id="s", prompt=QUESTION, completion="4 \ud800")
+    assert sample.completion == "4 \ufffd"
+    score = _run_one(lab.rm(), sample)
+    assert score.status == "ok", score
 
 
 def one_bad_sample_unbatches_its_batch(lab: Lab) -> None:
@@ -537,9 +539,9 @@ CASES = [
     pytest.param(
         Attack(
             "4 \\ud800 (a lone surrogate, valid in JSON)",
-            "error (TypeError in the tokenizer), charged to the completion",
+            "ok: the contract reads it as U+FFFD (before: a TypeError, charged)",
             "its own score",
-            "charged (or 0 with a reason), never left out",
+            "scored or charged, never left out",
             lone_surrogate_is_charged,
         ),
         id="rm-lone-surrogate-is-charged",

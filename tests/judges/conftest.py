@@ -175,10 +175,12 @@ def _proxy_server(llama_server: str) -> Iterator[Proxy]:
                     self._send(fail, json.dumps({"error": f"injected {fail}"}).encode())
                     return
                 conn = http.client.HTTPConnection(target, timeout=SLOW_S)
-                conn.request("POST", self.path, body, {"Content-Type": "application/json"})
-                response = conn.getresponse()
-                data = response.read()
-                conn.close()
+                try:
+                    conn.request("POST", self.path, body, {"Content-Type": "application/json"})
+                    response = conn.getresponse()
+                    data = response.read()
+                finally:
+                    conn.close()
                 if garbage and response.status == 200:
                     reply = json.loads(data)
                     reply["choices"][0]["message"]["content"] = "Hmm, it depends :)"
@@ -196,6 +198,7 @@ def _proxy_server(llama_server: str) -> Iterator[Proxy]:
     state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     yield state
     server.shutdown()
+    server.server_close()  # the listening socket, else a ResourceWarning when collected
 
 
 @pytest.fixture

@@ -223,3 +223,20 @@ def test_request_headers_are_capped_at_64_kib(
         if answer is None:
             answer = sock.recv(65536)
     assert answer.startswith(b"HTTP/1.1 %d" % status), answer[:80]
+
+
+def test_headers_whose_blank_line_spans_two_reads_are_not_charged_the_body(
+    strict_server: Server,
+) -> None:
+    """The blank line that ends the headers split between two reads (`\\r\\n` | `\\r\\n`,
+    then a 100 KiB body in the same read): the body is not counted as headers (no 431)."""
+    samples = b'{"samples": [{"id": "a", "completion": "' + b"x" * (100 * 2**10) + b'"}]}'
+    head = b"POST /v1/score HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n" % TOKEN.encode()
+    head += b"Content-Type: application/json\r\nContent-Length: %d\r\n" % len(samples)
+    with socket.create_connection(("127.0.0.1", strict_server.port)) as sock:
+        sock.sendall(head)
+        time.sleep(0.5)  # the server reads the headers without their blank line
+        sock.sendall(b"\r\n" + samples)
+        sock.settimeout(60)
+        answer = sock.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:80]

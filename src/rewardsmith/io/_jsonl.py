@@ -79,8 +79,8 @@ def resume_point(output: Path, keep_lines: int | None = None) -> list[str]:
 
     An interrupted run leaves complete lines plus, at worst, one truncated line; the file is
     truncated to its complete lines (or to its first `keep_lines`) so appending continues
-    cleanly. A line that is not a result with an id (not UTF-8, not JSON, nested too deep:
-    a disk or a copy gone wrong) is cut off the same way, with every line after it: those
+    cleanly. A line that is not a JSON object with an `id` (not UTF-8, not JSON, nested too
+    deep: a disk or a copy gone wrong) is cut off the same way, with every line after it: those
     samples are scored again.
     """
     if not output.exists():

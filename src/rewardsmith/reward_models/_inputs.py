@@ -20,8 +20,8 @@ The pitfalls of feeding a reward model are handled here, once:
   completion can still write a fake turn header.
 * **Truncation.** At most `max_length` tokens. An input that does not fit keeps the prompt
   (everything the template writes before the completion), the end of the completion and what
-  the template writes after it: the completion's middle is cut (verl's ``truncation:
-  middle``), so the model always reads the question and the final answer. Truncated inputs
+  the template writes after it: the input's middle, the start of the completion, is cut, so
+  the model always reads the question and the final answer. Truncated inputs
   are reported; a prompt that does not fit on its own raises `PromptTooLong`. (A template
   that rewrites the completion's text, so that its own text around it cannot be found, keeps
   the leading BOS and the end only.)

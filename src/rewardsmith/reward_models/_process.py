@@ -26,11 +26,11 @@ answer.") earns it whatever came before. ``detail.steps`` holds every step's sco
 ``combine: renorm`` (which reads them) and for selection by PRM aggregation.
 
 A completion with no step, or with steps that do not all fit in `max_length` tokens, scores
-0 with the reason (no model asked): an unscored step is never assumed correct. Step tags and
-special tokens the policy writes are removed before the model reads the steps, until none is
-left (see `_inputs`). The model must return exactly one score per step: any other count is an
-`error`. For the PRM backends a prompt that contains the step tag is `invalid` (its tags would
-be scored as steps).
+0 with the reason (no model asked): an unscored step is never assumed correct. For the PRM
+backends (``transformers``, ``vllm``), step tags and special tokens the policy writes are
+removed before the model reads the steps, until none is left (see `_inputs`); the model must
+return exactly one score per step (any other count is an `error`); and a prompt that
+contains the step tag is `invalid` (its tags would be scored as steps).
 """
 
 from __future__ import annotations

@@ -143,7 +143,7 @@ def reward_model(
         system: a system turn added before the prompt (when the prompt has none).
         strip_think: the model reads the answer, not the ``<think>`` reasoning.
         max_length: at most this many tokens: a longer input keeps the prompt and the end of
-            the completion (its middle is cut, ``detail.truncated``).
+            the completion (its start is cut, ``detail.truncated``).
         label, normalize: the score is the logit of `label` (``raw``), its ``sigmoid``, or its
             ``softmax`` probability over the labels.
         batch_size: most inputs per forward pass (per request to a server).

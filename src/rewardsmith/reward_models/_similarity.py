@@ -14,8 +14,8 @@ it: with a prompt (``prompt: discount``, the default), the prompt's embedding p 
 out of the answer's (a) and the reference's (r), and the score is the cosine of the rests,
 scaled down when the answer's rest is shorter than the reference's, and at least 0:
 ``max(0, cos(a', r') * min(1, |a'| / |r'|))`` with ``x' = x - (x.p) p``, in [0, 1]. Copying
-the question scores 0 (its rest is nothing), as does a wrong answer, and wording the question
-gave away earns nothing. Without a prompt, or
+the question scores 0 (its rest is nothing), as does a wrong answer whose rest points away
+from the reference's, and wording the question gave away earns nothing. Without a prompt, or
 with ``prompt: ignore``, or when the reference says nothing beyond the prompt, the score is
 the plain cosine, in [-1, 1]. The score is the largest over the references (a string or a
 list; ``detail.cosine`` keeps the plain cosine); with `threshold`, 1 when it reaches the
@@ -24,8 +24,8 @@ threshold, else 0.
 A similarity reward is soft: it rewards wording close to the reference, not a correct answer
 (see BENCHMARKS.md for how well it tells them apart). It does not catch a negation ("... is not
 Paris." is close to "... is Paris.") or a list of candidates that includes the reference's
-words. An answer with no visible character (nothing, or a ``<think>`` never closed) scores 0.
-The answer is what follows the first ``</think>``.
+words. An answer with no visible character scores 0. With ``extract: answer`` (the default)
+the answer is what follows the first ``</think>`` (nothing when a ``<think>`` is never closed).
 """
 
 from __future__ import annotations

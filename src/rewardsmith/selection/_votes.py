@@ -3,7 +3,8 @@
 Three ways to tell answers apart (`ClusterMode`):
 
 - `math`: the math reward's own reading. The answer is the one a completion commits to
-  (`committed_answer`: a hedge, a restated question or an unfinished form is no answer), its
+  (`committed_answer`: a hedge, a restated question, an unfinished form or unmarked words
+  such as "hmm" are no answer), its
   key is canonical (`0.5`, `\\frac{1}{2}` and `x = \\frac12` share one) and its buckets say
   which other keys it may still equal (`\\sqrt{12}` and `2\\sqrt{3}`), for `_clusters`.
 - `exact`: the answer string itself.

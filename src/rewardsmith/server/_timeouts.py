@@ -64,6 +64,8 @@ def with_connection_limits(header_timeout_s: float, body_timeout_s: float) -> ty
 
         _header_timer: asyncio.TimerHandle | None = None
         _header_bytes = 0
+        _header_tail = b""
+        """The last bytes of the headers read so far: their blank line may span two reads."""
         _message_begun = False
         _in_body = False
         """Between a request's headers and the end of its body."""
@@ -79,8 +81,10 @@ def with_connection_limits(header_timeout_s: float, body_timeout_s: float) -> ty
 
         def data_received(self, data: bytes) -> None:
             if not self._in_body:  # headers are coming: they end at the first blank line
-                end = data.find(b"\r\n\r\n")
-                self._header_bytes += len(data) if end < 0 else end + 4
+                seen = self._header_tail + data
+                end = seen.find(b"\r\n\r\n")
+                self._header_bytes += len(data) if end < 0 else end + 4 - len(self._header_tail)
+                self._header_tail = seen[-3:]
                 if self._header_bytes > MAX_HEADER_BYTES:
                     self._refuse(_TOO_LARGE_RESPONSE)
                     return
@@ -95,7 +99,7 @@ def with_connection_limits(header_timeout_s: float, body_timeout_s: float) -> ty
         def on_headers_complete(self) -> None:
             self._stop_header_timer()
             self._message_begun = False
-            self._in_body, self._header_bytes = True, 0
+            self._in_body, self._header_bytes, self._header_tail = True, 0, b""
             self._body_due = self.loop.time() + body_timeout_s
             super().on_headers_complete()
             if self.cycle is not None and not self.parser.should_upgrade():

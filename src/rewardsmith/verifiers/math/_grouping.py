@@ -2,12 +2,14 @@
 clustering) with the math reward's own rules.
 
 `committed_answer` is the extraction the reward uses (hedges, restatements and answers not in
-finished form give no answer); `answer_key` is a canonical key (equal keys are the same
-answer: `0.5`, `\\frac{2}{4}` and `x = \\frac12` share `n:1/2`); `same_answer` decides the pairs
-keys cannot (`\\sqrt{12}` and `2\\sqrt{3}`); `answer_buckets` says which pairs are worth asking
-(answers `same_answer` calls equal share a bucket: their values agree to 12 digits). Group by
-key first, then compare keys pairwise only inside a bucket: N answers never cost N^2
-comparisons unless N different answers agree to 12 digits.
+finished form give no answer), except that words the completion does not mark as its answer
+("hmm") are no answer either, where the reward would read them against a text gold;
+`answer_key` is a canonical key (equal keys are the same answer: `0.5`, `\\frac{2}{4}` and
+`x = \\frac12` share `n:1/2`); `same_answer` decides the pairs keys cannot (`\\sqrt{12}` and
+`2\\sqrt{3}`); `answer_buckets` says which pairs are worth asking (answers `same_answer` calls
+equal share a bucket: their values agree to 12 digits). Group by key first, then compare keys
+pairwise only inside a bucket: N answers never cost N^2 comparisons unless N different
+answers agree to 12 digits.
 """
 
 from __future__ import annotations

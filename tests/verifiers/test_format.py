@@ -83,6 +83,7 @@ def test_think_format_bad_tag_names_the_parameter(tag: str) -> None:
         think_format(tag=tag)
 
 
+@pytest.mark.skipif(not (DATA / "math500").exists(), reason=f"no real data at {DATA}")
 def test_think_format_on_math500_solutions() -> None:
     """Real reasoning wrapped in the expected structure passes; without the answer it fails."""
     rows = [

@@ -191,6 +191,7 @@ def test_target_penalty_is_bounded(target: int, n: int) -> None:
     assert (score == 0.0) == (n == target)
 
 
+@pytest.mark.skipif(not (DATA / "gsm8k").exists(), reason=f"no real data at {DATA}")
 def test_overlong_on_gsm8k_solutions_in_words() -> None:
     """Real solutions: most are short; the longest ones are pushed into the buffer."""
     rows = [

@@ -9,12 +9,16 @@ Samples: the 5,776 math pairs of `math_bench.py` (GSM8K model solutions + MATH-5
 
 - in process: `Engine.score` on all samples at once (the ceiling: no HTTP, no JSON).
 - over HTTP: `rewardsmith serve` in its own process; `--clients` concurrent clients
-  (asyncio, one `httpx.AsyncClient` and keep-alive connection each, all in this process)
-  take the next request body (`size` samples, JSON-encoded before the clock starts, as a
-  trainer would have them; answers are decoded after it stops), POST it
-  to `/v1/score`, and go again until every sample is scored. Each request is one call of
-  the server engine's continuous front (its samples go to idle workers as they arrive, with
-  no batch boundaries). Latency is per request, as a client sees it.
+  (asyncio, one keep-alive HTTP/1.1 connection each, all in this process) take the next
+  request (`size` samples, JSON-encoded before the clock starts, as a trainer would have
+  them; answers are decoded after it stops), POST it to `/v1/score`, and go again until
+  every sample is scored. The clients are a bare asyncio protocol (`LeanConnection`), not
+  httpx: on 2 cores the load generator shares the server's CPU, and 64 httpx clients alone
+  took 1.44 ms of CPU per request (BENCHMARKS.md), more than scoring a sample; trainers
+  on a GPU node call from their own cores. `--httpx` measures with httpx clients instead.
+  Each request is one call of the server engine's continuous front (its samples go to idle
+  workers as they arrive, with no batch boundaries). Latency is per request, as a client
+  sees it.
 
 Every HTTP result must equal the in-process result of the same sample (parsed JSON).
 """
@@ -67,6 +71,9 @@ BEFORE = [
     "| 64 | 70% | 382.6 | 691.0 |",
     "| 256 | 88% | 963.7 | 1612.5 |",
 ]
+
+
+JSON = {"Content-Type": "application/json"}
 
 
 def free_port() -> int:
@@ -137,44 +144,98 @@ class Server:
         self.process.wait(timeout=60)
 
 
+class LeanConnection(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection sending whole pre-encoded requests, one at a time,
+    and reading each answer by its Content-Length (all the server sends)."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.waiter: asyncio.Future[tuple[int, bytes]] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        end = self.buffer.find(b"\r\n\r\n")
+        if end < 0:
+            return
+        head = bytes(self.buffer[:end]).lower()
+        start = head.index(b"content-length:") + len(b"content-length:")
+        stop = head.find(b"\r\n", start)
+        total = end + 4 + int(head[start : stop if stop >= 0 else None])
+        if len(self.buffer) >= total and self.waiter is not None:
+            status, body = int(self.buffer[9:12]), bytes(self.buffer[end + 4 : total])
+            del self.buffer[:total]
+            self.waiter.set_result((status, body))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(ConnectionError("the server closed the connection"))
+
+    async def post(self, request: bytes) -> tuple[int, bytes]:
+        assert self.transport is not None
+        self.waiter = asyncio.get_running_loop().create_future()
+        self.transport.write(request)
+        return await self.waiter
+
+
 async def load(
-    url: str, samples: list[dict], clients: int, size: int
+    url: str, samples: list[dict], clients: int, size: int, use_httpx: bool
 ) -> tuple[dict[str, dict], list[float], float, float]:
     """Results by id, request latencies, seconds, and the clients' CPU seconds meanwhile."""
-    queue: asyncio.Queue[bytes] = asyncio.Queue()
-    for i in range(0, len(samples), size):  # encoded before the clock: the trainer's cost
-        queue.put_nowait(json.dumps({"samples": samples[i : i + size]}).encode())
+    bodies = [  # encoded before the clock: the trainer's cost
+        json.dumps({"samples": samples[i : i + size]}).encode()
+        for i in range(0, len(samples), size)
+    ]
+    bodies.reverse()  # taken from the end
     latencies: list[float] = []
     answers: list[bytes] = []
-    connected = asyncio.Event()
-    ready = 0
-    headers = {"Content-Type": "application/json"}
-    tls = ssl.create_default_context()  # unused on http://, but built once, not per client
+    host, port = url.removeprefix("http://").split(":")
 
-    async def client() -> None:  # one trainer process: its own client and connection
-        nonlocal ready
-        async with httpx.AsyncClient(base_url=url, timeout=120, verify=tls) as http:
-            await http.get("/health")  # connect before the clock starts
-            ready += 1
-            if ready == clients:
-                connected.set()
-            await connected.wait()
-            while not queue.empty():
-                body = queue.get_nowait()
-                t0 = time.perf_counter()
-                response = await http.post("/v1/score", content=body, headers=headers)
-                latencies.append(time.perf_counter() - t0)
-                response.raise_for_status()
-                answers.append(response.content)  # decoded after the clock
+    async def lean(connection: LeanConnection) -> None:
+        while bodies:
+            body = bodies.pop()
+            request = (
+                b"POST /v1/score HTTP/1.1\r\nhost: %s\r\ncontent-type: application/json"
+                b"\r\ncontent-length: %d\r\n\r\n%s" % (host.encode(), len(body), body)
+            )
+            t0 = time.perf_counter()
+            status, answer = await connection.post(request)
+            latencies.append(time.perf_counter() - t0)
+            if status != 200:
+                raise SystemExit(f"HTTP {status}: {answer[:200]!r}")
+            answers.append(answer)  # decoded after the clock
 
-    async def timed() -> tuple[float, float]:
-        await connected.wait()
-        return time.perf_counter(), time.process_time()
+    async def with_httpx(http: httpx.AsyncClient) -> None:
+        while bodies:
+            body = bodies.pop()
+            t0 = time.perf_counter()
+            response = await http.post("/v1/score", content=body, headers=JSON)
+            latencies.append(time.perf_counter() - t0)
+            response.raise_for_status()
+            answers.append(response.content)
 
-    timer = asyncio.create_task(timed())
-    await asyncio.gather(*(client() for _ in range(clients)))
-    started, cpu_started = await timer
+    loop = asyncio.get_running_loop()
+    if use_httpx:  # one client per trainer process, connected before the clock starts
+        tls = ssl.create_default_context()  # unused on http://, built once, not per client
+        https = [httpx.AsyncClient(base_url=url, timeout=120, verify=tls) for _ in range(clients)]
+        await asyncio.gather(*(http.get("/health") for http in https))
+        runs = [with_httpx(http) for http in https]
+    else:
+        made = [
+            await loop.create_connection(LeanConnection, host, int(port)) for _ in range(clients)
+        ]
+        runs = [lean(connection) for _, connection in made]
+    started, cpu_started = time.perf_counter(), time.process_time()
+    await asyncio.gather(*runs)
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    if use_httpx:
+        await asyncio.gather(*(http.aclose() for http in https))
+    else:
+        for transport, _ in made:
+            transport.close()
     results = {r["id"]: r for answer in answers for r in json.loads(answer)["results"]}
     return results, latencies, elapsed, cpu
 
@@ -189,6 +250,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="runs per row (median)")
     parser.add_argument(
         "--passes", type=int, default=3, help="times each run goes over the pairs (steady state)"
+    )
+    parser.add_argument(
+        "--httpx", action="store_true", help="httpx clients instead of the lean protocol"
     )
     parser.add_argument("--write", type=Path, help="update this BENCHMARKS.md section")
     args = parser.parse_args()
@@ -221,7 +285,7 @@ def main() -> None:
                     httpx.post(f"{server.url}/v1/score", json=WARM_UP, timeout=60)
                     cpu = tree_cpu(server.process.pid)
                     got, lat, elapsed, client_s = asyncio.run(
-                        load(server.url, samples, args.clients, size)
+                        load(server.url, samples, args.clients, size, args.httpx)
                     )
                     server_cpu.append(tree_cpu(server.process.pid) - cpu)
                 finally:

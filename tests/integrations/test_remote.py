@@ -21,7 +21,7 @@ from tests.server.conftest import TOKEN, Server, free_port
 
 from .conftest import MATH_SPEC
 
-pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
 pytest.importorskip("uvicorn")
 httpx = pytest.importorskip("httpx")
 

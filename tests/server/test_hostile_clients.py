@@ -17,7 +17,7 @@ from rewardsmith.server import _app
 
 from .conftest import TOKEN, Server
 
-pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
 pytest.importorskip("uvicorn")
 httpx = pytest.importorskip("httpx")
 

@@ -18,7 +18,7 @@ from tests.integrations.conftest import load_openrlhf_reward_func, require
 
 from .conftest import TOKEN, Server
 
-pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
 pytest.importorskip("uvicorn")
 httpx = pytest.importorskip("httpx")
 torch = require("torch")

@@ -35,7 +35,7 @@ from rewardsmith.spec import load_spec
 
 from .conftest import ROOT, SPEC, TOKEN, Server, free_port
 
-pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
 pytest.importorskip("uvicorn")
 httpx = pytest.importorskip("httpx")
 

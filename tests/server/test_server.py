@@ -16,7 +16,7 @@ from rewardsmith.cli import main
 
 from .conftest import TOKEN, Server
 
-pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
 pytest.importorskip("uvicorn")
 httpx = pytest.importorskip("httpx")
 

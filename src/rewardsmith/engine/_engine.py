@@ -10,6 +10,7 @@ adapters. Calls from many threads or coroutines share the worker pool sample by 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import queue
@@ -165,7 +166,9 @@ class Engine:
 
     def start(self) -> None:
         """Start the workers now rather than on the first call (raises what stops them)."""
-        self._submit_run([]).result()
+        sink = _Collect()
+        self._queue([], sink)
+        sink.future.result()
 
     def submit(self, samples: Iterable[SampleLike]) -> list[Future[Result]]:
         """Queue samples now; one future result each, set as soon as it is finished.
@@ -181,18 +184,14 @@ class Engine:
         self._queue(items, _Futures(futures))
         return futures
 
-    def _submit_run(self, samples: Iterable[SampleLike]) -> Future[list[Result]]:
-        """Queue samples as one run; the future gets every result, in input order."""
-        sink = _Collect()
-        self._queue(self._prepare(samples), sink)
-        return sink.future
-
     async def ascore(self, samples: Iterable[SampleLike]) -> list[Result]:
         """`score` for coroutines: nothing blocks the event loop while workers run.
 
         Raises as `submit` does; cancelling the call cancels the samples not yet scored.
         """
-        return await asyncio.wrap_future(self._submit_run(samples))
+        sink = _Awaited(asyncio.get_running_loop())
+        self._queue(self._prepare(samples), sink)
+        return await sink.future
 
     def score(self, samples: Iterable[SampleLike]) -> list[Result]:
         """Score samples; one result per input, in input order."""
@@ -207,10 +206,10 @@ class Engine:
                     raise error
         return items
 
-    def _queue(self, items: list[Sample | Result], sink: _Collect | _Futures) -> None:
-        whole = isinstance(sink, _Collect)
+    def _queue(self, items: list[Sample | Result], sink: _Collect | _Awaited | _Futures) -> None:
+        whole = not isinstance(sink, _Futures)
         run = self.front.open(sink, whole=whole)
-        if whole:
+        if not isinstance(sink, _Futures):
             sink.bind(run)
         try:
             run.add(items, last=True)
@@ -339,6 +338,38 @@ class _Collect:
 
     def done(self, error: BaseException | None) -> None:
         if not self.future.set_running_or_notify_cancel():
+            return
+        if error is None:
+            self.future.set_result(self._results)
+        else:
+            self.future.set_exception(error)
+
+
+class _Awaited:
+    """A run's sink for `ascore`: one asyncio future holding every result, set on its event
+    loop (one hand-over per call, not a thread-safe future chained to it); cancelling the
+    future cancels the run."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.future: asyncio.Future[list[Result]] = loop.create_future()
+        self._loop = loop
+        self._results: list[Result] = []
+
+    def bind(self, run: Run) -> None:
+        self.future.add_done_callback(lambda f: run.cancel() if f.cancelled() else None)
+
+    def scored(self, count: int) -> None:
+        pass
+
+    def result(self, index: int, result: Result) -> None:
+        self._results.append(result)
+
+    def done(self, error: BaseException | None) -> None:
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody awaits the call
+            self._loop.call_soon_threadsafe(self._settle, error)
+
+    def _settle(self, error: BaseException | None) -> None:
+        if self.future.done():  # cancelled meanwhile
             return
         if error is None:
             self.future.set_result(self._results)

@@ -1,6 +1,6 @@
-"""The reward server: `rewardsmith serve` (needs the `server` extra: fastapi, uvicorn).
+"""The reward server: `rewardsmith serve` (needs the `server` extra: uvicorn).
 
-`create_app` builds the FastAPI app (for tests or your own ASGI server); `serve` runs it
+`create_app` builds the ASGI app (for tests or your own ASGI server); `serve` runs it
 with uvicorn. Both are imported on first use, so this package imports without the extra.
 """
 

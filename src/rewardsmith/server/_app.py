@@ -1,4 +1,4 @@
-"""The reward server: a FastAPI app over one engine, and `serve` to run it with uvicorn.
+"""The reward server: a plain ASGI app over one engine, and `serve` to run it with uvicorn.
 
 Routes:
 
@@ -8,20 +8,25 @@ Routes:
 - `GET /health`: liveness and queue depth (never needs the token).
 - `GET /metrics`: Prometheus text.
 
-Refusals, in the order they are checked: 401 (missing or wrong bearer token), 413 (body over
-`max_body_bytes`, or more samples than the queue can ever hold), 408 (body not received
-within `body_timeout_s`), 422 (malformed JSON or sample, or JSON nested too deep; the message
-names the field), 503 (queue full, or shutting down; with Retry-After); 499 (logged only)
-for a client that left before its answer. Below the app, the connection protocol
-(`_timeouts`) answers 408 to slow headers and 431 to headers over 64 KiB. Every request is
-parsed and validated on its own before it reaches the engine, so a bad request is refused
-alone; bodies larger than `_INLINE_BYTES` are parsed (and their answers serialised) in a
-thread, so one large request never stalls the event loop, the other requests or `/health`.
+Refusals, in the order they are checked: 404 (no such route), 405 (wrong method), 401
+(missing or wrong bearer token), 413 (body over `max_body_bytes`, or more samples than the
+queue can ever hold), 408 (body not received within `body_timeout_s`), 422 (malformed JSON
+or sample, or JSON nested too deep; the message names the field), 503 (queue full, or
+shutting down; with Retry-After); 499 (counted, not sent) for a client that left before its
+answer. Each is `{"detail": "..."}`. Below the app, the connection protocol (`_timeouts`)
+answers 408 to slow headers and 431 to headers over 64 KiB. Every request is parsed and
+validated on its own before it reaches the engine, so a bad request is refused alone;
+bodies larger than `_INLINE_BYTES` are parsed (and their answers serialised) in a thread,
+so one large request never stalls the event loop, the other requests or `/health`.
 
 Each request is one run of the engine's continuous front (`Engine.ascore`): its samples go to
 idle workers as they arrive, alongside those of every other request, and it is answered as
 soon as its own last sample is finished. The queue bound is the engine's admission limit. A
 client that disconnects first has its run cancelled, so its samples leave the queue.
+
+No web framework: four routes do not need one, and on a node where the server shares its
+cores with the reward workers, every layer a request passes through is CPU the workers lose
+(BENCHMARKS.md, "Reward server under load").
 """
 
 from __future__ import annotations
@@ -29,13 +34,12 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import logging
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, TypeVar
 
-from fastapi import FastAPI, HTTPException, Request, Response
 from pydantic import TypeAdapter, ValidationError
 
 from .._exceptions import InputError
@@ -59,9 +63,8 @@ from ._metrics import CONTENT_TYPE, Metrics
 from ._openrlhf import OpenRLHFRequest, openrlhf_response
 from ._timeouts import with_connection_limits
 
-__all__ = ["create_app", "serve"]
+__all__ = ["RewardApp", "create_app", "serve"]
 
-_ROUTES = ("/v1/score", "/get_reward", "/health", "/metrics")
 _SAMPLES = TypeAdapter(list[Sample])
 _SCORE_KEYS = ("samples",)
 _MAX_ERRORS = 3
@@ -69,38 +72,272 @@ _INLINE_BYTES = 256 * 2**10
 """Bodies up to this size are parsed on the event loop; larger ones in a worker thread."""
 _BODY_NESTING = MAX_NESTING + 2
 """Deepest JSON body: a sample's own limit plus the body's list and object around it."""
+_JSON = b"application/json"
 
 T = TypeVar("T")
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+Answer = tuple[int, bytes, bytes]
+"""Status, body, content type."""
 
-ASGIApp = Callable[..., Awaitable[None]]
+_log = logging.getLogger("rewardsmith.server")
 
 
-class _Observe:
-    """ASGI middleware: latency and status code of every HTTP request, per route."""
+class _Refusal(Exception):
+    """An error answer, `{"detail": detail}`; `reject` is the reason counted in the
+    metrics (None: not counted as a refusal)."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
-        self.app = app
-        self.metrics = metrics
+    def __init__(
+        self,
+        status: int,
+        detail: str,
+        *,
+        reject: str | None = None,
+        headers: tuple[tuple[bytes, bytes], ...] = (),
+    ) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.reject = reject
+        self.headers = headers
 
-    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = 500
 
-        async def observed_send(message: MutableMapping[str, Any]) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
+class _Gone(Exception):
+    """The client went away before its answer was ready."""
 
+
+class RewardApp:
+    """The server's ASGI app: the routes above over one engine, which starts with the app's
+    lifespan and stops with it. Made by `create_app`."""
+
+    def __init__(
+        self,
+        spec: RewardSpec,
+        engine: Engine,
+        *,
+        token: str | None,
+        max_body_bytes: int,
+        max_queue_samples: int,
+        body_timeout_s: float,
+    ) -> None:
+        self.spec = spec
+        self.engine = engine
+        self.metrics = Metrics()
+        self.metrics.add_gauge(
+            "rewardsmith_queue_samples",
+            "Samples accepted and not yet answered.",
+            lambda: engine.admitted,
+        )
+        self.metrics.add_gauge(
+            "rewardsmith_queue_limit_samples",
+            "Most samples the queue takes.",
+            lambda: max_queue_samples,
+        )
+        self._expected = token.encode() if token else None
+        self._max_body_bytes = max_body_bytes
+        self._max_queue_samples = max_queue_samples
+        self._body_timeout_s = body_timeout_s
+        self._fingerprint = spec_fingerprint(spec)
+        self._accepting = False
+        self._routes: dict[str, tuple[bytes, Callable[[Scope, Receive], Awaitable[Answer]]]] = {
+            "/v1/score": (b"POST", self._score),
+            "/get_reward": (b"POST", self._get_reward),
+            "/health": (b"GET", self._health),
+            "/metrics": (b"GET", self._metrics),
+        }
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http":
+            await self._http(scope, receive, send)
+        elif scope["type"] == "websocket":  # no websocket routes
+            await send({"type": "websocket.close", "code": 1000})
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        await receive()  # lifespan.startup
         try:
-            await self.app(scope, receive, observed_send)
+            await asyncio.to_thread(self.engine.start)
+        except Exception as exc:
+            await send({"type": "lifespan.startup.failed", "message": str(exc)})
+            return
+        self._accepting = True
+        await send({"type": "lifespan.startup.complete"})
+        await receive()  # lifespan.shutdown: the server has finished the requests in flight
+        self._accepting = False
+        await asyncio.to_thread(self.engine.close)
+        await send({"type": "lifespan.shutdown.complete"})
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+        path = scope["path"]
+        route = self._routes.get(path)
+        headers: tuple[tuple[bytes, bytes], ...] = ()
+        try:
+            if route is None:
+                raise _Refusal(404, "Not Found")
+            if scope["method"].encode() != route[0]:
+                raise _Refusal(405, "Method Not Allowed", headers=((b"allow", route[0]),))
+            status, body, content_type = await route[1](scope, receive)
+        except _Refusal as refusal:
+            if refusal.reject is not None:
+                self.metrics.reject(refusal.reject)
+            status, content_type, headers = refusal.status, _JSON, refusal.headers
+            body = json.dumps({"detail": refusal.detail}).encode()
+        except _Gone:  # its samples left the queue unscored; nobody reads an answer
+            self.metrics.reject("disconnected")
+            self.metrics.observe_request(path, 499, time.perf_counter() - started)
+            return
+        except Exception:
+            _log.exception("%s %s failed", scope["method"], path)
+            status, body, content_type = 500, b'{"detail":"Internal Server Error"}', _JSON
+        try:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": [
+                        (b"content-type", content_type),
+                        (b"content-length", b"%d" % len(body)),
+                        *headers,
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
         finally:
-            path = scope.get("path", "")
-            route = path if path in _ROUTES else "other"
-            self.metrics.observe_request(route, status, time.perf_counter() - started)
+            self.metrics.observe_request(
+                path if route else "other", status, time.perf_counter() - started
+            )
+
+    # -- routes ---------------------------------------------------------------------------
+
+    async def _score(self, scope: Scope, receive: Receive) -> Answer:
+        self._authorize(scope)
+        body = await self._read_body(scope, receive)
+        samples = await _off_loop(len(body), self._parse_samples, body)
+        results = await self._run(receive, list(samples), "/v1/score")
+        payload = await _off_loop(len(body), _dump_results, results)
+        return 200, payload, _JSON
+
+    async def _get_reward(self, scope: Scope, receive: Receive) -> Answer:
+        self._authorize(scope)
+        if (why := group_scoped(self.spec)) is not None:
+            raise _Refusal(
+                422,
+                f"the spec needs each sample's whole group ({why}), but {NO_GROUPS}",
+                reject="malformed",
+            )
+        body = await self._read_body(scope, receive)
+        samples, found = await _off_loop(len(body), self._parse_openrlhf, body)
+        results = await self._run(receive, samples, "/get_reward")
+        answer = openrlhf_response(self.spec, results, found)
+        payload = await _off_loop(len(body), lambda: json.dumps(answer).encode())
+        return 200, payload, _JSON
+
+    async def _health(self, scope: Scope, receive: Receive) -> Answer:
+        state = {
+            "status": "ok" if self._accepting else "stopping",
+            "queued_samples": self.engine.admitted,
+            "queue_limit": self._max_queue_samples,
+            "spec": self._fingerprint,
+        }
+        return 200, json.dumps(state).encode(), _JSON
+
+    async def _metrics(self, scope: Scope, receive: Receive) -> Answer:
+        self._authorize(scope)
+        return 200, self.metrics.render().encode(), CONTENT_TYPE.encode()
+
+    # -- steps ----------------------------------------------------------------------------
+
+    def _authorize(self, scope: Scope) -> None:
+        if self._expected is None:
+            return
+        # RFC 7235: the scheme is case-insensitive, one or more spaces before the credentials
+        scheme, _, credentials = _header(scope, b"authorization").partition(" ")
+        given = credentials.lstrip(" ").encode()
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given, self._expected):
+            raise _Refusal(
+                401,
+                "missing or wrong bearer token (header: Authorization: Bearer <token>)",
+                headers=((b"www-authenticate", b"Bearer"),),
+            )
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
+        limit = self._max_body_bytes
+        declared = _header(scope, b"content-length")
+        if declared.isdigit() and int(declared) > limit:
+            raise _Refusal(413, f"body: {declared} bytes; the limit is {limit}", reject="too_large")
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(self._body_timeout_s):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise _Gone
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > limit:
+                        raise _Refusal(
+                            413, f"body: over the limit of {limit} bytes", reject="too_large"
+                        )
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        return b"".join(chunks)
+        except TimeoutError:
+            raise _Refusal(
+                408,
+                f"body: not received within {self._body_timeout_s:g} s",
+                reject="too_slow",
+                headers=((b"connection", b"close"),),
+            ) from None
+
+    def _parse_samples(self, body: bytes) -> list[Sample]:
+        raw = _samples_field(_parse_json(body))
+        for position, item in enumerate(raw, start=1):
+            if isinstance(item, dict) and "id" not in item:
+                item["id"] = str(position)
+        try:
+            return _SAMPLES.validate_python(raw)
+        except ValidationError as exc:
+            raise _Refusal(422, _describe(exc, "samples"), reject="malformed") from None
+
+    def _parse_openrlhf(self, body: bytes) -> tuple[list[Sample | InputError], list[bool]]:
+        data = _parse_json(body)
+        try:
+            parsed = OpenRLHFRequest.model_validate(data)
+        except ValidationError as exc:
+            raise _Refusal(422, _describe(exc, ""), reject="malformed") from None
+        return parsed.samples()
+
+    async def _run(
+        self, receive: Receive, samples: list[Sample | InputError], route: str
+    ) -> list[Result]:
+        if len(samples) > self._max_queue_samples:
+            raise _Refusal(
+                413,
+                f"samples: {len(samples)} in one request; this server takes at most "
+                f"{self._max_queue_samples} at once",
+                reject="too_large",
+            )
+        if not self._accepting:
+            raise _Refusal(
+                503,
+                "the server is shutting down",
+                reject="shutting_down",
+                headers=((b"retry-after", b"5"),),
+            )
+        try:
+            results = await _unless_disconnected(receive, self.engine.ascore(samples))
+        except QueueFull as exc:
+            raise _Refusal(
+                503, str(exc), reject="queue_full", headers=((b"retry-after", b"1"),)
+            ) from None
+        except InputError as exc:  # e.g. a group that is not contiguous
+            raise _Refusal(422, f"samples: {exc}", reject="malformed") from None
+        self.metrics.observe_samples(route, results)
+        return results
 
 
 def create_app(
@@ -113,8 +350,8 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     max_queue_samples: int = DEFAULT_MAX_QUEUE_SAMPLES,
     body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
-) -> FastAPI:
-    """The app; its engine starts with the app's lifespan and stops with it.
+) -> RewardApp:
+    """The app (ASGI); its engine starts with the app's lifespan and stops with it.
 
     Args:
         spec: the reward spec (object, dict, YAML string or path).
@@ -134,7 +371,6 @@ def create_app(
         body_timeout_s=body_timeout_s,
     )
     reward_spec = load_spec(spec)
-    metrics = Metrics()
     engine = Engine(
         reward_spec,
         workers=workers,
@@ -142,239 +378,88 @@ def create_app(
         ray_address=ray_address,
         max_queue_samples=max_queue_samples,
     )
-    metrics.add_gauge(
-        "rewardsmith_queue_samples",
-        "Samples accepted and not yet answered.",
-        lambda: engine.admitted,
+    return RewardApp(
+        reward_spec,
+        engine,
+        token=token,
+        max_body_bytes=max_body_bytes,
+        max_queue_samples=max_queue_samples,
+        body_timeout_s=body_timeout_s,
     )
-    metrics.add_gauge(
-        "rewardsmith_queue_limit_samples",
-        "Most samples the queue takes.",
-        lambda: max_queue_samples,
-    )
-    expected = token.encode() if token else None
-    fingerprint = spec_fingerprint(reward_spec)
-    accepting = False
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        nonlocal accepting
-        await asyncio.to_thread(engine.start)
-        accepting = True
-        try:
-            yield
-        finally:  # uvicorn has finished the in-flight requests by now
-            accepting = False
-            await asyncio.to_thread(engine.close)
-
-    app = FastAPI(
-        title="rewardsmith",
-        summary="Rewards for RL post-training, from a reward spec.",
-        lifespan=lifespan,
-        # The interactive docs cannot send the token: served only when there is none.
-        docs_url=None if token else "/docs",
-        redoc_url=None,
-        openapi_url=None if token else "/openapi.json",
-    )
-    app.state.engine = engine
-    app.state.metrics = metrics
-    app.state.spec = reward_spec
-    app.add_middleware(_Observe, metrics=metrics)
-
-    def authorize(request: Request) -> None:
-        if expected is None:
-            return
-        # RFC 7235: the scheme is case-insensitive, one or more spaces before the credentials
-        scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
-        given = credentials.lstrip(" ").encode()
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given, expected):
-            raise HTTPException(
-                401,
-                "missing or wrong bearer token (header: Authorization: Bearer <token>)",
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-
-    async def read_body(request: Request) -> bytes:
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
-            metrics.reject("too_large")
-            raise HTTPException(413, f"body: {declared} bytes; the limit is {max_body_bytes}")
-        chunks: list[bytes] = []
-
-        async def receive() -> None:
-            size = 0
-            async for chunk in request.stream():
-                size += len(chunk)
-                if size > max_body_bytes:
-                    metrics.reject("too_large")
-                    raise HTTPException(413, f"body: over the limit of {max_body_bytes} bytes")
-                chunks.append(chunk)
-
-        try:
-            await asyncio.wait_for(receive(), body_timeout_s)
-        except asyncio.TimeoutError:
-            metrics.reject("too_slow")
-            raise HTTPException(
-                408,
-                f"body: not received within {body_timeout_s:g} s",
-                headers={"Connection": "close"},
-            ) from None
-        return b"".join(chunks)
-
-    def parse_json(body: bytes) -> Any:
-        too_deep = f"body: JSON nested more than {MAX_NESTING} levels deep"
-        try:
-            data = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            metrics.reject("malformed")
-            raise HTTPException(422, f"body: not valid JSON: {exc}") from None
-        except RecursionError:  # nested thousands of levels deep
-            metrics.reject("malformed")
-            raise HTTPException(422, too_deep) from None
-        if nested_deeper_than(data, _BODY_NESTING):
-            metrics.reject("malformed")
-            raise HTTPException(422, too_deep)
-        return data
-
-    async def off_loop(size: int, work: Callable[..., T], *args: Any) -> T:
-        """`work(*args)`, in a thread when the request is large."""
-        if size <= _INLINE_BYTES:
-            return work(*args)
-        return await asyncio.to_thread(work, *args)
-
-    def parse_samples(body: bytes) -> list[Sample]:
-        data = parse_json(body)
-        try:
-            raw = _samples_field(data)
-        except HTTPException:
-            metrics.reject("malformed")
-            raise
-        for position, item in enumerate(raw, start=1):
-            if isinstance(item, dict) and "id" not in item:
-                item["id"] = str(position)
-        try:
-            return _SAMPLES.validate_python(raw)
-        except ValidationError as exc:
-            metrics.reject("malformed")
-            raise HTTPException(422, _describe(exc, "samples")) from None
-
-    def parse_openrlhf(body: bytes) -> tuple[list[Sample | InputError], list[bool]]:
-        data = parse_json(body)
-        try:
-            parsed = OpenRLHFRequest.model_validate(data)
-        except ValidationError as exc:
-            metrics.reject("malformed")
-            raise HTTPException(422, _describe(exc, "")) from None
-        return parsed.samples()
-
-    async def run(request: Request, samples: list[Sample | InputError], route: str) -> list[Result]:
-        if len(samples) > max_queue_samples:
-            metrics.reject("too_large")
-            raise HTTPException(
-                413,
-                f"samples: {len(samples)} in one request; this server takes at most "
-                f"{max_queue_samples} at once",
-            )
-        if not accepting:
-            metrics.reject("shutting_down")
-            raise HTTPException(503, "the server is shutting down", headers={"Retry-After": "5"})
-        try:
-            results = await _unless_disconnected(request, engine.ascore(samples))
-        except _Disconnected:  # its samples left the queue unscored; nobody reads this
-            metrics.reject("disconnected")
-            raise HTTPException(499, "the client disconnected before its answer") from None
-        except QueueFull as exc:
-            metrics.reject("queue_full")
-            raise HTTPException(503, str(exc), headers={"Retry-After": "1"}) from None
-        except InputError as exc:  # e.g. a group that is not contiguous
-            metrics.reject("malformed")
-            raise HTTPException(422, f"samples: {exc}") from None
-        metrics.observe_samples(route, results)
-        return results
-
-    def dump_results(results: list[Result]) -> bytes:
-        return f'{{"results":[{",".join(result_json(r) for r in results)}]}}'.encode()
-
-    @app.post("/v1/score", summary="Score samples in the data contract")
-    async def score(request: Request) -> Response:
-        authorize(request)
-        body = await read_body(request)
-        samples = await off_loop(len(body), parse_samples, body)
-        results = await run(request, list(samples), "/v1/score")
-        payload = await off_loop(len(body), dump_results, results)
-        return Response(payload, media_type="application/json")
-
-    @app.post("/get_reward", summary="OpenRLHF remote reward")
-    async def get_reward(request: Request) -> Response:
-        authorize(request)
-        if (why := group_scoped(reward_spec)) is not None:
-            metrics.reject("malformed")
-            raise HTTPException(
-                422, f"the spec needs each sample's whole group ({why}), but {NO_GROUPS}"
-            )
-        body = await read_body(request)
-        samples, found = await off_loop(len(body), parse_openrlhf, body)
-        results = await run(request, samples, "/get_reward")
-        answer = openrlhf_response(reward_spec, results, found)
-        payload = await off_loop(len(body), lambda: json.dumps(answer).encode())
-        return Response(payload, media_type="application/json")
-
-    @app.get("/health", summary="Liveness and queue depth")
-    async def health() -> dict[str, Any]:
-        return {
-            "status": "ok" if accepting else "stopping",
-            "queued_samples": engine.admitted,
-            "queue_limit": max_queue_samples,
-            "spec": fingerprint,
-        }
-
-    @app.get("/metrics", summary="Prometheus metrics")
-    async def metrics_route(request: Request) -> Response:
-        authorize(request)
-        return Response(metrics.render(), media_type=CONTENT_TYPE)
-
-    return app
 
 
-class _Disconnected(Exception):
-    """The client went away before its answer was ready."""
+def _header(scope: Scope, name: bytes) -> str:
+    """The first value of a header (lower-case `name`), or "" when absent."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return value.decode("latin-1")  # type: ignore[no-any-return]
+    return ""
 
 
-async def _unless_disconnected(request: Request, scoring: Awaitable[T]) -> T:
+def _parse_json(body: bytes) -> Any:
+    too_deep = f"body: JSON nested more than {MAX_NESTING} levels deep"
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _Refusal(422, f"body: not valid JSON: {exc}", reject="malformed") from None
+    except RecursionError:  # nested thousands of levels deep
+        raise _Refusal(422, too_deep, reject="malformed") from None
+    if nested_deeper_than(data, _BODY_NESTING):
+        raise _Refusal(422, too_deep, reject="malformed")
+    return data
+
+
+async def _off_loop(size: int, work: Callable[..., T], *args: Any) -> T:
+    """`work(*args)`, in a thread when the request is large."""
+    if size <= _INLINE_BYTES:
+        return work(*args)
+    return await asyncio.to_thread(work, *args)
+
+
+def _dump_results(results: list[Result]) -> bytes:
+    return f'{{"results":[{",".join(result_json(r) for r in results)}]}}'.encode()
+
+
+async def _unless_disconnected(receive: Receive, scoring: Awaitable[T]) -> T:
     """`scoring`'s result; if the client disconnects first, `scoring` is cancelled (the
-    engine drops the run's samples not yet scored) and `_Disconnected` raised. The whole
-    body has been read, so the next ASGI message is `http.disconnect`."""
+    engine drops the run's samples not yet scored) and `_Gone` raised. The whole body has
+    been read, so the next ASGI message is `http.disconnect`."""
 
     async def disconnect() -> None:
-        while (await request.receive())["type"] != "http.disconnect":
+        while (await receive())["type"] != "http.disconnect":
             pass
 
     work = asyncio.ensure_future(scoring)
     gone = asyncio.ensure_future(disconnect())
+    gone.add_done_callback(lambda _: work.cancel())
     try:
-        await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
+        return await work
+    except asyncio.CancelledError:
+        if gone.done() and not gone.cancelled():
+            raise _Gone from None
+        raise
     finally:
         gone.cancel()
-        abandoned = not work.done()
-        if abandoned:
-            work.cancel()
-    if abandoned:
-        raise _Disconnected
-    return work.result()
 
 
 def _samples_field(data: Any) -> list[Any]:
     if isinstance(data, list):
         return data
     if not isinstance(data, dict):
-        raise HTTPException(422, 'body: expected {"samples": [...]} or a list of samples')
+        raise _Refusal(
+            422, 'body: expected {"samples": [...]} or a list of samples', reject="malformed"
+        )
     for key in data:
         if key not in _SCORE_KEYS:
-            raise HTTPException(422, f"{key}: unknown key. Allowed: {', '.join(_SCORE_KEYS)}")
+            raise _Refusal(
+                422,
+                f"{key}: unknown key. Allowed: {', '.join(_SCORE_KEYS)}",
+                reject="malformed",
+            )
     if "samples" not in data:
-        raise HTTPException(422, "samples: field required")
+        raise _Refusal(422, "samples: field required", reject="malformed")
     if not isinstance(data["samples"], list):
-        raise HTTPException(422, "samples: must be a list of samples")
+        raise _Refusal(422, "samples: must be a list of samples", reject="malformed")
     return data["samples"]  # type: ignore[no-any-return]
 
 
@@ -435,6 +520,7 @@ def serve(
         host=host,
         port=port,
         http=with_connection_limits(header_timeout_s, body_timeout_s),
+        ws="none",
         log_level=log_level,
         access_log=access_log,
         lifespan="on",

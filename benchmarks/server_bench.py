@@ -1,7 +1,7 @@
 """Reward server under load: 64 concurrent clients on loopback vs in-process scoring, one run.
 
     python benchmarks/server_bench.py [--data ../shared/data] [--clients 64]
-        [--sizes 1,16,64,256] [--repeats 5] [--passes 3]
+        [--sizes 1,16,64,256] [--repeats 5] [--passes 3] [--httpx]
         [--write BENCHMARKS.md]
 
 Samples: the 5,776 math pairs of `math_bench.py` (GSM8K model solutions + MATH-500), the
@@ -61,15 +61,19 @@ TARGETS = {1: 0.50, 16: 0.80, 64: 0.90}
 P99_TARGET_S = 0.050
 """p99 latency wanted for 1-sample requests."""
 BEFORE = [
-    "Before the continuous front (2026-11-21, the server cut concurrent requests into "
-    "batches of `Engine.iter_score`, 5 runs per side):",
+    "Before: the same benchmark with 64 httpx clients, on a quiet machine.",
     "",
-    "| samples per request | HTTP / in process | p50 latency ms | p99 latency ms |",
-    "|---|---|---|---|",
-    "| 1 | 9% | 63.4 | 247.4 |",
-    "| 16 | 62% | 108.3 | 347.8 |",
-    "| 64 | 70% | 382.6 | 691.0 |",
-    "| 256 | 88% | 963.7 | 1612.5 |",
+    "| samples per request | server | HTTP / in process | p50 latency ms | p99 latency ms "
+    "| HTTP CPU ms per request: server / clients |",
+    "|---|---|---|---|---|---|",
+    "| 1 | 2026-11-21: FastAPI, batches of `Engine.iter_score` | 9% | 63.4 | 247.4 | |",
+    "| 16 | 2026-11-21: FastAPI, batches of `Engine.iter_score` | 62% | 108.3 | 347.8 | |",
+    "| 64 | 2026-11-21: FastAPI, batches of `Engine.iter_score` | 70% | 382.6 | 691.0 | |",
+    "| 256 | 2026-11-21: FastAPI, batches of `Engine.iter_score` | 88% | 963.7 | 1612.5 | |",
+    "| 1 | 2026-11-23: FastAPI, continuous front | 9% | 105.0 | 235.6 | 1.15 / 1.44 |",
+    "| 16 | 2026-11-23: FastAPI, continuous front | 64% | 233.2 | 341.5 | 1.61 / 1.68 |",
+    "| 64 | 2026-11-23: FastAPI, continuous front | 106% | 417.0 | 606.5 | -1.43 / 1.69 |",
+    "| 256 | 2026-11-23: FastAPI, continuous front | 93% | 555.3 | 974.6 | 10.00 / 2.51 |",
 ]
 
 
@@ -309,8 +313,10 @@ def main() -> None:
         f"Run `python benchmarks/server_bench.py {' '.join(sys.argv[1:])}` on {date.today()}, "
         f"{os.cpu_count()} cores (server, its workers and the clients share them), load "
         f"average {LOAD_AT_START:.1f} at the start, Python "
-        f"{platform.python_version()}, spec `math`, {args.clients} concurrent clients on "
-        f"127.0.0.1, `POST /v1/score`. Each run scores {n:,} samples: the {len(pairs):,} pairs "
+        f"{platform.python_version()}, spec `math`, {args.clients} concurrent clients "
+        f"({'httpx' if args.httpx else 'a bare asyncio HTTP/1.1 protocol'}, one keep-alive "
+        "connection each, in one process) on 127.0.0.1, `POST /v1/score`, server: the plain "
+        "ASGI app under uvicorn. Each run scores {n:,} samples: the {len(pairs):,} pairs "
         f"of the math benchmark, {args.passes} times over (ids made unique), so that the "
         "steady state, not start-up, is measured.",
         "",

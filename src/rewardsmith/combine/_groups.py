@@ -87,10 +87,10 @@ class ResultBuilder:
         self._group: str | None = None
         self._order = GroupOrder()
         self._batch: list[Finished] = []
-        self._group_rewards = {
+        self._group_rewards = {  # needs_groups is False without one: skip the lookups
             name: component.build_group()
             for name, component in spec.rewards.items()
-            if component.group_scoped
+            if self._grouped and component.group_scoped
         }
 
     def push(self, item: Pending) -> list[Result]:

@@ -36,6 +36,7 @@ import hmac
 import json
 import logging
 import os
+import sys
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, TypeVar
@@ -268,24 +269,30 @@ class RewardApp:
         declared = _header(scope, b"content-length")
         if declared.isdigit() and int(declared) > limit:
             raise _Refusal(413, f"body: {declared} bytes; the limit is {limit}", reject="too_large")
-        chunks: list[bytes] = []
-        size = 0
+
+        async def whole() -> bytes:
+            chunks: list[bytes] = []
+            size = 0
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise _Gone
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > limit:
+                    raise _Refusal(
+                        413, f"body: over the limit of {limit} bytes", reject="too_large"
+                    )
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    return b"".join(chunks)
+
         try:
-            async with asyncio.timeout(self._body_timeout_s):
-                while True:
-                    message = await receive()
-                    if message["type"] == "http.disconnect":
-                        raise _Gone
-                    chunk = message.get("body", b"")
-                    size += len(chunk)
-                    if size > limit:
-                        raise _Refusal(
-                            413, f"body: over the limit of {limit} bytes", reject="too_large"
-                        )
-                    chunks.append(chunk)
-                    if not message.get("more_body", False):
-                        return b"".join(chunks)
-        except TimeoutError:
+            if sys.version_info >= (3, 11):  # no task per request, as wait_for makes
+                async with asyncio.timeout(self._body_timeout_s):
+                    return await whole()
+            return await asyncio.wait_for(whole(), self._body_timeout_s)
+        except asyncio.TimeoutError:
             raise _Refusal(
                 408,
                 f"body: not received within {self._body_timeout_s:g} s",

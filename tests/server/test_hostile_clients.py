@@ -178,7 +178,7 @@ def test_large_bodies_are_parsed_off_the_event_loop(
     app = _app.create_app(spec_path, workers=1)
     small = [{"completion": "ab"}]
     large = [{"completion": "x" * 1000, "metadata": {"pad": "y" * 10_000}} for _ in range(100)]
-    with TestClient(app) as client:
+    with TestClient(app, base_url="http://127.0.0.1") as client:  # a loopback Host
         assert client.post("/v1/score", json=small).status_code == 200
         response = client.post("/v1/score", json=large)
         assert response.status_code == 200

@@ -31,7 +31,8 @@ def test_health_is_open_and_everything_else_needs_the_token(server: Server) -> N
         assert "bearer token" in refused.json()["detail"]
     assert httpx.post(f"{server.url}/get_reward", json={"query": ["x"]}).status_code == 401
     assert httpx.get(f"{server.url}/metrics").status_code == 401
-    assert httpx.get(f"{server.url}/openapi.json").status_code == 404  # no other routes (no API docs)
+    # no other routes (no API docs)
+    assert httpx.get(f"{server.url}/openapi.json").status_code == 404
     accepted = httpx.post(
         f"{server.url}/v1/score", json=body, headers={"Authorization": f"Bearer {TOKEN}"}
     )

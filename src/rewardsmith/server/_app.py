@@ -8,16 +8,19 @@ Routes:
 - `GET /health`: liveness and queue depth (never needs the token).
 - `GET /metrics`: Prometheus text.
 
-Refusals, in the order they are checked: 404 (no such route), 405 (wrong method), 401
+Refusals, in the order they are checked: without a token, 403 (an `Origin` header: a web
+page) and 421 (a `Host` other than localhost or a loopback address: DNS rebinding); 404 (no
+such route), 405 (wrong method), 401
 (missing or wrong bearer token), 413 (body over `max_body_bytes`, or more samples than the
 queue can ever hold), 408 (body not received within `body_timeout_s`), 422 (malformed JSON
 or sample, or JSON nested too deep; the message names the field), 503 (queue full, or
 shutting down; with Retry-After); 499 (counted, not sent) for a client that left before its
 answer. Each is `{"detail": "..."}`. Below the app, the connection protocol (`_timeouts`)
-answers 408 to slow headers and 431 to headers over 64 KiB. Every request is parsed and
-validated on its own before it reaches the engine, so a bad request is refused alone;
-bodies larger than `_INLINE_BYTES` are parsed (and their answers serialised) in a thread,
-so one large request never stalls the event loop, the other requests or `/health`.
+answers 408 to slow headers, 431 to headers over 64 KiB and 400 to upgrade requests. Every
+request is parsed and validated on its own before it reaches the engine, so a bad request
+is refused alone; bodies larger than `_INLINE_BYTES` are parsed (and their answers
+serialised) in a thread, so one large request never stalls the event loop, the other
+requests or `/health`.
 
 Each request is one run of the engine's continuous front (`Engine.ascore`): its samples go to
 idle workers as they arrive, alongside those of every other request, and it is answered as
@@ -59,6 +62,7 @@ from ._config import (
     TOKEN_ENV,
     check_bind,
     check_settings,
+    is_loopback,
 )
 from ._metrics import CONTENT_TYPE, Metrics
 from ._openrlhf import OpenRLHFRequest, openrlhf_response
@@ -176,6 +180,8 @@ class RewardApp:
         route = self._routes.get(path)
         headers: tuple[tuple[bytes, bytes], ...] = ()
         try:
+            if self._expected is None:
+                _check_local(scope)
             if route is None:
                 raise _Refusal(404, "Not Found")
             if scope["method"].encode() != route[0]:
@@ -185,7 +191,7 @@ class RewardApp:
             if refusal.reject is not None:
                 self.metrics.reject(refusal.reject)
             status, content_type, headers = refusal.status, _JSON, refusal.headers
-            body = json.dumps({"detail": refusal.detail}).encode()
+            body = json.dumps({"detail": refusal.detail}, separators=(",", ":")).encode()
         except _Gone:  # its samples left the queue unscored; nobody reads an answer
             self.metrics.reject("disconnected")
             self.metrics.observe_request(path, 499, time.perf_counter() - started)
@@ -401,6 +407,28 @@ def _header(scope: Scope, name: bytes) -> str:
         if key == name:
             return value.decode("latin-1")  # type: ignore[no-any-return]
     return ""
+
+
+def _check_local(scope: Scope) -> None:
+    """Without a token, answer only programs on this machine, not web pages: a page the user
+    opens can post to loopback (its Origin header gives it away) or, after DNS rebinding,
+    reach it under its own host name (the Host header gives it away)."""
+    if _header(scope, b"origin"):
+        raise _Refusal(
+            403,
+            "a request from a web page (Origin header): without a token this server answers "
+            "only programs on this machine",
+            reject="forbidden",
+        )
+    host = _header(scope, b"host")
+    name = host[1 : host.find("]")] if host.startswith("[") else host.rsplit(":", 1)[0]
+    if host and not is_loopback(name):
+        raise _Refusal(
+            421,
+            f"host {host!r}: without a token this server answers only requests to localhost "
+            "or a loopback address",
+            reject="forbidden",
+        )
 
 
 def _parse_json(body: bytes) -> Any:

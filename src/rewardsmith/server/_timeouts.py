@@ -16,6 +16,11 @@ client likes:
   first), then the connection is closed. (Closing at once would reset the connection under
   a client still sending, which can lose the answer it was sent.)
 
+- a request asking to upgrade the connection (`Connection: upgrade` with `Upgrade:`, or
+  CONNECT): the parser stops at its headers and would read its body as the next request
+  (request smuggling past a proxy) or hand the app an empty one; the server serves no
+  upgrades, so such a request gets 400 and the connection is closed.
+
 A body the app reads has its deadline in the app (`create_app(body_timeout_s=...)`), where
 a 408 can be answered properly.
 
@@ -45,6 +50,7 @@ def _refusal(status: bytes, text: bytes) -> bytes:
 
 
 _TIMEOUT_RESPONSE = _refusal(b"408 Request Timeout", b"request headers not received in time")
+_UPGRADE_RESPONSE = _refusal(b"400 Bad Request", b"this server does not upgrade connections")
 _TOO_LARGE_RESPONSE = _refusal(
     b"431 Request Header Fields Too Large",
     b"request line and headers over %d bytes" % MAX_HEADER_BYTES,
@@ -98,11 +104,14 @@ def with_connection_limits(header_timeout_s: float, body_timeout_s: float) -> ty
 
         def on_headers_complete(self) -> None:
             self._stop_header_timer()
+            if self.parser.should_upgrade():  # the parser will not read on past the headers
+                self._refuse(_UPGRADE_RESPONSE)
+                return
             self._message_begun = False
             self._in_body, self._header_bytes, self._header_tail = True, 0, b""
             self._body_due = self.loop.time() + body_timeout_s
             super().on_headers_complete()
-            if self.cycle is not None and not self.parser.should_upgrade():
+            if self.cycle is not None:
                 self._close_if_answered_early(self.cycle)
 
         def on_message_complete(self) -> None:
@@ -121,6 +130,10 @@ def with_connection_limits(header_timeout_s: float, body_timeout_s: float) -> ty
                 left = self._body_due - self.loop.time()
                 self._stop_drain_timer()
                 self._drain_timer = self.loop.call_later(max(0.0, left), self.transport.close)
+
+        def _unsupported_upgrade_warning(self) -> None:
+            """Silent: the request was refused with its reason (uvicorn would log a missing
+            websocket library, which is not why)."""
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._stop_header_timer()

@@ -206,10 +206,10 @@ class Engine:
                     raise error
         return items
 
-    def _queue(self, items: list[Sample | Result], sink: _Collect | _Awaited | _Futures) -> None:
-        whole = not isinstance(sink, _Futures)
+    def _queue(self, items: list[Sample | Result], sink: _Whole | _Futures) -> None:
+        whole = isinstance(sink, _Whole)
         run = self.front.open(sink, whole=whole)
-        if not isinstance(sink, _Futures):
+        if isinstance(sink, _Whole):
             sink.bind(run)
         try:
             run.add(items, last=True)
@@ -320,11 +320,13 @@ class _Futures:
                 future.set_exception(error)
 
 
-class _Collect:
-    """A run's sink for one future holding every result; cancelling it cancels the run."""
+class _Whole:
+    """A run's sink for a call answered all at once: the results, in order, go to one future
+    when the run is over; cancelling that future cancels the run."""
+
+    future: Future[list[Result]] | asyncio.Future[list[Result]]
 
     def __init__(self) -> None:
-        self.future: Future[list[Result]] = Future()
         self._results: list[Result] = []
 
     def bind(self, run: Run) -> None:
@@ -336,45 +338,41 @@ class _Collect:
     def result(self, index: int, result: Result) -> None:
         self._results.append(result)
 
-    def done(self, error: BaseException | None) -> None:
-        if not self.future.set_running_or_notify_cancel():
-            return
+    def _settle(self, error: BaseException | None) -> None:
         if error is None:
             self.future.set_result(self._results)
         else:
             self.future.set_exception(error)
 
 
-class _Awaited:
-    """A run's sink for `ascore`: one asyncio future holding every result, set on its event
-    loop (one hand-over per call, not a thread-safe future chained to it); cancelling the
-    future cancels the run."""
+class _Collect(_Whole):
+    """For a thread: a `concurrent.futures.Future`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.future = Future()
+
+    def done(self, error: BaseException | None) -> None:
+        if self.future.set_running_or_notify_cancel():  # type: ignore[union-attr]
+            self._settle(error)
+
+
+class _Awaited(_Whole):
+    """For `ascore`: an asyncio future, set on its event loop (one hand-over per call, not a
+    thread-safe future chained to it)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.future: asyncio.Future[list[Result]] = loop.create_future()
+        super().__init__()
+        self.future = loop.create_future()
         self._loop = loop
-        self._results: list[Result] = []
-
-    def bind(self, run: Run) -> None:
-        self.future.add_done_callback(lambda f: run.cancel() if f.cancelled() else None)
-
-    def scored(self, count: int) -> None:
-        pass
-
-    def result(self, index: int, result: Result) -> None:
-        self._results.append(result)
 
     def done(self, error: BaseException | None) -> None:
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody awaits the call
-            self._loop.call_soon_threadsafe(self._settle, error)
+            self._loop.call_soon_threadsafe(self._settle_unless_cancelled, error)
 
-    def _settle(self, error: BaseException | None) -> None:
-        if self.future.done():  # cancelled meanwhile
-            return
-        if error is None:
-            self.future.set_result(self._results)
-        else:
-            self.future.set_exception(error)
+    def _settle_unless_cancelled(self, error: BaseException | None) -> None:
+        if not self.future.done():
+            self._settle(error)
 
 
 class _Stream:

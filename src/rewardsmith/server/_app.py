@@ -78,6 +78,8 @@ _INLINE_BYTES = 256 * 2**10
 _BODY_NESTING = MAX_NESTING + 2
 """Deepest JSON body: a sample's own limit plus the body's list and object around it."""
 _JSON = b"application/json"
+_LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+"""The usual loopback host names, known without parsing an address."""
 
 T = TypeVar("T")
 Scope = MutableMapping[str, Any]
@@ -413,19 +415,25 @@ def _check_local(scope: Scope) -> None:
     """Without a token, answer only programs on this machine, not web pages: a page the user
     opens can post to loopback (its Origin header gives it away) or, after DNS rebinding,
     reach it under its own host name (the Host header gives it away)."""
-    if _header(scope, b"origin"):
+    origin = host = b""
+    for key, value in scope["headers"]:  # one pass: this runs on every request
+        if key == b"origin":
+            origin = origin or value
+        elif key == b"host":
+            host = host or value
+    if origin:
         raise _Refusal(
             403,
             "a request from a web page (Origin header): without a token this server answers "
             "only programs on this machine",
             reject="forbidden",
         )
-    host = _header(scope, b"host")
-    name = host[1 : host.find("]")] if host.startswith("[") else host.rsplit(":", 1)[0]
-    if host and not is_loopback(name):
+    text = host.decode("latin-1")
+    name = text[1 : text.find("]")] if text.startswith("[") else text.rsplit(":", 1)[0]
+    if text and name not in _LOOPBACK_NAMES and not is_loopback(name):
         raise _Refusal(
             421,
-            f"host {host!r}: without a token this server answers only requests to localhost "
+            f"host {text!r}: without a token this server answers only requests to localhost "
             "or a loopback address",
             reject="forbidden",
         )

@@ -133,6 +133,27 @@ def in_process(samples: list[dict]) -> tuple[list[str], float, float]:
     return [r.model_dump_json(exclude_unset=True) for r in results], elapsed, cpu
 
 
+def in_process_calls(samples: list[dict], clients: int, size: int) -> float:
+    """Seconds for `clients` coroutines to score the samples with one `Engine.ascore` call
+    per `size` samples: the engine front's own cost per call, without HTTP."""
+
+    async def run(engine: Engine) -> float:
+        calls = [samples[i : i + size] for i in range(0, len(samples), size)]
+        calls.reverse()
+
+        async def caller() -> None:
+            while calls:
+                await engine.ascore(calls.pop())
+
+        started = time.perf_counter()
+        await asyncio.gather(*(caller() for _ in range(clients)))
+        return time.perf_counter() - started
+
+    with Engine(SPEC) as engine:
+        engine.score(WARM_UP)
+        return asyncio.run(run(engine))
+
+
 class Server:
     def __init__(self, spec: Path) -> None:
         self.url = f"http://127.0.0.1:{free_port()}"
@@ -282,13 +303,14 @@ def main() -> None:
         spec.write_text(SPEC)
         for size in [int(s) for s in args.sizes.split(",")]:
             local_runs, http_runs, latencies, mismatched = [], [], [], 0
-            local_cpu, server_cpu, client_cpu, front_cpu = [], [], [], []
+            local_cpu, server_cpu, client_cpu, front_cpu, call_runs = [], [], [], [], []
             for _ in range(args.repeats):  # alternate, so both sides see the same machine
                 # Fresh workers on both sides every time: the math reward caches parses, so a
                 # pool that has seen the samples before would score them faster.
                 expected, local_s, cpu = in_process(samples)
                 local_runs.append(local_s)
                 local_cpu.append(cpu)
+                call_runs.append(in_process_calls(samples, args.clients, size))
                 by_id = {
                     s["id"]: json.loads(line) for s, line in zip(samples, expected, strict=True)
                 }
@@ -314,7 +336,10 @@ def main() -> None:
             )
             requests = len(latencies) // args.repeats
             cpus = [statistics.median(c) for c in (local_cpu, server_cpu, client_cpu, front_cpu)]
-            rows.append((size, requests, local_rate, rate, ratio, latencies, mismatched, cpus))
+            calls_rate = n / statistics.median(call_runs)
+            rows.append(
+                (size, requests, local_rate, calls_rate, rate, ratio, latencies, mismatched, cpus)
+            )
 
     lines = [
         "## Reward server under load",
@@ -329,20 +354,23 @@ def main() -> None:
         f"of the math benchmark, {args.passes} times over (ids made unique), so that the "
         "steady state, not start-up, is measured.",
         "",
-        "| samples per request | requests | in process samples/s | over HTTP samples/s "
+        "| samples per request | requests | in process samples/s | in process, a call per "
+        "request: samples/s | over HTTP samples/s "
         "| HTTP / in process | p50 latency ms | p99 latency ms | CPU s: in process / server "
         "/ clients | HTTP CPU ms per request: server / clients | server process CPU ms per "
         "request | results identical |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for size, requests, local_rate, rate, ratio, latencies, mismatched, cpus in rows:
+    for size, requests, local_rate, calls_rate, rate, ratio, latencies, mismatched, cpus in rows:
         target = TARGETS.get(size)
         mark = "" if target is None or ratio >= target else f" (below {target:.0%})"
         p99 = pct(latencies, 0.99)
         if size == 1 and p99 > P99_TARGET_S:
             mark += f" (p99 over {P99_TARGET_S * 1e3:.0f} ms)"
         lines.append(
-            f"| {size} | {requests:,} | {local_rate:,.0f} | {rate:,.0f} | **{ratio:.0%}**{mark} "
+            f"| {size} | {requests:,} | {local_rate:,.0f} "
+            f"| {calls_rate:,.0f} ({calls_rate / local_rate:.0%}) "
+            f"| {rate:,.0f} | **{ratio:.0%}**{mark} "
             f"| {statistics.median(latencies) * 1e3:.1f} | {p99 * 1e3:.1f} "
             f"| {cpus[0]:.2f} / {cpus[1]:.2f} / {cpus[2]:.2f} "
             f"| {(cpus[1] - cpus[0]) / requests * 1e3:.2f} / {cpus[2] / requests * 1e3:.2f} "
@@ -355,7 +383,10 @@ def main() -> None:
         "the same machine load; samples/s are medians, HTTP / in process is the median of the "
         "ratios of adjacent runs. Every run starts fresh workers (the math "
         "reward caches parses), warmed on 64 other samples. In process is `Engine.score` on "
-        "all samples at once (no HTTP, no JSON). Throughput over HTTP is wall clock from the "
+        "all samples at once (no HTTP, no JSON); in process, a call per request: "
+        f"{args.clients} coroutines in one process, each calling `Engine.ascore` on the next "
+        "request's samples (the engine front at that call size, without HTTP; in parentheses, "
+        "its share of the first). Throughput over HTTP is wall clock from the "
         "first request to the last answer; latency percentiles are per request as the client "
         "sees it (queueing in the server included), over all runs. CPU s (medians): the "
         "in-process run (this process and its workers), the server (its process and workers) "
@@ -363,7 +394,7 @@ def main() -> None:
         "take the server cannot use. HTTP CPU per request: what the server spends beyond "
         "the in-process run's CPU (a difference of medians: small ones are noise, and can be "
         "negative), and what the clients spend, per request; in process, "
-        f"scoring costs about {rows[0][7][0] / n * 1e3:.2f} ms of CPU per sample, so where "
+        f"scoring costs about {rows[0][8][0] / n * 1e3:.2f} ms of CPU per sample, so where "
         "the two per-request costs exceed that, the 2 shared cores cannot reach half the "
         "in-process rate at 1 sample per request. Server process CPU per request: the "
         "server's own process without its workers (HTTP, JSON, the engine front's driver "

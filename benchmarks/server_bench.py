@@ -61,7 +61,9 @@ TARGETS = {1: 0.50, 16: 0.80, 64: 0.90}
 P99_TARGET_S = 0.050
 """p99 latency wanted for 1-sample requests."""
 BEFORE = [
-    "Before: the same benchmark with 64 httpx clients, on a quiet machine.",
+    "Before, and with httpx clients: the same benchmark with 64 httpx clients (`--httpx`; "
+    "the 2026-11-23 rows with `--passes 1`), on a quiet machine. The last two rows are the "
+    "server above driven by httpx clients, so the client's share of the change shows.",
     "",
     "| samples per request | server | HTTP / in process | p50 latency ms | p99 latency ms "
     "| HTTP CPU ms per request: server / clients |",
@@ -74,6 +76,8 @@ BEFORE = [
     "| 16 | 2026-11-23: FastAPI, continuous front | 64% | 233.2 | 341.5 | 1.61 / 1.68 |",
     "| 64 | 2026-11-23: FastAPI, continuous front | 106% | 417.0 | 606.5 | -1.43 / 1.69 |",
     "| 256 | 2026-11-23: FastAPI, continuous front | 93% | 555.3 | 974.6 | 10.00 / 2.51 |",
+    "| 1 | 2026-11-23: plain ASGI app, continuous front | 11% | 98.4 | 218.4 | 0.74 / 1.44 |",
+    "| 16 | 2026-11-23: plain ASGI app, continuous front | 78% | 193.3 | 340.8 | 0.47 / 1.63 |",
 ]
 
 

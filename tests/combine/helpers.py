@@ -40,7 +40,7 @@ def row(
 
 def run(spec: RewardSpec, items: list[Scored | Result]) -> list[Result]:
     """Results for `items` in order, as the engine would emit them."""
-    builder = ResultBuilder(spec)
+    builder = ResultBuilder(spec, grouped=spec.needs_groups)
     out: list[Result] = []
     for i, item in enumerate(items):
         if isinstance(item, Scored) and item.sample.id == "s":

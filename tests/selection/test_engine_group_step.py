@@ -40,7 +40,7 @@ def build(spec: RewardSpec, items: list[Sample]) -> list[Result]:
     """The engine's result builder fed in process: each component's per-sample step, then
     the groups (no workers, so every group transform can be compared quickly)."""
     functions = {name: component.build() for name, component in spec.rewards.items()}
-    builder = ResultBuilder(spec)
+    builder = ResultBuilder(spec, grouped=spec.needs_groups)
     out: list[Result] = []
     for sample in items:
         out += builder.push(Scored(sample, {n: f(sample) for n, f in functions.items()}))

@@ -78,11 +78,13 @@ class GroupOrder:
 class ResultBuilder:
     """Finishes scored samples into results, buffering what group-level work needs."""
 
-    def __init__(self, spec: RewardSpec) -> None:
+    def __init__(self, spec: RewardSpec, *, grouped: bool) -> None:
+        """`grouped`: `spec.needs_groups`, computed once by the caller (it looks up every
+        reward type, and a builder is made per call)."""
         self._spec = spec
         self._transform = spec.group_transform
         self._batch_step = self._transform.batch if self._transform is not None else None
-        self._grouped = spec.needs_groups
+        self._grouped = grouped
         self._pending: list[Pending] = []
         self._group: str | None = None
         self._order = GroupOrder()
@@ -140,10 +142,13 @@ class ResultBuilder:
                 continue
             combined = combine_scores(self._spec, next(shaped))
             result = Result.model_construct(  # every field is already validated
-                id=item.sample.id,
+                {"id", "reward", "status", "components"},  # set: written; the defaults given
+                id=item.sample.id,  # here, not looked up per result, and not written
                 reward=combined.reward,
                 status=combined.status,
                 components=combined.components,
+                advantage=None,
+                steps=None,
             )
             if combined.steps is not None:
                 result.steps = list(combined.steps)

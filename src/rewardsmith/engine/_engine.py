@@ -199,7 +199,7 @@ class Engine:
 
     def _prepare(self, samples: Iterable[SampleLike]) -> list[Sample | Result]:
         items = [as_sample(self.spec, item, index) for index, item in enumerate(samples)]
-        if self.spec.needs_groups:
+        if self._front.grouped:
             order = GroupOrder()
             for item in items:
                 if isinstance(item, Sample) and (error := order.check(item)) is not None:
@@ -246,7 +246,7 @@ class Engine:
         stream: _Stream,
         on_result: Callable[[Result], None] | None,
     ) -> Iterator[Result]:
-        order = GroupOrder() if self.spec.needs_groups else None
+        order = GroupOrder() if self._front.grouped else None
         stop: InputError | None = None
         counter = itertools.count()
         unscored = 0

@@ -85,7 +85,7 @@ class Run:
         self.over = False
         """Failed, cancelled or finished: the driver ignores whatever still comes for it."""
         # Driver side
-        self.builder = ResultBuilder(front.spec)
+        self.builder = ResultBuilder(front.spec, grouped=front.grouped)
         self.partial: dict[int, tuple[Sample, dict[str, Score]]] = {}
         self.ready: dict[int, Scored | Result] = {}
         self.received = 0
@@ -125,6 +125,8 @@ class Front:
             limit: most samples accepted and not yet answered (None: no limit).
         """
         self.spec = spec
+        self.grouped = spec.needs_groups
+        """Whether results need their whole group (the spec's `needs_groups`, looked up once)."""
         self.limit = limit
         self._make_pool = make_pool
         self._names = list(spec.rewards)

@@ -194,6 +194,15 @@ def answered_then_closed(*codes: int) -> Callable[[Exchange], bool]:
     return lambda done: statuses(done) == list(codes) and done.closed
 
 
+def said_close_then_closed(code: int) -> Callable[[Exchange], bool]:
+    """One answer, `code`, saying `Connection: close`, and the connection closed."""
+    return lambda done: (
+        statuses(done) == [code]
+        and done.answers[0].headers.get("connection") == "close"
+        and done.closed
+    )
+
+
 def scored(done: Exchange) -> bool:
     return statuses(done) == [200] and b'"reward":3.0' in done.answers[0].body
 
@@ -329,11 +338,7 @@ ROWS = [
             )
         ],
         "401 with Connection: close, no 100 Continue first, closed at the body deadline",
-        lambda done: (
-            statuses(done) == [401]
-            and done.answers[0].headers.get("connection") == "close"
-            and done.closed
-        ),
+        said_close_then_closed(401),
     ),
     # -- body framing and limits
     row(
@@ -367,11 +372,7 @@ ROWS = [
         "content-length-over-limit-then-pipelined",
         [request("POST", "/v1/score", None, "Content-Length: 200000") + SMUGGLED],
         "413 Connection: close; the pipelined bytes are drained as body, never answered",
-        lambda done: (
-            statuses(done) == [413]
-            and done.answers[0].headers.get("connection") == "close"
-            and done.closed
-        ),
+        said_close_then_closed(413),
     ),
     row(
         "chunked-past-limit",

@@ -168,12 +168,16 @@ def test_engine_two_workers_one_model_load(own_rm: Path) -> None:
 
 
 def gone(pid: int) -> None:
-    """Wait until `pid` has exited (a zombie or reaped)."""
+    """Wait until `pid` has exited with all its threads (reaped, or a zombie with no other
+    thread left). A killed process's main thread turns zombie while its other threads may
+    still be exiting, and they hold its files (the host's listening socket) until the last
+    one is gone: a connection made then is accepted, then reset."""
     for _ in range(600):
         try:
             with open(f"/proc/{pid}/stat") as stat:
-                if stat.read().split(") ", 1)[1].startswith("Z"):
-                    return
+                zombie = stat.read().split(") ", 1)[1].startswith("Z")
+            if zombie and len(os.listdir(f"/proc/{pid}/task")) <= 1:
+                return
         except FileNotFoundError:
             return
         time.sleep(0.1)
@@ -186,7 +190,7 @@ def test_a_killed_host_is_an_error_then_comes_back(own_rm: Path) -> None:
     [host] = weight_mappers(own_rm) - {os.getpid()}
     os.kill(host, signal.SIGKILL)
     failed = fn(samples()[1])
-    gone(host)  # a dying process keeps its listening socket until its memory is released
+    gone(host)  # until then, its listening socket still accepts connections
     assert failed.status == "error" and "model host" in failed.detail["reason"]
     again = fn(samples()[2])  # the next sample starts a new host
     assert again.status == "ok", again.detail

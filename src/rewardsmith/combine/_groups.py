@@ -89,11 +89,11 @@ class ResultBuilder:
         self._group: str | None = None
         self._order = GroupOrder()
         self._batch: list[Finished] = []
-        self._group_rewards = {  # needs_groups is False without one: skip the lookups
-            name: component.build_group()
-            for name, component in spec.rewards.items()
-            if self._grouped and component.group_scoped
-        }
+        self._group_rewards = (  # a group-scoped reward makes `grouped` True
+            {n: c.build_group() for n, c in spec.rewards.items() if c.group_scoped}
+            if grouped
+            else {}
+        )
 
     def push(self, item: Pending) -> list[Result]:
         """Take the next item in input order; return the results now finished, in order."""

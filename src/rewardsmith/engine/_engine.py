@@ -207,8 +207,7 @@ class Engine:
         return items
 
     def _queue(self, items: list[Sample | Result], sink: _Whole | _Futures) -> None:
-        whole = isinstance(sink, _Whole)
-        run = self.front.open(sink, whole=whole)
+        run = self.front.open(sink, whole=isinstance(sink, _Whole))
         if isinstance(sink, _Whole):
             sink.bind(run)
         try:

@@ -14,6 +14,8 @@ import contextlib
 import itertools
 import os
 import queue
+import weakref
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from typing import Any, Literal
@@ -126,6 +128,9 @@ class Engine:
         self._limit = max_queue_samples
         self._front = Front(self.spec, self._start_pool, max_queue_samples)
         self._pid = os.getpid()
+        self._handovers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Handover] = (
+            weakref.WeakKeyDictionary()
+        )
         register_process()  # before any pool starts, so that pools on the node share cores
 
     def _start_pool(self) -> Pool:
@@ -189,9 +194,22 @@ class Engine:
 
         Raises as `submit` does; cancelling the call cancels the samples not yet scored.
         """
-        sink = _Awaited(asyncio.get_running_loop())
+        return await self.asubmit(samples)
+
+    def asubmit(self, samples: Iterable[SampleLike]) -> asyncio.Future[list[Result]]:
+        """Queue samples now (from a coroutine); their results, in input order, come as one
+        future of the running event loop. `ascore` without the coroutine: cancelling the
+        future cancels the samples not yet scored.
+
+        Raises as `submit` does, at once.
+        """
+        loop = asyncio.get_running_loop()
+        handover = self._handovers.get(loop)
+        if handover is None:
+            handover = self._handovers[loop] = _Handover(loop)
+        sink = _Awaited(loop, handover)
         self._queue(self._prepare(samples), sink)
-        return await sink.future
+        return sink.future  # type: ignore[return-value]
 
     def score(self, samples: Iterable[SampleLike]) -> list[Result]:
         """Score samples; one result per input, in input order."""
@@ -356,18 +374,47 @@ class _Collect(_Whole):
             self._settle(error)
 
 
-class _Awaited(_Whole):
-    """For `ascore`: an asyncio future, set on its event loop (one hand-over per call, not a
-    thread-safe future chained to it)."""
+class _Handover:
+    """Calls from the driver thread to one event loop, run there in batches: the calls the
+    driver makes in one pass (the calls it finished) cost the loop one wake-up, not one each.
+
+    It holds its loop weakly: the engine keeps one per loop it has seen, and a finished
+    `asyncio.run` must leave nothing behind."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = weakref.ref(loop)
+        self._calls: deque[tuple[Callable[[Any], None], Any]] = deque()
+        self._scheduled = False
+
+    def call(self, fn: Callable[[Any], None], arg: Any) -> None:
+        """Run `fn(arg)` on the loop soon (from any thread; nothing if the loop is closed)."""
+        self._calls.append((fn, arg))
+        if not self._scheduled:  # else a batch is due, and runs this call (it is queued)
+            self._scheduled = True
+            loop = self._loop()
+            if loop is not None:  # a loop gone or closed: nobody waits
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(self._run)
+
+    def _run(self) -> None:
+        self._scheduled = False  # before taking: a call queued from now on schedules a batch
+        calls = self._calls
+        while calls:
+            fn, arg = calls.popleft()
+            fn(arg)
+
+
+class _Awaited(_Whole):
+    """For `ascore`: an asyncio future, set on its event loop (a hand-over, not a thread-safe
+    future chained to it)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, handover: _Handover) -> None:
         super().__init__()
         self.future = loop.create_future()
-        self._loop = loop
+        self._handover = handover
 
     def done(self, error: BaseException | None) -> None:
-        with contextlib.suppress(RuntimeError):  # a closed loop: nobody awaits the call
-            self._loop.call_soon_threadsafe(self._settle_unless_cancelled, error)
+        self._handover.call(self._settle_unless_cancelled, error)
 
     def _settle_unless_cancelled(self, error: BaseException | None) -> None:
         if not self.future.done():

@@ -49,6 +49,8 @@ class Pool(Protocol):
 
     @property
     def busy(self) -> int: ...
+    @property
+    def saturated(self) -> bool: ...
     def submit(self, tasks: list[Task]) -> None: ...
     def poll(self, max_wait_s: float = 0.1, wake: int | None = None) -> list[tuple[Any, Score]]: ...
     def drop(self, match: Callable[[Any], bool]) -> None: ...
@@ -139,6 +141,9 @@ class Front:
         self._thread: threading.Thread | None = None
         self._closing = False
         self._woken = False
+        self._saturated = False
+        """Every worker had work at the driver's last look: new samples would only queue, so
+        adding them does not wake the driver (it takes them when a worker next answers)."""
         self._wake_w = -1
         """Write end of the running driver's wake-up pipe (the driver closes it as it ends)."""
         self._ids = itertools.count()
@@ -191,7 +196,7 @@ class Front:
                 self._inbox.append((run, "end", None))
             if self._thread is None:
                 self._start_driver()
-            elif not self._woken:
+            elif not self._woken and not (op == "add" and self._saturated):
                 self._woken = True
                 os.write(self._wake_w, b"\0")
 
@@ -244,8 +249,11 @@ class Front:
                 for run, op, payload in commands:
                     self._apply(pool, run, op, payload)
                 if pool.busy:
-                    self._collect(pool.poll(_POLL_S, wake=wake_r))
+                    done = pool.poll(_POLL_S, wake=wake_r)
+                    self._saturated = pool.saturated
+                    self._collect(done)
                 else:
+                    self._saturated = False
                     self._sleep(wake_r)
         except BaseException as exc:  # the pool broke: every run in flight fails with it
             self._fail_all(exc)

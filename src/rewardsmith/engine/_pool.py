@@ -209,6 +209,11 @@ class TimeoutPool:
         """Tasks submitted and not yet returned by `poll`."""
         return len(self._pending) + sum(len(w.outstanding) for w in self._workers)
 
+    @property
+    def saturated(self) -> bool:
+        """Every worker has work: tasks submitted now would only queue."""
+        return all(w.outstanding for w in self._workers)
+
     def submit(self, tasks: Sequence[Task]) -> None:
         """Queue tasks; they start as workers free up."""
         self._pending.extend(tasks)

@@ -161,6 +161,11 @@ class RayPool:
         """Tasks submitted and not yet returned by `poll`."""
         return len(self._pending) + sum(len(c.tasks) for c in self._calls.values())
 
+    @property
+    def saturated(self) -> bool:
+        """Every actor's every slot holds a call: tasks submitted now would only queue."""
+        return all(len(s.calls) >= _IN_FLIGHT for s in self._slots)
+
     def submit(self, tasks: list[Task]) -> None:
         """Queue tasks; they go out as actors have room."""
         self._pending.extend((0, task) for task in tasks)

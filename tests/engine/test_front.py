@@ -162,3 +162,85 @@ def test_engines_that_come_and_go_leave_no_file_descriptors_behind() -> None:
             2.0
         ]
     assert open_fds() <= before
+
+
+def test_asubmit_queues_at_once_and_cancelling_its_future_cancels_the_call() -> None:
+    async def main(engine: Engine) -> list:
+        held = engine.asubmit([{"completion": "sleep 0.05"}] * 30)  # queued before any await
+        assert isinstance(held, asyncio.Future) and engine.admitted == 30
+        with pytest.raises(QueueFull):  # at the call, not at the await
+            engine.asubmit([{"completion": "a"}] * 11)
+        await asyncio.sleep(0.2)
+        held.cancel()
+        await asyncio.sleep(0.3)
+        return await engine.asubmit([{"id": f"n{i}", "completion": "x" * i} for i in range(3)])
+
+    with Engine(PLAIN, workers=1, max_queue_samples=40) as engine:
+        engine.start()
+        results = asyncio.run(main(engine))
+        assert engine.admitted == 0
+    assert [(r.id, r.reward) for r in results] == [(f"n{i}", float(i)) for i in range(3)]
+
+
+def test_calls_added_while_every_worker_is_busy_do_not_wake_the_driver() -> None:
+    """They only join the queue; the driver takes them when the worker answers, and nothing
+    is lost or late beyond that (a call of invalid inputs alone: at most the 0.1 s poll)."""
+    with Engine({**PLAIN, "timeout_s": 5}, workers=1) as engine:
+        engine.start()
+        (slow,) = engine.submit([{"completion": "sleep 1.5"}])
+        time.sleep(0.2)  # the one worker is on it
+        front = engine.front
+        quick = engine.submit([{"id": f"q{i}", "completion": "y" * i} for i in range(5)])
+        assert not front._woken and front._inbox  # queued, the driver left asleep
+        started = time.monotonic()
+        (invalid,) = engine.submit([{"completion": 5}])  # nothing to score: ready at once
+        assert invalid.result(timeout=5).status == "invalid"
+        assert time.monotonic() - started < 1.0 and not slow.done()
+        assert [f.result(timeout=5).reward for f in quick] == [0.0, 1.0, 2.0, 3.0, 4.0]
+        assert slow.result().reward == len("sleep 1.5")
+        assert engine.admitted == 0
+
+
+def test_results_for_an_event_loop_cost_it_one_wake_up_per_batch() -> None:
+    from rewardsmith.engine._engine import _Handover
+
+    loop = asyncio.new_event_loop()
+    wakes: list[object] = []
+    threadsafe = loop.call_soon_threadsafe
+
+    def counting(callback, *args):  # type: ignore[no-untyped-def]
+        wakes.append(callback)
+        return threadsafe(callback, *args)
+
+    loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+    handover, ran = _Handover(loop), []
+    try:
+        batch = threading.Thread(target=lambda: [handover.call(ran.append, i) for i in range(3)])
+        batch.start()
+        batch.join()
+        loop.run_until_complete(asyncio.sleep(0.01))
+        assert ran == [0, 1, 2] and len(wakes) == 1
+        handover.call(ran.append, 3)  # a later batch wakes the loop again
+        loop.run_until_complete(asyncio.sleep(0.01))
+        assert ran == [0, 1, 2, 3] and len(wakes) == 2
+    finally:
+        loop.close()
+    handover.call(ran.append, 4)  # a closed loop: dropped, no error
+
+
+def test_event_loops_that_are_done_with_leave_nothing_behind() -> None:
+    import gc
+    import weakref
+
+    loops: list[weakref.ref] = []
+
+    async def call(engine: Engine) -> float:
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+        return (await engine.ascore([{"completion": "abc"}]))[0].reward
+
+    with Engine(PLAIN, workers=1) as engine:
+        assert [asyncio.run(call(engine)) for _ in range(3)] == [3.0] * 3
+        engine.score([{"completion": "a"}])  # the driver lets go of its last commands
+        gc.collect()
+        assert [ref() for ref in loops] == [None] * 3
+        assert len(engine._handovers) == 0

@@ -164,17 +164,17 @@ def test_large_bodies_are_parsed_off_the_event_loop(
     from fastapi.testclient import TestClient
 
     on_loop: list[bool] = []
-    check = _app.nested_deeper_than
+    parse = _app._parse_json
 
-    def recording(value: object, limit: int) -> bool:
+    def recording(body: bytes) -> object:
         try:
             asyncio.get_running_loop()
             on_loop.append(True)
         except RuntimeError:
             on_loop.append(False)
-        return check(value, limit)
+        return parse(body)
 
-    monkeypatch.setattr(_app, "nested_deeper_than", recording)
+    monkeypatch.setattr(_app, "_parse_json", recording)
     app = _app.create_app(spec_path, workers=1)
     small = [{"completion": "ab"}]
     large = [{"completion": "x" * 1000, "metadata": {"pad": "y" * 10_000}} for _ in range(100)]

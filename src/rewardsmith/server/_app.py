@@ -75,6 +75,8 @@ _SCORE_KEYS = ("samples",)
 _MAX_ERRORS = 3
 _INLINE_BYTES = 256 * 2**10
 """Bodies up to this size are parsed on the event loop; larger ones in a worker thread."""
+_WATCH_AFTER_S = 0.1
+"""A request still unanswered after this long starts watching for its client's disconnect."""
 _BODY_NESTING = MAX_NESTING + 2
 """Deepest JSON body: a sample's own limit plus the body's list and object around it."""
 _JSON = b"application/json"
@@ -344,7 +346,7 @@ class RewardApp:
                 headers=((b"retry-after", b"5"),),
             )
         try:
-            results = await _unless_disconnected(receive, self.engine.ascore(samples))
+            results = await _unless_disconnected(receive, self.engine.asubmit(samples))
         except QueueFull as exc:
             raise _Refusal(
                 503, str(exc), reject="queue_full", headers=((b"retry-after", b"1"),)
@@ -447,7 +449,9 @@ def _parse_json(body: bytes) -> Any:
         raise _Refusal(422, f"body: not valid JSON: {exc}", reject="malformed") from None
     except RecursionError:  # nested thousands of levels deep
         raise _Refusal(422, too_deep, reject="malformed") from None
-    if nested_deeper_than(data, _BODY_NESTING):
+    # a value nests no deeper than its text has brackets: most bodies skip the walk
+    brackets = body.count(b"[") + body.count(b"{")
+    if brackets > _BODY_NESTING and nested_deeper_than(data, _BODY_NESTING):
         raise _Refusal(422, too_deep, reject="malformed")
     return data
 
@@ -463,26 +467,34 @@ def _dump_results(results: list[Result]) -> bytes:
     return f'{{"results":[{",".join(result_json(r) for r in results)}]}}'.encode()
 
 
-async def _unless_disconnected(receive: Receive, scoring: Awaitable[T]) -> T:
-    """`scoring`'s result; if the client disconnects first, `scoring` is cancelled (the
-    engine drops the run's samples not yet scored) and `_Gone` raised. The whole body has
-    been read, so the next ASGI message is `http.disconnect`."""
+async def _unless_disconnected(receive: Receive, work: asyncio.Future[T]) -> T:
+    """`work`'s result; if the client disconnects first, `work` is cancelled (the engine
+    drops the run's samples not yet scored) and `_Gone` raised. The whole body has been read,
+    so the next ASGI message is `http.disconnect`. The watch for it starts only once `work`
+    has taken `_WATCH_AFTER_S`: a quick answer never pays for a watching task."""
+    loop = asyncio.get_running_loop()
+    gone: asyncio.Task[None] | None = None
 
     async def disconnect() -> None:
         while (await receive())["type"] != "http.disconnect":
             pass
 
-    work = asyncio.ensure_future(scoring)
-    gone = asyncio.ensure_future(disconnect())
-    gone.add_done_callback(lambda _: work.cancel())
+    def watch() -> None:
+        nonlocal gone
+        gone = loop.create_task(disconnect())
+        gone.add_done_callback(lambda _: work.cancel())
+
+    timer = loop.call_later(_WATCH_AFTER_S, watch)
     try:
         return await work
     except asyncio.CancelledError:
-        if gone.done() and not gone.cancelled():
+        if gone is not None and gone.done() and not gone.cancelled():
             raise _Gone from None
         raise
     finally:
-        gone.cancel()
+        timer.cancel()
+        if gone is not None:
+            gone.cancel()
 
 
 def _samples_field(data: Any) -> list[Any]:
@@ -564,6 +576,8 @@ def serve(
         port=port,
         http=with_connection_limits(header_timeout_s, body_timeout_s),
         ws="none",
+        proxy_headers=False,  # nothing here reads the client's address: no header rewrites it
+        server_header=False,
         log_level=log_level,
         access_log=access_log,
         lifespan="on",

@@ -146,12 +146,14 @@ def with_connection_limits(header_timeout_s: float, body_timeout_s: float) -> ty
             send: Callable[[MutableMapping[str, Any]], Awaitable[None]] = cycle.send
 
             async def send_closing(message: MutableMapping[str, Any]) -> None:
-                early = message["type"] == "http.response.start" and cycle.more_body
+                if not (message["type"] == "http.response.start" and cycle.more_body):
+                    await send(message)
+                    return
                 headers = list(message.get("headers", []))
-                if early and not any(name.lower() == b"connection" for name, _ in headers):
+                if not any(name.lower() == b"connection" for name, _ in headers):
                     message = {**message, "headers": [*headers, (b"connection", b"close")]}
                 await send(message)
-                if early and not self.transport.is_closing():
+                if not self.transport.is_closing():
                     # uvicorn would close as soon as the answer is written, resetting a
                     # client still sending; the connection closes once the body is drained
                     self._answered_early = True

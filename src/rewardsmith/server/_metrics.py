@@ -7,9 +7,11 @@ come from the event loop and from worker threads (large requests), so they take 
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import accumulate
 
 from ..models import Result
 
@@ -59,10 +61,9 @@ class Metrics:
         """One finished HTTP request."""
         with self._lock:
             self._requests[(route, str(code))] += 1
-            buckets = self._latency.setdefault(route, [0] * len(LATENCY_BUCKETS))
-            for i, bound in enumerate(LATENCY_BUCKETS):
-                if seconds <= bound:
-                    buckets[i] += 1
+            # counts per bucket, made cumulative at scrape time (the last one: over 60 s)
+            buckets = self._latency.setdefault(route, [0] * (len(LATENCY_BUCKETS) + 1))
+            buckets[bisect.bisect_left(LATENCY_BUCKETS, seconds)] += 1
             self._latency_sum[route] += seconds
             self._latency_count[route] += 1
 
@@ -100,7 +101,7 @@ class Metrics:
                 "HTTP request latency, from the first byte read to the response.",
             )
             for route in sorted(self._latency):
-                cumulative = self._latency[route]
+                cumulative = accumulate(self._latency[route][:-1])
                 for bound, n in zip(LATENCY_BUCKETS, cumulative, strict=True):
                     labels = _labels([("route", route), ("le", _number(bound))])
                     out.append(f"rewardsmith_request_duration_seconds_bucket{labels} {n}")

@@ -61,9 +61,12 @@ TARGETS = {1: 0.50, 16: 0.80, 64: 0.90}
 P99_TARGET_S = 0.050
 """p99 latency wanted for 1-sample requests."""
 BEFORE = [
-    "Before, and with httpx clients: the same benchmark with 64 httpx clients (`--httpx`; "
-    "the 2026-11-23 rows with `--passes 1`), on a quiet machine. The last two rows are the "
-    "server above driven by httpx clients, so the client's share of the change shows.",
+    "Before: the same benchmark, on a quiet machine. The first ten rows use 64 httpx clients "
+    "(`--httpx`; the 2026-11-23 ones with `--passes 1`); the last two of them are the plain "
+    "ASGI app driven by httpx clients, so the client's share of the change shows. The last "
+    "four rows are the plain ASGI app before the front's hand-overs were batched (a loop "
+    "wake-up per call, the driver woken for every call, a disconnect-watching task per "
+    "request), with the lean clients above and `--passes 3`.",
     "",
     "| samples per request | server | HTTP / in process | p50 latency ms | p99 latency ms "
     "| HTTP CPU ms per request: server / clients |",
@@ -78,6 +81,10 @@ BEFORE = [
     "| 256 | 2026-11-23: FastAPI, continuous front | 93% | 555.3 | 974.6 | 10.00 / 2.51 |",
     "| 1 | 2026-11-23: plain ASGI app, continuous front | 11% | 98.4 | 218.4 | 0.74 / 1.44 |",
     "| 16 | 2026-11-23: plain ASGI app, continuous front | 78% | 193.3 | 340.8 | 0.47 / 1.63 |",
+    "| 1 | 2026-11-23: plain ASGI app, lean clients | 21% | 39.4 | 105.5 | 0.50 / 0.08 |",
+    "| 16 | 2026-11-23: plain ASGI app, lean clients | 82% | 182.9 | 285.0 | 0.92 / 0.15 |",
+    "| 64 | 2026-11-23: plain ASGI app, lean clients | 91% | 665.9 | 905.8 | 2.10 / 0.31 |",
+    "| 256 | 2026-11-23: plain ASGI app, lean clients | 114% | 1509.0 | 2414.7 | -1.47 / 0.52 |",
 ]
 
 

@@ -35,6 +35,7 @@ cores with the reward workers, every layer a request passes through is CPU the w
 from __future__ import annotations
 
 import asyncio
+import gc
 import hmac
 import json
 import logging
@@ -584,4 +585,7 @@ def serve(
         timeout_keep_alive=keep_alive_s,  # type: ignore[arg-type]
         timeout_graceful_shutdown=graceful_timeout_s,
     )
+    # What is built so far (modules, the spec, the app) lives as long as the server: out of
+    # the collector's way, a full collection no longer walks it while requests wait
+    gc.freeze()
     uvicorn.Server(config).run()

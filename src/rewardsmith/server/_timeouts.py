@@ -32,6 +32,7 @@ header timer starts in `connection_made` / `on_message_begin` and stops in
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -142,17 +143,22 @@ def with_connection_limits(header_timeout_s: float, body_timeout_s: float) -> ty
 
         def _close_if_answered_early(self, cycle: Any) -> None:
             """Make an answer sent before its request's body was received say
-            `Connection: close`, and keep the connection only to drain that body."""
-            send: Callable[[MutableMapping[str, Any]], Awaitable[None]] = cycle.send
+            `Connection: close`, and keep the connection only to drain that body.
+
+            The wrapper holds its request weakly: stored on it, a strong reference would make
+            every request a reference cycle, left for the garbage collector's pauses."""
+            request = weakref.ref(cycle)
+            send: Callable[[Any, MutableMapping[str, Any]], Awaitable[None]] = type(cycle).send
 
             async def send_closing(message: MutableMapping[str, Any]) -> None:
+                cycle = request()  # alive: the app sends while uvicorn runs it
                 if not (message["type"] == "http.response.start" and cycle.more_body):
-                    await send(message)
+                    await send(cycle, message)
                     return
                 headers = list(message.get("headers", []))
                 if not any(name.lower() == b"connection" for name, _ in headers):
                     message = {**message, "headers": [*headers, (b"connection", b"close")]}
-                await send(message)
+                await send(cycle, message)
                 if not self.transport.is_closing():
                     # uvicorn would close as soon as the answer is written, resetting a
                     # client still sending; the connection closes once the body is drained

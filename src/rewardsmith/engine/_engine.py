@@ -10,7 +10,6 @@ adapters. Calls from many threads or coroutines share the worker pool sample by 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import os
 import queue
@@ -205,7 +204,9 @@ class Engine:
         """
         loop = asyncio.get_running_loop()
         handover = self._handovers.get(loop)
-        if handover is None:
+        if handover is None or handover.pid != os.getpid():  # after a fork: the child's own
+            for closed in [old for old in self._handovers if old.is_closed()]:
+                del self._handovers[closed]  # its undelivered answers hold it
             handover = self._handovers[loop] = _Handover(loop)
         sink = _Awaited(loop, handover)
         self._queue(self._prepare(samples), sink)
@@ -382,6 +383,8 @@ class _Handover:
     `asyncio.run` must leave nothing behind."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.pid = os.getpid()
+        """The process it hands over in (a forked child may inherit one mid-batch)."""
         self._loop = weakref.ref(loop)
         self._calls: deque[tuple[Callable[[Any], None], Any]] = deque()
         self._scheduled = False
@@ -392,16 +395,26 @@ class _Handover:
         if not self._scheduled:  # else a batch is due, and runs this call (it is queued)
             self._scheduled = True
             loop = self._loop()
-            if loop is not None:  # a loop gone or closed: nobody waits
-                with contextlib.suppress(RuntimeError):
-                    loop.call_soon_threadsafe(self._run)
+            try:
+                if loop is None:
+                    raise RuntimeError("the event loop is gone")
+                loop.call_soon_threadsafe(self._run)
+            except RuntimeError:  # gone or closed: nobody waits, keep nothing
+                self._calls.clear()
 
     def _run(self) -> None:
         self._scheduled = False  # before taking: a call queued from now on schedules a batch
         calls = self._calls
         while calls:
             fn, arg = calls.popleft()
-            fn(arg)
+            try:
+                fn(arg)
+            except Exception as exc:  # reported; the rest of the batch still runs
+                loop = self._loop()
+                if loop is not None:
+                    loop.call_exception_handler(
+                        {"message": "rewardsmith: handing a result over failed", "exception": exc}
+                    )
 
 
 class _Awaited(_Whole):
@@ -417,6 +430,10 @@ class _Awaited(_Whole):
         self._handover.call(self._settle_unless_cancelled, error)
 
     def _settle_unless_cancelled(self, error: BaseException | None) -> None:
+        if isinstance(error, StopIteration):  # an asyncio future refuses it (a coroutine's end)
+            wrapped = RuntimeError(f"the call failed with StopIteration: {error}")
+            wrapped.__cause__ = error
+            error = wrapped
         if not self.future.done():
             self._settle(error)
 

@@ -1,9 +1,10 @@
 """Red team of the batched hand-over to event loops (`_Handover`, `Engine.asubmit`) and of the
 driver left asleep while every worker is busy (`Front._saturated`).
 
-Rows marked xfail (strict) are holes found today; the others are attacks the engine
-withstands (regression guards). Every wait is bounded: a hole shows as a bounded wait that
-ran out, never as a hung test run.
+The rows under "holes" were holes when found (a StopIteration failure never answered, a
+batch stranded behind a failing call, a closed loop kept forever), now fixed; the others are
+attacks the engine withstood from the start (regression guards). Every wait is bounded: a
+hole shows as a bounded wait that ran out, never as a hung test run.
 """
 
 from __future__ import annotations
@@ -67,14 +68,9 @@ def engine() -> Any:
         yield engine
 
 
-# -- holes ------------------------------------------------------------------------------------
+# -- holes, fixed -------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="redteam: a run failing with StopIteration (a user tournament comparator) is set "
-    "into an asyncio future, which refuses it (TypeError): ascore/asubmit never returns",
-)
 def test_a_call_failing_with_stop_iteration_is_answered(stopping_engine: Engine) -> None:
     async def main() -> BaseException | None:
         try:
@@ -90,12 +86,6 @@ def test_a_call_failing_with_stop_iteration_is_answered(stopping_engine: Engine)
     assert settled(stopping_engine) == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="redteam: one call whose settling raises in _Handover._run strands the calls "
-    "queued behind it in the same batch (the batch is not re-scheduled) until another call "
-    "on that loop finishes",
-)
 def test_a_failing_call_does_not_strand_the_rest_of_its_batch(stopping_engine: Engine) -> None:
     async def main() -> bool:
         bad = stopping_engine.asubmit(group("g", ["a", "bb"]))
@@ -228,12 +218,6 @@ def test_results_for_a_loop_that_closed_are_dropped_without_harm(engine: Engine)
     assert [r.reward for r in asyncio.run(fresh())] == [3.0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="redteam: a loop that closed before its call's answer is kept forever: the "
-    "answer stays in the handover's deque (call_soon_threadsafe refused it), the deque "
-    "holds the future, the future its loop, so the WeakKeyDictionary entry never dies",
-)
 def test_a_loop_that_closed_before_its_answer_is_let_go(engine: Engine) -> None:
     import weakref
 

@@ -25,7 +25,8 @@ requests or `/health`.
 Each request is one run of the engine's continuous front (`Engine.ascore`): its samples go to
 idle workers as they arrive, alongside those of every other request, and it is answered as
 soon as its own last sample is finished. The queue bound is the engine's admission limit. A
-client that disconnects first has its run cancelled, so its samples leave the queue.
+client that disconnects first has its run cancelled, so its samples leave the queue (noticed
+once its request has waited `_WATCH_AFTER_S`).
 
 No web framework: four routes do not need one, and on a node where the server shares its
 cores with the reward workers, every layer a request passes through is CPU the workers lose

@@ -39,7 +39,10 @@ def free_port() -> int:
 class Server:
     """`rewardsmith serve` in a subprocess; `url` once /health answers."""
 
-    def __init__(self, spec: Path, *args: str, token: str | None = TOKEN) -> None:
+    def __init__(
+        self, spec: Path, *args: str, token: str | None = TOKEN, launcher: list[str] | None = None
+    ) -> None:
+        """`launcher`: what runs the CLI (default `python -m rewardsmith.cli`)."""
         import httpx
 
         self.port = free_port()
@@ -47,7 +50,8 @@ class Server:
         # this checkout's sources, not whatever rewardsmith is installed
         env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
         env.pop("REWARDSMITH_TOKEN", None)
-        command = [sys.executable, "-m", "rewardsmith.cli", "serve", "--spec", str(spec)]
+        command = [*(launcher or [sys.executable, "-m", "rewardsmith.cli"])]
+        command += ["serve", "--spec", str(spec)]
         command += ["--port", str(self.port), "--log-level", "warning", *args]
         if token:
             command += ["--token", token]

@@ -8,12 +8,9 @@ README untruth when found, now said in the README.
 
 from __future__ import annotations
 
-import os
 import re
 import socket
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .conftest import ROOT, STARTUP_S, TOKEN, Server, free_port
+from .conftest import TOKEN, Server
 
 HEADERS = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
 DEPTH_LIMIT = 100 + 2
@@ -101,33 +98,12 @@ the same code with a window wide enough to hit on a loaded machine every time.""
 
 @pytest.fixture(scope="module")
 def late_watch_server(spec_path: Path) -> Iterator[Server]:
-    port = free_port()
     code = (
         "import sys; import rewardsmith.server._app as app; "
         f"app._WATCH_AFTER_S = {WATCH_AFTER_S}; from rewardsmith.cli import main; "
         "sys.exit(main(sys.argv[1:]))"
     )
-    command = [sys.executable, "-c", code, "serve", "--spec", str(spec_path)]
-    command += ["--port", str(port), "--workers", "2", "--token", TOKEN, "--log-level", "warning"]
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
-    log = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed below
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    running = Server.__new__(Server)
-    running.port, running.url, running.process, running.log = (
-        port,
-        f"http://127.0.0.1:{port}",
-        process,
-        log,
-    )
-    deadline = time.monotonic() + STARTUP_S
-    while time.monotonic() < deadline:
-        assert process.poll() is None, running.output()
-        try:
-            if httpx.get(f"{running.url}/health", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
+    running = Server(spec_path, "--workers", "2", launcher=[sys.executable, "-c", code])
     yield running
     running.stop()
 

@@ -7,6 +7,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import wait
 
 import pytest
@@ -114,7 +115,9 @@ def test_admission_control_refuses_what_passes_the_limit() -> None:
     ],
     ids=["ascore", "asubmit"],
 )
-def test_a_cancelled_call_gives_back_its_place_and_leaks_nothing(call) -> None:  # type: ignore[no-untyped-def]
+def test_a_cancelled_call_gives_back_its_place_and_leaks_nothing(
+    call: Callable[[Engine, list], asyncio.Future],
+) -> None:
     async def main(engine: Engine) -> list:
         held = call(engine, [{"completion": "sleep 0.05"}] * 40)
         await asyncio.sleep(0.2)

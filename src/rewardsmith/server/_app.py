@@ -587,6 +587,8 @@ def serve(
         timeout_graceful_shutdown=graceful_timeout_s,
     )
     # What is built so far (modules, the spec, the app) lives as long as the server: out of
-    # the collector's way, a full collection no longer walks it while requests wait
+    # the collector's way, a full collection no longer walks it while requests wait (the
+    # garbage among it collected first, or it would be kept for good)
+    gc.collect()
     gc.freeze()
     uvicorn.Server(config).run()

@@ -74,6 +74,11 @@ _POLL_S = 0.1
 """Longest wait on the workers between two looks at the deadlines."""
 
 
+def _to_score(payload: tuple[int, list[Sample | Result]]) -> bool:
+    """An add's inputs are all samples to score: none is ready as it is."""
+    return not any(isinstance(item, Result) for item in payload[1])
+
+
 class Run:
     """One call's samples, scored in the order they are added. Made by `Front.open`."""
 
@@ -143,7 +148,8 @@ class Front:
         self._woken = False
         self._saturated = False
         """Every worker had work at the driver's last look: new samples would only queue, so
-        adding them does not wake the driver (it takes them when a worker next answers)."""
+        adding them does not wake the driver (it takes them when a worker next answers);
+        an input that is ready as it is (an invalid one's result) still wakes it."""
         self._wake_w = -1
         """Write end of the running driver's wake-up pipe (the driver closes it as it ends)."""
         self._ids = itertools.count()
@@ -196,7 +202,7 @@ class Front:
                 self._inbox.append((run, "end", None))
             if self._thread is None:
                 self._start_driver()
-            elif not self._woken and not (op == "add" and self._saturated):
+            elif not self._woken and not (op == "add" and self._saturated and _to_score(payload)):
                 self._woken = True
                 os.write(self._wake_w, b"\0")
 

@@ -11,7 +11,7 @@ import pytest
 
 from rewardsmith import Sample, score
 from rewardsmith.judges import judge_group, rubric
-from rewardsmith.judges._backends import BackendConfig, JudgeRequest, OpenAIBackend
+from rewardsmith.judges._backends import _OVERFLOW, BackendConfig, JudgeRequest, OpenAIBackend
 
 from .conftest import SLOW_S, Proxy
 
@@ -139,6 +139,46 @@ def test_client_error_is_not_retried(proxy: Proxy) -> None:
     fn = rubric(rubric=RUBRIC[:1], backend="openai", base_url=proxy.url, cache=False)
     result = fn(SAMPLES[0])
     assert result.status == "error" and "400" in result.detail["reason"]
+    assert result.cause == "infrastructure"  # a refusal that is not about the context
+    assert proxy.calls == 1
+
+
+@pytest.mark.parametrize(
+    ("refusal", "overflow"),
+    [
+        (
+            "This model's maximum context length is 2048 tokens. However, you requested 4235 "
+            "tokens (4231 in the messages, 4 in the completion).",
+            True,
+        ),  # llama-cpp-python, vLLM
+        ('{"code": "context_length_exceeded"}', True),  # OpenAI
+        (
+            "The decoder prompt (length 4381) is longer than the maximum model length of 2048.",
+            True,
+        ),  # vLLM V1
+        ("the request exceeds the available context size, try increasing it", True),  # llama.cpp
+        ('"type": "exceed_context_size_error"', True),  # llama.cpp's error type
+        (
+            "The input (5000 tokens) is longer than the model's context length (4096 tokens).",
+            True,
+        ),  # SGLang
+        ("model 'judge' not found", False),
+        ("response_format json_schema is not supported", False),
+        ("'temperature' must be between 0 and 2", False),
+    ],
+)
+def test_context_refusals_are_told_apart(refusal: str, overflow: bool) -> None:
+    assert bool(_OVERFLOW.search(refusal)) is overflow
+
+
+def test_completion_past_the_servers_context_is_charged(proxy: Proxy) -> None:
+    """llama.cpp's server refuses a request longer than its context (400,
+    `context_length_exceeded`); the completion made it long, so the sample is charged (it
+    must not escape its verdict by being left out of its group), and nothing is retried."""
+    fn = rubric(rubric=RUBRIC[:1], backend="openai", base_url=proxy.url, cache=False, **SLOW)
+    result = fn(SAMPLES[0].model_copy(update={"completion": "Paris is lovely. " * 800}))
+    assert result.status == "error" and "context" in result.detail["reason"]
+    assert result.cause == "completion"
     assert proxy.calls == 1
 
 
@@ -278,4 +318,4 @@ def test_local_prompt_longer_than_the_context_is_an_error(runtime: str) -> None:
     fn = rubric(rubric=RUBRIC[:1], runtime=runtime, cache=False, n_ctx=256)
     result = fn(SAMPLES[0].model_copy(update={"completion": "Paris is lovely. " * 100}))
     assert result.status == "error" and result.score is None
-    assert "context" in result.detail["reason"]
+    assert "context" in result.detail["reason"] and result.cause == "completion"

@@ -15,7 +15,7 @@ from rewardsmith.judges import (
     judge_principles,
     judge_reference,
 )
-from rewardsmith.judges._backends import JudgeReply, JudgeRequest
+from rewardsmith.judges._backends import ContextOverflow, JudgeReply, JudgeRequest
 
 from .conftest import ON_LOCAL_MODEL
 
@@ -101,7 +101,7 @@ def _rank_by_text(order: list[str]):
         user = request.messages[-1][1]
         shown = dict(re.findall(r"<response id=(R\d+)>\n(.*?)\n</response>", user))
         by_text = {text: label for label, text in shown.items()}
-        return ", ".join(by_text[t] for t in order)
+        return ", ".join(by_text[t] for t in order if t in by_text)
 
     return script
 
@@ -127,6 +127,53 @@ def test_group_wrong_ids_retried_then_invalid(scripted, reply) -> None:
     sample = SAMPLE.model_copy(update={"metadata": {"group_completions": GROUP}})
     result = judge_group(cache=False, parse_retries=1)(sample)
     assert result.status == "invalid" and len(backend.requests) == 2
+
+
+LONG_GROUP = [
+    {"id": "me", "completion": "Paris."},
+    {"id": "b", "completion": "Lyon. " * 300},
+    {"id": "c", "completion": "Nice."},
+    {"id": "d", "completion": "Lille. " * 30},
+]
+
+
+def test_group_too_long_for_the_judge_ranks_the_longest_last(scripted) -> None:
+    """A group that does not fit the judge's context: the longest member is set aside until
+    the rest fit, and ranks below them (a longer one lower), so making the group too long
+    never takes a member out of the ranking; the others are still ranked by the judge."""
+    rank = _rank_by_text(["Nice.", "Paris."])
+
+    def script(request: JudgeRequest) -> str:
+        if "Lyon. Lyon." in request.messages[-1][1] or "Lille. Lille." in request.messages[-1][1]:
+            raise ContextOverflow("HTTP 400: maximum context length is 2048 tokens")
+        return rank(request)
+
+    backend = scripted(script)
+    scores = {}
+    for member in LONG_GROUP:
+        sample = Sample(
+            id=member["id"],
+            completion=member["completion"],
+            metadata={"group_completions": LONG_GROUP},
+        )
+        scores[member["id"]] = judge_group(cache=False)(sample)
+    assert {k: v.score for k, v in scores.items()} == pytest.approx(
+        {"c": 1.0, "me": 2 / 3, "d": 1 / 3, "b": 0.0}
+    )
+    assert all(v.status == "ok" and v.detail["too_long"] == ["b", "d"] for v in scores.values())
+    assert scores["b"].detail["ranking"] == ["c", "me", "d", "b"]
+    assert len(backend.requests) == 4 * 3  # each member: all four, without b, without b and d
+
+
+def test_group_member_alone_too_long_fails_the_group_charged(scripted) -> None:
+    def script(request: JudgeRequest) -> str:
+        raise ContextOverflow("HTTP 400: maximum context length is 2048 tokens")
+
+    backend = scripted(script)
+    sample = SAMPLE.model_copy(update={"metadata": {"group_completions": GROUP}})
+    result = judge_group(cache=False)(sample)
+    assert result.status == "error" and result.cause == "completion"
+    assert len(backend.requests) == len(GROUP)  # four, three, two, then one member
 
 
 def test_group_needs_the_group(scripted) -> None:

@@ -88,6 +88,16 @@ def build(kind: str, folder: str, fail_first: int, delay: float) -> FastAPI:
             text = body["prompt"]
             encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
             ids, spans = encoded["input_ids"], encoded["offset_mapping"]
+            asked = len(ids) + int(body.get("max_tokens") or 16)
+            if asked > config.max_position_embeddings:  # vLLM's refusal, word for word
+                message = (
+                    f"This model's maximum context length is {config.max_position_embeddings} "
+                    f"tokens. However, you requested {asked} tokens ({len(ids)} in the "
+                    f"messages, {asked - len(ids)} in the completion). Please reduce the "
+                    "length of the messages or completion."
+                )
+                error = {"type": "BadRequestError", "param": None, "code": 400}
+                return JSONResponse({"object": "error", "message": message, **error}, 400)
             with torch.inference_mode():
                 rows = model(input_ids=torch.tensor([ids])).logits[0].log_softmax(-1)
             logprobs = [None] + [float(rows[i - 1][t]) for i, t in enumerate(ids) if i > 0]

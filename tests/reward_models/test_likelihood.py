@@ -103,6 +103,15 @@ def test_no_answer_is_the_lowest_reward_in_either_mode(served: str) -> None:
         likelihood(backend="openai", base_url=served, floor=0.0)
 
 
+def test_reasoning_past_the_servers_context_is_charged(served: str) -> None:
+    """The server refuses a prompt longer than its context (vLLM's 400); the reasoning is the
+    policy's, so the sample is charged, not left out of its group."""
+    long = Sample(id="1", prompt=QUESTION, completion="so " * 1500 + "A: 4", reference="4")
+    score = likelihood(backend="openai", base_url=served, marker="A:")(long)
+    assert score.status == "error" and "maximum context length" in score.detail["reason"]
+    assert score.cause == "completion"
+
+
 def test_no_server_is_an_error() -> None:
     fn = likelihood(backend="openai", base_url=f"http://127.0.0.1:{free_port()}/v1", max_retries=0)
     score = fn(Sample(id="1", prompt=QUESTION, completion="<answer>4", reference="4"))

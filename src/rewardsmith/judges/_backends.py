@@ -25,6 +25,7 @@ import concurrent.futures
 import math
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -35,6 +36,7 @@ __all__ = [
     "Backend",
     "BackendConfig",
     "BackendError",
+    "ContextOverflow",
     "JsonClient",
     "JudgeReply",
     "JudgeRequest",
@@ -56,6 +58,13 @@ Content = str | tuple[dict[str, Any], ...]
 
 class BackendError(RuntimeError):
     """The backend could not produce a reply (transport failure after retries, bad request)."""
+
+
+class ContextOverflow(BackendError):
+    """The request does not fit the model's context. The judge's prompts and settings are
+    fixed, so what makes one request too long is what it reads: in practice the completion.
+    Rewards charge it to the completion rather than leave the sample out, else writing past
+    the judge's context would escape its verdict."""
 
 
 @dataclass(frozen=True)
@@ -229,6 +238,13 @@ def read_logprobs(choice: dict[str, Any]) -> tuple[list[str], list[dict[str, flo
 # -- openai -----------------------------------------------------------------------------------
 
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+_OVERFLOW = re.compile(
+    r"context[ _](?:length|size|window)|maximum model length|context_length_exceeded", re.I
+)
+"""How servers refuse a request longer than the model's context: OpenAI, vLLM and
+llama-cpp-python ("maximum context length", `context_length_exceeded`), vLLM's V1 engine
+("longer than the maximum model length"), llama.cpp ("exceeds the available context size"),
+SGLang ("longer than the model's context length")."""
 _BACKOFF_CAP_S = 8.0
 
 
@@ -292,6 +308,8 @@ class JsonClient:
                     if again is not None:
                         body = again
                         continue
+                    if response.status_code in (400, 413, 422) and _OVERFLOW.search(response.text):
+                        raise ContextOverflow(failure)
                     if response.status_code not in _RETRY_STATUS:
                         raise BackendError(failure)
                     retry_after = _retry_after(response.headers.get("retry-after"))

@@ -15,7 +15,15 @@ from typing import Any, Literal, TypeVar
 from .._exceptions import ConfigError
 from ..models import Sample, Score
 from ..verifiers._common import answer_part
-from ._backends import Backend, BackendConfig, BackendError, JudgeReply, JudgeRequest, run_sync
+from ._backends import (
+    Backend,
+    BackendConfig,
+    BackendError,
+    ContextOverflow,
+    JudgeReply,
+    JudgeRequest,
+    run_sync,
+)
 from ._backends import make_backend as _make_backend
 from ._cache import default_cache_path
 from ._guard import Guard
@@ -208,6 +216,8 @@ class Judge:
             )
         except Unparseable as exc:
             score = Score.failed("invalid", str(exc), replies=exc.replies)
+        except ContextOverflow as exc:  # charged: else a long completion escapes the verdict
+            score = Score.failed("error", f"judge backend: {exc}", cause="completion")
         except BackendError as exc:
             score = Score.failed("error", f"judge backend: {exc}", cause="infrastructure")
         score.detail.setdefault("judge_s", round(time.monotonic() - started, 3))

@@ -28,7 +28,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ._backends import Backend, BackendConfig, BackendError, JudgeReply, JudgeRequest, read_logprobs
+from ._backends import (
+    Backend,
+    BackendConfig,
+    BackendError,
+    ContextOverflow,
+    JudgeReply,
+    JudgeRequest,
+    read_logprobs,
+)
 
 __all__ = ["LocalBackend", "Runtime", "choice_logprobs", "default_local_model", "model_digest"]
 
@@ -144,7 +152,7 @@ class LlamaCppRuntime:
     def chat(self, request: JudgeRequest) -> JudgeReply:
         prompt = len(self.prompt_ids(request.messages))
         if prompt + request.max_tokens > self.model.n_ctx():
-            raise BackendError(
+            raise ContextOverflow(
                 f"local model: {prompt} prompt tokens + {request.max_tokens} exceed the "
                 f"context ({self.model.n_ctx()})"
             )
@@ -197,7 +205,7 @@ class LlamaCppRuntime:
 
         model = self.model
         if len(prompt) + len(continuation) >= model.n_ctx():
-            raise BackendError("local model: prompt longer than the context")
+            raise ContextOverflow("local model: prompt longer than the context")
         ready = model.n_tokens >= len(prompt)
         if not ready or model.input_ids[: len(prompt)].tolist() != prompt:
             model.reset()
@@ -334,7 +342,13 @@ class LocalBackend(Backend):
             tail = runtime.encode(continuation)
             if not tail:
                 raise BackendError("an empty continuation has no log-probability")
-            head = runtime.encode(prompt)[-(self.config.n_ctx - len(tail) - 1) :]
+            room = self.config.n_ctx - len(tail) - 1
+            if room < 1:  # the continuation alone: a prompt cut to fit cannot help
+                raise BackendError(
+                    f"a continuation of {len(tail)} tokens leaves no room in the context "
+                    f"({self.config.n_ctx})"
+                )
+            head = runtime.encode(prompt)[-room:]
             rows = runtime.logprob_rows(head, tail)
         return [float(rows[i][token]) for i, token in enumerate(tail)]
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from .._exceptions import ConfigError
 from ..models import Sample, Score
 from ..registry import RewardFn, bounded, reward
-from ._backends import JudgeReply
+from ._backends import ContextOverflow, JudgeReply
 from ._judge import COMMON, Judge, Unparseable, gather_bounded, judge_settings
 from ._prompts import (
     choice_schema,
@@ -266,7 +266,8 @@ def judge_group(
     """
     judge = _judge(locals())
 
-    async def judged(sample: Sample, items: list[tuple[str, str]], me: str) -> Score:
+    async def ranking(sample: Sample, items: list[tuple[str, str]]) -> tuple[list[str], bool]:
+        """The judge's ranking of `items`' ids, best first, and whether it was cached."""
         order = list(items)
         random.Random(f"{seed}:{sorted(i for i, _ in items)}").shuffle(order)
         labels = {f"R{n}": member for n, (member, _) in enumerate(order, 1)}
@@ -289,7 +290,7 @@ def judge_group(
             return parse_ranking(reply.text, list(labels))
 
         messages = group_messages(judge.conversation(sample), shown, instruction)
-        ranking, reply = await judge.ask(
+        ranked, reply = await judge.ask(
             messages,
             parse,
             12 * len(labels) + 16,
@@ -297,10 +298,32 @@ def judge_group(
             schema=schema,
             retry_schema=ranking_schema,
         )
-        ranked = [labels[label] for label in ranking]
+        return [labels[label] for label in ranked], reply.cached
+
+    async def judged(sample: Sample, items: list[tuple[str, str]], me: str) -> Score:
+        """Rank the group; while it does not fit the judge's context, the longest member
+        (in UTF-8 bytes, a bound on tokens) is set aside and ranked below every member the
+        judge ranked, a longer one lower: so a member never escapes the ranking by making
+        the group too long, and the others are still ranked. If even one member does not
+        fit, the overflow is every member's failure (charged)."""
+        kept, too_long = list(items), []
+        while True:
+            try:
+                ranked, cached = await ranking(sample, kept)
+                break
+            except ContextOverflow:
+                if len(kept) == 1:
+                    raise
+                longest = max(kept, key=lambda item: (len(judge.strip(item[1]).encode()), item[0]))
+                kept.remove(longest)
+                too_long.append(longest[0])
+        ranked += reversed(too_long)
         rank = ranked.index(me)
         n = len(ranked)
-        return Score.ok((n - 1 - rank) / (n - 1), rank=rank, ranking=ranked, cached=reply.cached)
+        detail: dict[str, Any] = {"rank": rank, "ranking": ranked, "cached": cached}
+        if too_long:
+            detail["too_long"] = too_long
+        return Score.ok((n - 1 - rank) / (n - 1), **detail)
 
     def score(sample: Sample) -> Score:
         items = _group_items(sample, group_key)

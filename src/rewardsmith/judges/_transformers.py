@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._backends import BackendError, JudgeReply, JudgeRequest
+from ._backends import BackendError, ContextOverflow, JudgeReply, JudgeRequest
 from ._cache import cache_root
 from ._grammar import Constraint
 from ._local import model_digest
@@ -171,7 +171,9 @@ class TransformersRuntime:
         from transformers import DynamicCache
 
         if len(ids) > self.n_ctx:
-            raise BackendError(f"local model: {len(ids)} tokens exceed the context ({self.n_ctx})")
+            raise ContextOverflow(
+                f"local model: {len(ids)} tokens exceed the context ({self.n_ctx})"
+            )
         shared = 0
         limit = min(len(self._ids), len(ids) - need)
         while shared < limit and self._ids[shared] == ids[shared]:
@@ -207,7 +209,7 @@ class TransformersRuntime:
 
         prompt = self.prompt_ids(request.messages)
         if len(prompt) + request.max_tokens > self.n_ctx:
-            raise BackendError(
+            raise ContextOverflow(
                 f"local model: {len(prompt)} prompt tokens + {request.max_tokens} exceed the "
                 f"context ({self.n_ctx})"
             )

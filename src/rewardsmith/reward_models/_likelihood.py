@@ -28,7 +28,13 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from ..judges._backends import BackendConfig, BackendError, make_backend, run_sync
+from ..judges._backends import (
+    BackendConfig,
+    BackendError,
+    ContextOverflow,
+    make_backend,
+    run_sync,
+)
 from ..models import Sample, Score
 from ..registry import RewardFn, reward
 from ._inputs import prompt_text
@@ -79,6 +85,8 @@ class _Likelihood:
             return Score.failed(
                 "timeout", str(exc), cause="infrastructure", deadline_s=self.deadline_s
             )
+        except ContextOverflow as exc:  # the reasoning made it too long: charged
+            return Score.failed("error", f"likelihood backend: {exc}", cause="completion")
         except BackendError as exc:
             return Score.failed("error", f"likelihood backend: {exc}", cause="infrastructure")
         mean_logprob = max(self.floor, math.fsum(logprobs) / len(logprobs))

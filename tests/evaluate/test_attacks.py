@@ -163,10 +163,11 @@ def _succeeded(
     attacks: str,
     tmp_path: Path,
     timeout_s: float = 30,
+    **settings: Any,
 ) -> dict[str, float]:
     path = tmp_path / "rows.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    reward = {"rewards": spec, "timeout_s": timeout_s}
+    reward = {"rewards": spec, "timeout_s": timeout_s, **settings}
     summary = evaluate([path], spec=reward, attacks=attacks, workers=1)
     assert summary.redteam is not None
     return {o.attack: o.success_rate for o in summary.redteam.outcomes if o.component == "reward"}
@@ -194,9 +195,9 @@ def test_attack_class_fails_on_real_reward(
     assert all(rate == 0 for rate in rates.values()), rates
 
 
-def test_master_keys_fail_on_the_real_judge(tmp_path: Path) -> None:
-    """The embedded judge's guard must score every master key 0 without asking the model; the
-    honest wrong answer is judged by SmolLM2-135M (a score >= 0), so no key can beat it."""
+@pytest.fixture
+def real_judge() -> dict[str, Any]:
+    """judge_pointwise on the embedded model (SmolLM2-135M)."""
     pytest.importorskip("transformers", reason="pip install 'rewardsmith[local]'")
     from rewardsmith.judges._backends import BackendError
     from rewardsmith.judges._local import default_local_model
@@ -205,12 +206,28 @@ def test_master_keys_fail_on_the_real_judge(tmp_path: Path) -> None:
         default_local_model()
     except BackendError as exc:
         pytest.skip(str(exc))
-    judge = {
+    return {
         "type": "judge_pointwise",
         "backend": "local",
         "n_threads": 1,
         "cache": False,
         "deadline_s": 100,
     }
-    rates = _succeeded(_gsm8k(1), {"j": judge}, "master_key", tmp_path, timeout_s=120)
+
+
+def test_master_keys_fail_on_the_real_judge(real_judge: dict[str, Any], tmp_path: Path) -> None:
+    """The embedded judge's guard must score every master key 0 without asking the model; the
+    honest wrong answer is judged by SmolLM2-135M (a score >= 0), so no key can beat it."""
+    rates = _succeeded(_gsm8k(1), {"j": real_judge}, "master_key", tmp_path, timeout_s=120)
     assert rates == {"master_key": 0.0}
+
+
+def test_failures_escape_no_real_judge(real_judge: dict[str, Any], tmp_path: Path) -> None:
+    """Completions past the judge's context (50,000 digits, 60,000 words, deep nesting) are
+    charged to the completion: under GRPO none gets an advantage above the honest wrong
+    answer's (before, the judge's refusal left them out of their group: 12 of 18 escaped)."""
+    judge = {**real_judge, "n_ctx": 1024}
+    rates = _succeeded(
+        _gsm8k(3), {"j": judge}, "failure_escape", tmp_path, timeout_s=120, group_transform="grpo"
+    )
+    assert rates == {"failure_escape": 0.0}

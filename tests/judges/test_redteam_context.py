@@ -273,12 +273,8 @@ NGINX_413 = (
 SINGLE = [
     pytest.param(
         cut_reply_on_server,
-        "invalid (dataset): left out",
+        "error (completion): charged (the cut reply)",
         "charged",
-        marks=hole(
-            "llama.cpp servers clamp max_tokens to the room left; the cut reply is "
-            "unparseable -> invalid, left out"
-        ),
         id="server-cuts-the-reply-4-tokens-short-of-its-context",
     ),
     pytest.param(
@@ -292,42 +288,32 @@ SINGLE = [
     ),
     pytest.param(
         refused(422, TGI),
-        "error (infrastructure): left out",
+        "error (completion): charged",
         "charged",
-        marks=hole("TGI's 422 ('`inputs` tokens + `max_new_tokens` must be <=') is missed"),
         id="tgi-422-refusal",
     ),
     pytest.param(
         refused(400, GEMINI),
-        "error (infrastructure): left out",
+        "error (completion): charged",
         "charged",
-        marks=hole("Gemini's 400 ('input token count ... exceeds the maximum') is missed"),
         id="gemini-400-refusal",
     ),
     pytest.param(
         refused(400, AZURE_FILTER),
-        "error (infrastructure): left out",
+        "error (completion): charged",
         "charged",
-        marks=hole(
-            "a content filter's refusal of the completion (Azure 'content_filter', e.g. its "
-            "jailbreak detector on an injection attempt) is left out"
-        ),
         id="content-filter-400",
     ),
     pytest.param(
         refused(200, FILTERED_REPLY),
-        "invalid (dataset): left out",
+        "error (completion): charged",
         "charged",
-        marks=hole(
-            "a reply withheld by a content filter (finish_reason content_filter) is invalid"
-        ),
         id="content-filter-empty-reply",
     ),
     pytest.param(
         refused(413, NGINX_413),
-        "error (infrastructure): left out",
+        "error (completion): charged",
         "charged",
-        marks=hole("a reverse proxy's 413 names no context: a body too large escapes"),
         id="reverse-proxy-413",
     ),
     pytest.param(
@@ -548,9 +534,8 @@ GROUP = [
     ),
     pytest.param(
         group_cut_reply_on_server,
-        "every member invalid (dataset): left out",
+        "the members that fit ranked; the attack set aside, last",
         ("wrong", "right"),
-        marks=hole("llama.cpp servers cut the ranking short of its labels -> invalid group"),
         id="group-server-cuts-the-ranking",
     ),
     pytest.param(

@@ -37,6 +37,7 @@ __all__ = [
     "BackendConfig",
     "BackendError",
     "ContextOverflow",
+    "InputRejected",
     "JsonClient",
     "JudgeReply",
     "JudgeRequest",
@@ -60,11 +61,16 @@ class BackendError(RuntimeError):
     """The backend could not produce a reply (transport failure after retries, bad request)."""
 
 
-class ContextOverflow(BackendError):
-    """The request does not fit the model's context. The judge's prompts and settings are
-    fixed, so what makes one request too long is what it reads: in practice the completion.
-    Rewards charge it to the completion rather than leave the sample out, else writing past
-    the judge's context would escape its verdict."""
+class InputRejected(BackendError):
+    """The model will not read this request: a content filter held it back, or it does not
+    fit the context (`ContextOverflow`). A judge's prompts are fixed, so what decides is what
+    the request reads, in practice the completion: rewards charge the failure to the
+    completion rather than leave the sample out, else provoking the refusal would escape the
+    verdict."""
+
+
+class ContextOverflow(InputRejected):
+    """The request does not fit the model's context: refused, or its reply cut short."""
 
 
 @dataclass(frozen=True)
@@ -239,12 +245,23 @@ def read_logprobs(choice: dict[str, Any]) -> tuple[list[str], list[dict[str, flo
 
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _OVERFLOW = re.compile(
-    r"context[ _](?:length|size|window)|maximum model length|context_length_exceeded", re.I
+    r"context[ _](?:length|size|window)|maximum model length|context_length_exceeded"
+    r"|max_new_tokens` must be|must have less than \d+ tokens|input token count"
+    r"|maximum number of tokens",
+    re.I,
 )
 """How servers refuse a request longer than the model's context: OpenAI, vLLM and
 llama-cpp-python ("maximum context length", `context_length_exceeded`), vLLM's V1 engine
 ("longer than the maximum model length"), llama.cpp ("exceeds the available context size"),
-SGLang ("longer than the model's context length")."""
+SGLang ("longer than the model's context length"), TGI ("`max_new_tokens` must be <= N",
+"must have less than N tokens"), Gemini ("The input token count ... exceeds the maximum
+number of tokens"). Any 413 (a body too large, often a proxy's limit) counts too."""
+_FILTERED = re.compile(
+    r"content_filter|content management policy|invalid_prompt|flagged as potentially", re.I
+)
+"""How servers refuse a request their content filter holds back: Azure OpenAI
+(`content_filter`, "content management policy"), OpenAI (`invalid_prompt`, "flagged as
+potentially violating our usage policy")."""
 _BACKOFF_CAP_S = 8.0
 
 
@@ -308,8 +325,12 @@ class JsonClient:
                     if again is not None:
                         body = again
                         continue
-                    if response.status_code in (400, 413, 422) and _OVERFLOW.search(response.text):
+                    if response.status_code == 413 or (
+                        response.status_code in (400, 422) and _OVERFLOW.search(response.text)
+                    ):
                         raise ContextOverflow(failure)
+                    if response.status_code in (400, 422) and _FILTERED.search(response.text):
+                        raise InputRejected(failure)
                     if response.status_code not in _RETRY_STATUS:
                         raise BackendError(failure)
                     retry_after = _retry_after(response.headers.get("retry-after"))
@@ -399,7 +420,7 @@ class OpenAIBackend(Backend):
             self._dialect = "json_object"
             return self.body(request)
 
-        return self._parse(await self.http.post(self.url, self.body(request), resend))
+        return self._parse(await self.http.post(self.url, self.body(request), resend), request)
 
     async def continuation_logprobs(self, prompt: str, continuation: str) -> list[float]:
         """Prompt log-probabilities from ``/completions`` with ``echo`` (OpenAI's legacy API,
@@ -442,7 +463,7 @@ class OpenAIBackend(Backend):
         )
 
     @staticmethod
-    def _parse(data: dict[str, Any]) -> JudgeReply:
+    def _parse(data: dict[str, Any], request: JudgeRequest) -> JudgeReply:
         try:
             choice = data["choices"][0]
             text = choice["message"].get("content") or ""
@@ -450,6 +471,17 @@ class OpenAIBackend(Backend):
             raise BackendError(f"malformed reply: {str(data)[:300]}") from exc
         usage = data.get("usage") or {}
         tokens, logprobs = read_logprobs(choice)
+        finish = choice.get("finish_reason")
+        if finish == "content_filter":
+            raise InputRejected(f"the server's content filter withheld the reply: {text[:100]!r}")
+        # llama.cpp's servers shrink max_tokens to the room left in the context instead of
+        # refusing: a reply cut before max_tokens is a request that did not fit
+        generated = int(usage.get("completion_tokens") or len(tokens))
+        if finish == "length" and 0 < generated < request.max_tokens:
+            raise ContextOverflow(
+                f"the reply was cut after {generated} of {request.max_tokens} tokens: the "
+                "request leaves no room for it in the server's context"
+            )
         return JudgeReply(
             text=text,
             top_logprobs=logprobs,

@@ -19,7 +19,7 @@ from ._backends import (
     Backend,
     BackendConfig,
     BackendError,
-    ContextOverflow,
+    InputRejected,
     JudgeReply,
     JudgeRequest,
     run_sync,
@@ -216,7 +216,7 @@ class Judge:
             )
         except Unparseable as exc:
             score = Score.failed("invalid", str(exc), replies=exc.replies)
-        except ContextOverflow as exc:  # charged: else a long completion escapes the verdict
+        except InputRejected as exc:  # charged: else provoking it escapes the verdict
             score = Score.failed("error", f"judge backend: {exc}", cause="completion")
         except BackendError as exc:
             score = Score.failed("error", f"judge backend: {exc}", cause="infrastructure")

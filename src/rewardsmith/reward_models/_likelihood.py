@@ -31,7 +31,7 @@ from typing import Any, Literal
 from ..judges._backends import (
     BackendConfig,
     BackendError,
-    ContextOverflow,
+    InputRejected,
     make_backend,
     run_sync,
 )
@@ -85,7 +85,7 @@ class _Likelihood:
             return Score.failed(
                 "timeout", str(exc), cause="infrastructure", deadline_s=self.deadline_s
             )
-        except ContextOverflow as exc:  # the reasoning made it too long: charged
+        except InputRejected as exc:  # charged: its reasoning made it too long, or was filtered
             return Score.failed("error", f"likelihood backend: {exc}", cause="completion")
         except BackendError as exc:
             return Score.failed("error", f"likelihood backend: {exc}", cause="infrastructure")

@@ -111,7 +111,8 @@ def per_turn(fn: RewardFn, reduce: Literal["mean", "min"] | None = None) -> Rewa
 
 
 def _combine_turns(scores: list[Score], missing: int, floor: float, reduce: str) -> Score:
-    """The component's score from its turns' scores: the first failure decides, else the mean
+    """The component's score from its turns' scores: a failure decides (the first one charged
+    to the completion, else the first, with its cause), else the mean
     (or the minimum) over the turns that apply, plus `missing` unreached gold turns, which
     count `floor`."""
     turns: list[dict[str, Any]] = []
@@ -123,10 +124,13 @@ def _combine_turns(scores: list[Score], missing: int, floor: float, reduce: str)
             return Score.failed("error", f"turn {k}: non-finite score {turn.score!r}")
         turns.append({"turn": k, "score": turn.score, "status": turn.status, **turn.detail})
         steps.append(turn.score if turn.status == "ok" else None)
-    for k, turn in enumerate(scores):
-        if turn.status in FAILURE_STATUSES:
-            reason = turn.detail.get("reason", turn.status)
-            return Score.failed(turn.status, f"turn {k}: {reason}", steps=steps, turns=turns)
+    failed = [(k, turn) for k, turn in enumerate(scores) if turn.status in FAILURE_STATUSES]
+    if failed:  # a charged turn first: a turn left out must not hide one the completion failed
+        k, turn = min(failed, key=lambda item: (item[1].cause != "completion", item[0]))
+        reason = turn.detail.get("reason", turn.status)
+        return Score.failed(
+            turn.status, f"turn {k}: {reason}", cause=turn.cause, steps=steps, turns=turns
+        )
     counted = [s for s in steps if s is not None]
     if not counted:
         return Score.failed("not_applicable", "no turn applies", steps=steps, turns=turns)

@@ -324,12 +324,8 @@ SINGLE = [
     ),
     pytest.param(
         _turns(lambda r: _overflow_if_long(r, "Hmm, it depends.")),
-        "invalid (dataset): left out",
+        "error (completion): charged (the overflowing turn decides)",
         "charged",
-        marks=hole(
-            "scope: turns - the first failing turn decides: an earlier unparseable turn "
-            "(invalid) hides a later turn past the context (charged)"
-        ),
         id="turns-unparseable-turn-hides-an-overflowing-turn",
     ),
     pytest.param(
@@ -340,12 +336,8 @@ SINGLE = [
     ),
     pytest.param(
         _turns(_down_if_long),
-        "error (completion): charged",
+        "error (infrastructure): left out",
         "left_out",
-        marks=hole(
-            "scope: turns drops the turn's cause: a judge server that is down is charged "
-            "to the completion"
-        ),
         id="turns-keep-the-infrastructure-cause",
     ),
     pytest.param(

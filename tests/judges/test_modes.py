@@ -138,9 +138,9 @@ LONG_GROUP = [
 
 
 def test_group_too_long_for_the_judge_ranks_the_longest_last(scripted) -> None:
-    """A group that does not fit the judge's context: the longest member is set aside until
-    the rest fit, and ranks below them (a longer one lower), so making the group too long
-    never takes a member out of the ranking; the others are still ranked by the judge."""
+    """A group that does not fit the judge's context: members too long on their own are set
+    aside and tie last at 0, so making the group too long never takes a member out of the
+    ranking; the others are still ranked by the judge."""
     rank = _rank_by_text(["Nice.", "Paris."])
 
     def script(request: JudgeRequest) -> str:
@@ -158,14 +158,14 @@ def test_group_too_long_for_the_judge_ranks_the_longest_last(scripted) -> None:
         )
         scores[member["id"]] = judge_group(cache=False)(sample)
     assert {k: v.score for k, v in scores.items()} == pytest.approx(
-        {"c": 1.0, "me": 2 / 3, "d": 1 / 3, "b": 0.0}
+        {"c": 1.0, "me": 2 / 3, "d": 0.0, "b": 0.0}
     )
-    assert all(v.status == "ok" and v.detail["too_long"] == ["b", "d"] for v in scores.values())
-    assert scores["b"].detail["ranking"] == ["c", "me", "d", "b"]
-    assert len(backend.requests) == 4 * 3  # each member: all four, without b, without b and d
+    assert all(v.status == "ok" and v.detail["too_long"] == ["d", "b"] for v in scores.values())
+    assert scores["b"].detail["ranking"] == ["c", "me"]
+    assert len(backend.requests) == 4 * 6  # each member: the group, each member alone, the rest
 
 
-def test_group_member_alone_too_long_fails_the_group_charged(scripted) -> None:
+def test_group_with_no_member_that_fits_fails_charged(scripted) -> None:
     def script(request: JudgeRequest) -> str:
         raise ContextOverflow("HTTP 400: maximum context length is 2048 tokens")
 
@@ -173,7 +173,7 @@ def test_group_member_alone_too_long_fails_the_group_charged(scripted) -> None:
     sample = SAMPLE.model_copy(update={"metadata": {"group_completions": GROUP}})
     result = judge_group(cache=False)(sample)
     assert result.status == "error" and result.cause == "completion"
-    assert len(backend.requests) == len(GROUP)  # four, three, two, then one member
+    assert len(backend.requests) == 1 + len(GROUP)  # the group, then each member alone
 
 
 def test_group_needs_the_group(scripted) -> None:

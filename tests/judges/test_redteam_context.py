@@ -1,13 +1,12 @@
 """Red team: can a completion earn a better advantage than an honest wrong answer through
 the judges' failure handling (context overflow, cut replies, refusals, set-aside members)?
 
-Each row is one attack. `today` says what it earns now, `should` what it must earn:
-`charged` (it enters its group's advantages no better than an honest wrong answer, which is
-judged 0), `left_out` (not the completion's doing: advantage null) or `scored` (no failure:
-the reward read it). A row marked
-``xfail(strict=True)`` is a hole: the file passes today and fails loudly once the hole is
-fixed (then drop the mark). Advantages are computed by the real result builder (GRPO, no
-epsilon) over the real component scores the attack got.
+Each row is one attack (rt14 found 13 holes; all are fixed and every row now guards its fix).
+`today` says what it earns now, `should` what it must earn: `charged` (it enters its group's
+advantages no better than an honest wrong answer, which is judged 0), `left_out` (not the
+completion's doing: advantage null) or `scored` (no failure: the reward read it).
+Advantages are computed by the real result builder (GRPO, no epsilon) over the real
+component scores the attack got.
 
 Real parts: the embedded SmolLM2 (small `n_ctx`, so overflow is cheap) and a real
 llama-cpp-python server on loopback (`--n_ctx 512`). The scripted backend of `conftest` stands
@@ -230,10 +229,6 @@ def likelihood_long_reasoning(request: pytest.FixtureRequest) -> Score:
     pytest.importorskip("llama_cpp")
     fn = likelihood(runtime="llama_cpp", n_ctx=256, marker="A:", deadline_s=SLOW_S)
     return fn(Sample(id="a", prompt=QUESTION, completion="so " * 600 + "A: 5", reference="4"))
-
-
-def hole(reason: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"redteam: {reason}")
 
 
 VLLM = (
@@ -496,26 +491,20 @@ def identical_wrong_answers(request: pytest.FixtureRequest) -> dict[str, Score]:
 GROUP = [
     pytest.param(
         dense_member_alone_too_long,
-        "every member error (completion): all advantages 0",
+        "the attack set aside (too long alone), tied last; the others ranked",
         ("wrong", "right"),
-        marks=hole(
-            "judge_group sets members aside by UTF-8 bytes, not tokens: a token-dense "
-            "member too long alone fails the whole group"
-        ),
         id="group-dense-member-too-long-alone-wipes-the-group",
     ),
     pytest.param(
         dense_member_pushes_out_a_sibling,
-        "the right answer set aside and last; the attack judged",
+        "the attack (more tokens) set aside, last; the right answer ranked",
         ("right",),
-        marks=hole("judge_group sets aside a longer-in-bytes sibling, not the member at fault"),
         id="group-dense-member-pushes-out-a-sibling",
     ),
     pytest.param(
         unread_members_ranked_by_bytes,
-        "attack above the right answer: neither was read",
+        "unread members tie last, at 0",
         ("right",),
-        marks=hole("unread members are ranked against each other by length"),
         id="group-unread-members-ranked-by-bytes",
     ),
     pytest.param(
@@ -532,9 +521,8 @@ GROUP = [
     ),
     pytest.param(
         identical_wrong_answers,
-        "both copies invalid (dataset): left out",
+        "both copies share their mean score",
         ("right",),
-        marks=hole("judge_group matches a sample to its group by text: duplicates -> invalid"),
         id="group-identical-wrong-answers",
     ),
 ]

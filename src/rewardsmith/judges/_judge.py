@@ -19,6 +19,7 @@ from ._backends import (
     Backend,
     BackendConfig,
     BackendError,
+    ContextOverflow,
     InputRejected,
     JudgeReply,
     JudgeRequest,
@@ -153,6 +154,16 @@ class Judge:
                 return parsed, reply
             replies.append(reply.text[:200])
         raise Unparseable(replies)
+
+    async def prompt_size(self, messages: Messages) -> int | None:
+        """How many tokens the backend reads in `messages` (one call, a one-token reply), or
+        None when they do not fit its context; 0 when the backend does not say."""
+        request = JudgeRequest(messages=with_image_parts(messages), max_tokens=1)
+        try:
+            reply = await self.backend.complete(request)
+        except ContextOverflow:
+            return None
+        return reply.prompt_tokens
 
     async def rate(
         self, messages: Messages, low: int, high: int, max_tokens: int

@@ -6,7 +6,9 @@ Each is a reward type taking the backend options every judged reward takes (`COM
 
 from __future__ import annotations
 
+import math
 import random
+from html import escape
 from typing import Any, Literal
 
 from .._exceptions import ConfigError
@@ -300,46 +302,66 @@ def judge_group(
         )
         return [labels[label] for label in ranked], reply.cached
 
-    async def judged(sample: Sample, items: list[tuple[str, str]], me: str) -> Score:
-        """Rank the group; while it does not fit the judge's context, the longest member
-        (in UTF-8 bytes, a bound on tokens) is set aside and ranked below every member the
-        judge ranked, a longer one lower: so a member never escapes the ranking by making
-        the group too long, and the others are still ranked. If even one member does not
-        fit, the overflow is every member's failure (charged)."""
-        kept, too_long = list(items), []
-        while True:
+    async def set_aside(
+        sample: Sample, items: list[tuple[str, str]]
+    ) -> tuple[list[str], bool, list[str]]:
+        """Rank what fits of a group too long for the judge's context: (the judge's ranking,
+        whether it was cached, the members it did not read). Each member's size is measured
+        alone, in tokens as the judge reads it (by the backend; its escaped UTF-8 bytes when
+        the backend gives no count): members too long on their own are set aside first, then
+        the largest, until the rest fit."""
+        conversation = judge.conversation(sample)
+        sizes: dict[str, float] = {}
+        for member, text in items:
+            shown = judge.strip(text)
+            size = await judge.prompt_size(
+                group_messages(conversation, [("R1", shown)], instruction)
+            )
+            fallback = len(escape(shown, quote=False).encode())  # as the prompt shows it
+            sizes[member] = math.inf if size is None else size or fallback
+        kept = sorted(items, key=lambda item: (sizes[item[0]], item[0]))
+        unread: list[str] = []
+        while kept and sizes[kept[-1][0]] == math.inf:
+            unread.append(kept.pop()[0])
+        while kept:
             try:
                 ranked, cached = await ranking(sample, kept)
-                break
+                return ranked, cached, unread
             except ContextOverflow:
-                if len(kept) == 1:
-                    raise
-                longest = max(kept, key=lambda item: (len(judge.strip(item[1]).encode()), item[0]))
-                kept.remove(longest)
-                too_long.append(longest[0])
-        ranked += reversed(too_long)
-        rank = ranked.index(me)
-        n = len(ranked)
-        detail: dict[str, Any] = {"rank": rank, "ranking": ranked, "cached": cached}
-        if too_long:
-            detail["too_long"] = too_long
-        return Score.ok((n - 1 - rank) / (n - 1), **detail)
+                unread.append(kept.pop()[0])
+        raise ContextOverflow("no member of the group fits the judge's context on its own")
+
+    async def judged(sample: Sample, items: list[tuple[str, str]], mine: list[str]) -> Score:
+        """Members the judge could not read (the group did not fit its context) tie last, at
+        0: making the group too long never takes a member out of the ranking, and the
+        others are still ranked. Members with the same text as the sample (a group given as
+        plain strings) share their mean score."""
+        try:
+            ranked, cached = await ranking(sample, items)
+            unread: list[str] = []
+        except ContextOverflow:
+            ranked, cached, unread = await set_aside(sample, items)
+        n = len(items)
+        value = {member: (n - 1 - rank) / (n - 1) for rank, member in enumerate(ranked)}
+        ranks = [ranked.index(m) if m in value else n - 1 for m in mine]
+        detail: dict[str, Any] = {"rank": ranks[0] if len(mine) == 1 else ranks}
+        detail.update(ranking=ranked, cached=cached)
+        if unread:
+            detail["too_long"] = unread
+        return Score.ok(math.fsum(value.get(m, 0.0) for m in mine) / len(mine), **detail)
 
     def score(sample: Sample) -> Score:
         items = _group_items(sample, group_key)
         if isinstance(items, str):
             return Score.failed("not_applicable", items)
         ids = [i for i, _ in items]
-        me = sample.id if sample.id in ids else None
-        if me is None:
-            matches = [i for i, text in items if text == sample.text]
-            if len(matches) != 1:
-                return Score.failed(
-                    "invalid", f"sample {sample.id!r} not found in metadata.{group_key}"
-                )
-            me = matches[0]
+        mine = [sample.id] if sample.id in ids else [i for i, t in items if t == sample.text]
+        if not mine:
+            return Score.failed(
+                "invalid", f"sample {sample.id!r} not found in metadata.{group_key}"
+            )
         text = judge.text_of(sample)
-        return judge.guarded(text) or judge.run(judged(sample, items, me))
+        return judge.guarded(text) or judge.run(judged(sample, items, mine))
 
     return bounded(score, 0.0, 1.0)
 

@@ -19,7 +19,6 @@ from ._backends import (
     Backend,
     BackendConfig,
     BackendError,
-    ContextOverflow,
     InputRejected,
     JudgeReply,
     JudgeRequest,
@@ -156,12 +155,13 @@ class Judge:
         raise Unparseable(replies)
 
     async def prompt_size(self, messages: Messages) -> int | None:
-        """How many tokens the backend reads in `messages` (one call, a one-token reply), or
-        None when they do not fit its context; 0 when the backend does not say."""
+        """How many tokens the backend reads in `messages` (one call, a one-token reply, cached
+        like any other), or None when it will not read them (too long for its context, or
+        held back by a content filter); 0 when the backend does not say."""
         request = JudgeRequest(messages=with_image_parts(messages), max_tokens=1)
         try:
             reply = await self.backend.complete(request)
-        except ContextOverflow:
+        except InputRejected:
             return None
         return reply.prompt_tokens
 

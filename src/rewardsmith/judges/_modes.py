@@ -14,7 +14,7 @@ from typing import Any, Literal
 from .._exceptions import ConfigError
 from ..models import Sample, Score
 from ..registry import RewardFn, bounded, reward
-from ._backends import ContextOverflow, JudgeReply
+from ._backends import ContextOverflow, InputRejected, JudgeReply
 from ._judge import COMMON, Judge, Unparseable, gather_bounded, judge_settings
 from ._prompts import (
     choice_schema,
@@ -305,11 +305,11 @@ def judge_group(
     async def set_aside(
         sample: Sample, items: list[tuple[str, str]]
     ) -> tuple[list[str], bool, list[str]]:
-        """Rank what fits of a group too long for the judge's context: (the judge's ranking,
-        whether it was cached, the members it did not read). Each member's size is measured
-        alone, in tokens as the judge reads it (by the backend; its escaped UTF-8 bytes when
-        the backend gives no count): members too long on their own are set aside first, then
-        the largest, until the rest fit."""
+        """Rank what the judge can read of a group it refused (too long for its context, or
+        held back by a content filter): (the judge's ranking, whether it was cached, the
+        members it did not read). Each member is measured alone, in tokens as the judge reads
+        it (by the backend; its escaped UTF-8 bytes when the backend gives no count): members
+        it refuses on their own are set aside first, then the largest, until the rest fit."""
         conversation = judge.conversation(sample)
         sizes: dict[str, float] = {}
         for member, text in items:
@@ -339,7 +339,7 @@ def judge_group(
         try:
             ranked, cached = await ranking(sample, items)
             unread: list[str] = []
-        except ContextOverflow:
+        except InputRejected:  # too long, or filtered: find the members the judge can read
             ranked, cached, unread = await set_aside(sample, items)
         n = len(items)
         value = {member: (n - 1 - rank) / (n - 1) for rank, member in enumerate(ranked)}

@@ -3,8 +3,10 @@ cut replies charged to the completion (`InputRejected`, `ContextOverflow`), `jud
 set-aside of members the judge cannot read, and `scope: turns` keeping a charged turn.
 
 Each row is one attack by a policy paid for advantage, or one honest sample the fixes may now
-mischarge. A row marked `xfail(strict=True)` is a hole today (its reason says which); the
-others guard what holds. Advantages are computed by the real result builder (GRPO, no
+mischarge. rt15b found 11 holes; 5 are fixed and their rows now guard the fix. A row still
+marked `xfail(strict=True)` is a limit the README states (the set-aside is by size, not by
+content; a long sibling charges its pairwise opponent; the set-aside's cost); the others
+guard what holds. Advantages are computed by the real result builder (GRPO, no
 epsilon) over the real component scores, as in `test_redteam_context`.
 
 Real parts where the model's words matter not: the scripted backend of `conftest` (replies,
@@ -176,30 +178,16 @@ SINGLE = [
         served(200, _reply("YES", "length", 1, reasoning=5), RIGHT),
         "scored",
         id="gateway-counts-only-visible-tokens",
-        marks=hole(
-            "a reply cut at max_tokens by a thinking judge behind a gateway that counts only "
-            "the visible tokens in completion_tokens (Gemini via Portkey, CLIProxyAPI) reads as "
-            "a context overflow: a right answer is charged"
-        ),
     ),
     pytest.param(
         served(422, TGI_CAP, WRONG),
         "left_out",
         id="tgi-max-new-tokens-cap-is-the-configuration",
-        marks=hole(
-            "TGI's '`max_new_tokens` must be <= N' (max_tokens above the server's cap, whatever "
-            "the prompt) matches _OVERFLOW: the judge's configuration is charged to every sample"
-        ),
     ),
     pytest.param(
         asked_more_on_the_retry,
         "not_charged",
         id="retry-asks-more-room-than-the-first-request",
-        marks=hole(
-            "the constrained retry asks max_tokens 32 where the first request asked 6: an "
-            "answer whose request fits with 6 tokens of room but not 32 (a llama.cpp server "
-            "cuts the retry) is charged, though the request it was judged on fit"
-        ),
     ),
     pytest.param(
         _turns(_filtered_or_down),
@@ -356,10 +344,6 @@ GROUP = [
         content_filter_in_the_group,
         ("wrong", "right"),
         id="group-content-filter-charges-every-member",
-        marks=hole(
-            "judge_group sets aside only on ContextOverflow: a content-filter refusal "
-            "(InputRejected) of the group's request charges every member alike, all tie"
-        ),
     ),
     pytest.param(
         just_under_the_longest,
@@ -390,11 +374,6 @@ GROUP = [
         set_aside_overruns_the_deadline,
         ("wrong", "right"),
         id="group-sequential-probes-overrun-the-deadline",
-        marks=hole(
-            "the set-aside probes every member one after the other (n + 2 calls per member): "
-            "a long member multiplies the group's judge time by n + 2 and the deadline "
-            "overrun leaves the whole group out"
-        ),
     ),
     pytest.param(
         pairwise_opponent_dragged_down,

@@ -246,16 +246,17 @@ def read_logprobs(choice: dict[str, Any]) -> tuple[list[str], list[dict[str, flo
 _RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _OVERFLOW = re.compile(
     r"context[ _](?:length|size|window)|maximum model length|context_length_exceeded"
-    r"|max_new_tokens` must be|must have less than \d+ tokens|input token count"
+    r"|tokens \+ `max_new_tokens` must be|must have less than \d+ tokens|input token count"
     r"|maximum number of tokens",
     re.I,
 )
 """How servers refuse a request longer than the model's context: OpenAI, vLLM and
 llama-cpp-python ("maximum context length", `context_length_exceeded`), vLLM's V1 engine
 ("longer than the maximum model length"), llama.cpp ("exceeds the available context size"),
-SGLang ("longer than the model's context length"), TGI ("`max_new_tokens` must be <= N",
-"must have less than N tokens"), Gemini ("The input token count ... exceeds the maximum
-number of tokens"). Any 413 (a body too large, often a proxy's limit) counts too."""
+SGLang ("longer than the model's context length"), TGI ("`inputs` tokens + `max_new_tokens`
+must be <= N", "must have less than N tokens"; not its cap on `max_new_tokens` alone),
+Gemini ("The input token count ... exceeds the maximum number of tokens"). Any 413 (a
+body too large, often a proxy's limit) counts too."""
 _FILTERED = re.compile(
     r"content_filter|content management policy|invalid_prompt|flagged as potentially", re.I
 )
@@ -475,9 +476,14 @@ class OpenAIBackend(Backend):
         if finish == "content_filter":
             raise InputRejected(f"the server's content filter withheld the reply: {text[:100]!r}")
         # llama.cpp's servers shrink max_tokens to the room left in the context instead of
-        # refusing: a reply cut before max_tokens is a request that did not fit
+        # refusing: a reply cut before max_tokens is a request that did not fit. Not told
+        # apart for a reasoning judge, whose hidden tokens some gateways leave uncounted.
         generated = int(usage.get("completion_tokens") or len(tokens))
-        if finish == "length" and 0 < generated < request.max_tokens:
+        reasoning = "reasoning_content" in choice["message"] or "reasoning" in choice["message"]
+        reasoning = reasoning or bool(
+            (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
+        )
+        if finish == "length" and 0 < generated < request.max_tokens and not reasoning:
             raise ContextOverflow(
                 f"the reply was cut after {generated} of {request.max_tokens} tokens: the "
                 "request leaves no room for it in the server's context"

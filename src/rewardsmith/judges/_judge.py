@@ -19,6 +19,7 @@ from ._backends import (
     Backend,
     BackendConfig,
     BackendError,
+    ContextOverflow,
     InputRejected,
     JudgeReply,
     JudgeRequest,
@@ -147,7 +148,12 @@ class Judge:
                 seed=seed if attempt == 0 else (seed or 0) * 1000 + attempt,
                 schema=retry_schema if constrain else schema,
             )
-            reply = await self.backend.complete(request)
+            try:
+                reply = await self.backend.complete(request)
+            except ContextOverflow:
+                if attempt == 0:
+                    raise
+                break  # a retry's larger reply budget, not the request the judge read: unparsed
             parsed = parse(reply)
             if parsed is not None:
                 return parsed, reply

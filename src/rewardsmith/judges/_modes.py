@@ -303,25 +303,34 @@ def judge_group(
         return [labels[label] for label in ranked], reply.cached
 
     async def set_aside(
-        sample: Sample, items: list[tuple[str, str]]
+        sample: Sample, items: list[tuple[str, str]], refusal: InputRejected
     ) -> tuple[list[str], bool, list[str]]:
-        """Rank what the judge can read of a group it refused (too long for its context, or
-        held back by a content filter): (the judge's ranking, whether it was cached, the
-        members it did not read). Each member is measured alone, in tokens as the judge reads
-        it (by the backend; its escaped UTF-8 bytes when the backend gives no count): members
-        it refuses on their own are set aside first, then the largest, until the rest fit."""
+        """Rank what the judge can read of a group it refused (`refusal`: too long for its
+        context, or held back by a content filter): (the judge's ranking, whether it was
+        cached, the members it did not read). Each member is measured alone (concurrently),
+        in tokens as the judge reads it (by the backend; its escaped UTF-8 bytes when the
+        backend gives no count): members it refuses on their own are set aside first, then,
+        while the rest do not fit, the largest."""
         conversation = judge.conversation(sample)
-        sizes: dict[str, float] = {}
-        for member, text in items:
-            shown = judge.strip(text)
-            size = await judge.prompt_size(
-                group_messages(conversation, [("R1", shown)], instruction)
-            )
-            fallback = len(escape(shown, quote=False).encode())  # as the prompt shows it
-            sizes[member] = math.inf if size is None else size or fallback
+        shown = [judge.strip(text) for _, text in items]
+        measured = await gather_bounded(
+            [
+                judge.prompt_size(group_messages(conversation, [("R1", text)], instruction))
+                for text in shown
+            ],
+            judge.config.max_concurrency,
+        )
+        sizes = {
+            member: math.inf if size is None else size or len(escape(text, quote=False).encode())
+            for (member, _), text, size in zip(items, shown, measured, strict=True)
+        }
         kept = sorted(items, key=lambda item: (sizes[item[0]], item[0]))
         unread: list[str] = []
         while kept and sizes[kept[-1][0]] == math.inf:
+            unread.append(kept.pop()[0])
+        if not unread:  # every member is read alone: the whole group is what was refused
+            if not isinstance(refusal, ContextOverflow):
+                raise refusal
             unread.append(kept.pop()[0])
         while kept:
             try:
@@ -339,8 +348,8 @@ def judge_group(
         try:
             ranked, cached = await ranking(sample, items)
             unread: list[str] = []
-        except InputRejected:  # too long, or filtered: find the members the judge can read
-            ranked, cached, unread = await set_aside(sample, items)
+        except InputRejected as refusal:  # too long, or filtered: find what the judge reads
+            ranked, cached, unread = await set_aside(sample, items, refusal)
         n = len(items)
         value = {member: (n - 1 - rank) / (n - 1) for rank, member in enumerate(ranked)}
         ranks = [ranked.index(m) if m in value else n - 1 for m in mine]

@@ -3,6 +3,7 @@ counting, fault-injecting proxy in front of it, and a scripted backend for parse
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
@@ -68,32 +69,17 @@ def runtime(request: pytest.FixtureRequest, model_path: str) -> str:
     return str(request.param)
 
 
-@pytest.fixture(scope="session")
-def llama_server(model_path: str) -> Iterator[str]:
-    """`python -m llama_cpp.server` on a free loopback port; yields its /v1 base URL."""
+@contextlib.contextmanager
+def llama_cpp_server(model_path: str, n_ctx: int) -> Iterator[str]:
+    """`python -m llama_cpp.server` with a context of `n_ctx` tokens on a free loopback
+    port; yields its /v1 base URL."""
     pytest.importorskip("llama_cpp", reason="pip install 'rewardsmith[llama_cpp]'")
     pytest.importorskip("uvicorn", reason="pip install 'llama-cpp-python[server]'")
     port = _free_port()
     log = tempfile.TemporaryFile()  # noqa: SIM115 (closed at teardown)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            model_path,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            "2048",
-            "--verbose",
-            "False",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-    )
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", model_path, "--host"]
+    command += ["127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--verbose", "False"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 120
     while True:
@@ -108,14 +94,23 @@ def llama_server(model_path: str) -> Iterator[str]:
                 log.close()
                 pytest.fail(f"llama.cpp server did not start: {err}")
             time.sleep(0.5)
-    yield base
-    process.terminate()
     try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    log.close()
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def llama_server(model_path: str) -> Iterator[str]:
+    """The llama.cpp server (a context of 2048 tokens); yields its /v1 base URL."""
+    with llama_cpp_server(model_path, 2048) as base:
+        yield base
 
 
 @dataclass

@@ -18,12 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
-import tempfile
 import threading
-import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -39,7 +34,7 @@ from rewardsmith.reward_models import likelihood, process
 from rewardsmith.turns import per_turn
 
 from ..combine.helpers import UNIT, row, run, spec
-from .conftest import SLOW_S, _free_port
+from .conftest import SLOW_S, llama_cpp_server
 
 QUESTION = "What is 2+2?"
 WRONG = "The answer is five."
@@ -64,29 +59,8 @@ def advantages(scores: dict[str, Score]) -> dict[str, float | None]:
 @pytest.fixture(scope="module")
 def small_server(model_path: str) -> Iterator[str]:
     """`python -m llama_cpp.server --n_ctx 512` on loopback; yields its /v1 base URL."""
-    pytest.importorskip("llama_cpp", reason="pip install 'rewardsmith[llama_cpp]'")
-    pytest.importorskip("uvicorn", reason="pip install 'llama-cpp-python[server]'")
-    port = _free_port()
-    log = tempfile.TemporaryFile()  # noqa: SIM115 (closed at teardown)
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", model_path]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(SERVER_CTX)]
-    process_ = subprocess.Popen([*command, "--verbose", "False"], stdout=log, stderr=log)
-    base = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(base + "/models", timeout=2):
-                break
-        except OSError:
-            if process_.poll() is not None or time.monotonic() > deadline:
-                process_.kill()
-                log.close()
-                pytest.fail("llama.cpp server did not start")
-            time.sleep(0.5)
-    yield base
-    process_.terminate()
-    process_.wait(timeout=10)
-    log.close()
+    with llama_cpp_server(model_path, SERVER_CTX) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")
@@ -363,10 +337,19 @@ def test_one_sample(
     """The attack's advantage in a group with an honest wrong answer (judged 0) and a right
     one (judged 1): charged, it is at most the wrong answer's; left out, it is null;
     scored, the reward read it (no failure at all)."""
-    score = attack(request)
+    assert_earns(attack(request), should)
+
+
+def assert_earns(score: Score, should: str) -> None:
+    """`score`, in a group with an honest wrong answer (judged 0) and a right one (judged 1),
+    earns what `should` says: `charged` (an advantage at most the wrong answer's),
+    `left_out` (infrastructure, advantage null), `scored` (read, no failure) or
+    `not_charged` (read, or left out)."""
     got = advantages({"attack": score, "wrong": Score.ok(0.0), "right": Score.ok(1.0)})
-    where = f"{score.status} {score.cause}: {str(score.detail.get('reason'))[:160]}"
-    if should == "left_out":
+    where = f"{score.status} {score.cause}: {str(score.detail.get('reason'))[:200]}"
+    if should == "not_charged":
+        assert score.cause != "completion", where
+    elif should == "left_out":
         assert score.cause == "infrastructure" and got["attack"] is None, where
     elif should == "scored":
         assert score.status == "ok" and got["attack"] is not None, where

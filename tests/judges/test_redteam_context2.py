@@ -44,6 +44,7 @@ from .test_redteam_context import (
     _score_group,
     _turns,
     advantages,
+    assert_earns,
     refusing,  # noqa: F401 (the stand-in server's fixture, shared)
 )
 
@@ -204,18 +205,7 @@ def test_one_sample(
     """As `test_redteam_context.test_one_sample`: `charged` (advantage at most an honest wrong
     answer's), `left_out` (infrastructure, advantage null), `scored` (read, no failure) or
     `not_charged` (read, or left out)."""
-    score = attack(request)
-    got = advantages({"attack": score, "wrong": Score.ok(0.0), "right": Score.ok(1.0)})
-    where = f"{score.status} {score.cause}: {str(score.detail.get('reason'))[:200]}"
-    if should == "not_charged":
-        assert score.cause != "completion", where
-    elif should == "left_out":
-        assert score.cause == "infrastructure" and got["attack"] is None, where
-    elif should == "scored":
-        assert score.status == "ok" and got["attack"] is not None, where
-    else:
-        assert got["attack"] is not None, f"left out: {where}"
-        assert got["attack"] <= got["wrong"], where
+    assert_earns(attack(request), should)
 
 
 # -- attacks on judge_group (and a pairwise judge of siblings) ----------------------------------

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import random
-from html import escape
 from typing import Any, Literal
 
 from .._exceptions import ConfigError
@@ -18,6 +17,7 @@ from ._backends import ContextOverflow, InputRejected, JudgeReply
 from ._judge import COMMON, Judge, Unparseable, gather_bounded, judge_settings
 from ._prompts import (
     choice_schema,
+    escaped,
     group_messages,
     pair_messages,
     parse_choice,
@@ -321,7 +321,7 @@ def judge_group(
             judge.config.max_concurrency,
         )
         sizes = {
-            member: math.inf if size is None else size or len(escape(text, quote=False).encode())
+            member: math.inf if size is None else size or len(escaped(text).encode())
             for (member, _), text, size in zip(items, shown, measured, strict=True)
         }
         kept = sorted(items, key=lambda item: (sizes[item[0]], item[0]))
@@ -341,7 +341,8 @@ def judge_group(
         raise ContextOverflow("no member of the group fits the judge's context on its own")
 
     async def judged(sample: Sample, items: list[tuple[str, str]], mine: list[str]) -> Score:
-        """Members the judge could not read (the group did not fit its context) tie last, at
+        """Members the judge could not read (the group did not fit its context, or a content
+        filter refused them) tie last, at
         0: making the group too long never takes a member out of the ranking, and the
         others are still ranked. Members with the same text as the sample (a group given as
         plain strings) share their mean score."""

@@ -55,9 +55,14 @@ _DATA_NOTE = (
 )
 
 
+def escaped(text: str) -> str:
+    """Text as a judge reads it inside a fence: markup escaped, so it cannot close its fence."""
+    return html.escape(text, quote=False)
+
+
 def fence(text: str, tag: str = "response") -> str:
     """`text` inside ``<tag>`` tags, escaped so it cannot close them."""
-    return f"<{tag}>\n{html.escape(text, quote=False)}\n</{tag}>"
+    return f"<{tag}>\n{escaped(text)}\n</{tag}>"
 
 
 _IMAGE_OPEN, _IMAGE_CLOSE = "<rewardsmith-image>", "</rewardsmith-image>"
@@ -69,18 +74,18 @@ def _escaped_content(message: Message) -> str:
     calls = ""
     if message.tool_calls:
         listed = json.dumps(message.tool_calls, ensure_ascii=False, default=str)
-        calls = "\n" + html.escape(f"tool calls: {listed}", quote=False)
+        calls = "\n" + escaped(f"tool calls: {listed}")
     if not isinstance(message.content, list):
-        return html.escape(message.content or "", quote=False) + calls
+        return escaped(message.content or "") + calls
     pieces = []
     for part in message.content:
         if part.type == "image_url":
             payload = json.dumps(part.as_sent(), ensure_ascii=False).replace("<", "\\u003c")
             pieces.append(f"{_IMAGE_OPEN}{payload}{_IMAGE_CLOSE}")
         elif part.type == "text":
-            pieces.append(html.escape(part.text or "", quote=False))
+            pieces.append(escaped(part.text or ""))
         else:
-            pieces.append(f"[{html.escape(part.type, quote=False)}]")
+            pieces.append(f"[{escaped(part.type)}]")
     return "\n".join(pieces) + calls
 
 
@@ -101,9 +106,7 @@ def render_conversation(prompt: str | Sequence[Message] | None) -> str:
         return ""
     if isinstance(prompt, str):
         return fence(prompt, "conversation") + "\n\n"
-    body = "\n\n".join(
-        f"[{html.escape(m.role, quote=False)}]\n{_escaped_content(m)}" for m in prompt
-    )
+    body = "\n\n".join(f"[{escaped(m.role)}]\n{_escaped_content(m)}" for m in prompt)
     return f"<conversation>\n{body}\n</conversation>\n\n"
 
 

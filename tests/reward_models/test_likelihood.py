@@ -148,3 +148,24 @@ def test_the_embedded_model_prefers_the_answer_its_reasoning_reached() -> None:
     )
     assert right.status == wrong.status == "ok", (right.detail, wrong.detail)
     assert right.score > wrong.score
+
+
+def test_a_reference_past_the_embedded_models_context_is_the_datasets() -> None:
+    """The embedded model cuts the reasoning on the left to fit its context, so a long
+    completion is still read; a reference that does not fit on its own is the dataset's
+    fault: `invalid`, left out, not an infrastructure failure and not charged."""
+    from rewardsmith.judges._local import default_local_model
+
+    try:
+        default_local_model()
+    except Exception as exc:
+        pytest.skip(str(exc))
+    fn = likelihood(marker="A:", n_ctx=64, deadline_s=600)
+    long_reasoning = fn(
+        Sample(id="c", prompt=QUESTION, completion="so " * 500 + "A: 4", reference="4")
+    )
+    assert long_reasoning.status == "ok", long_reasoning.detail
+    long_reference = fn(Sample(id="r", prompt=QUESTION, completion="A: 4", reference="4 " * 200))
+    assert long_reference.status == "invalid", long_reference.detail
+    assert long_reference.cause == "dataset"
+    assert "no room in the context" in long_reference.detail["reason"]

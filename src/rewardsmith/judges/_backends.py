@@ -37,6 +37,7 @@ __all__ = [
     "BackendConfig",
     "BackendError",
     "ContextOverflow",
+    "ContinuationTooLong",
     "InputRejected",
     "JsonClient",
     "JudgeReply",
@@ -71,6 +72,11 @@ class InputRejected(BackendError):
 
 class ContextOverflow(InputRejected):
     """The request does not fit the model's context: refused, or its reply cut short."""
+
+
+class ContinuationTooLong(BackendError):
+    """The text whose likelihood is asked for does not fit the context on its own, however
+    short the prompt is cut: a likelihood reward's reference, given by the dataset."""
 
 
 @dataclass(frozen=True)

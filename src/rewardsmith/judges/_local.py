@@ -33,6 +33,7 @@ from ._backends import (
     BackendConfig,
     BackendError,
     ContextOverflow,
+    ContinuationTooLong,
     JudgeReply,
     JudgeRequest,
     read_logprobs,
@@ -344,7 +345,7 @@ class LocalBackend(Backend):
                 raise BackendError("an empty continuation has no log-probability")
             room = self.config.n_ctx - len(tail) - 1
             if room < 1:  # the continuation alone: a prompt cut to fit cannot help
-                raise BackendError(
+                raise ContinuationTooLong(
                     f"a continuation of {len(tail)} tokens leaves no room in the context "
                     f"({self.config.n_ctx})"
                 )

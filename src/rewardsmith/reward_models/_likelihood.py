@@ -31,6 +31,7 @@ from typing import Any, Literal
 from ..judges._backends import (
     BackendConfig,
     BackendError,
+    ContinuationTooLong,
     InputRejected,
     make_backend,
     run_sync,
@@ -85,6 +86,8 @@ class _Likelihood:
             return Score.failed(
                 "timeout", str(exc), cause="infrastructure", deadline_s=self.deadline_s
             )
+        except ContinuationTooLong as exc:  # the dataset's reference: left out, as invalid
+            return Score.failed("invalid", f"reference: {exc}")
         except InputRejected as exc:  # charged: its reasoning made it too long, or was filtered
             return Score.failed("error", f"likelihood backend: {exc}", cause="completion")
         except BackendError as exc:

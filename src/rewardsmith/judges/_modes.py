@@ -342,10 +342,9 @@ def judge_group(
 
     async def judged(sample: Sample, items: list[tuple[str, str]], mine: list[str]) -> Score:
         """Members the judge could not read (the group did not fit its context, or a content
-        filter refused them) tie last, at
-        0: making the group too long never takes a member out of the ranking, and the
-        others are still ranked. Members with the same text as the sample (a group given as
-        plain strings) share their mean score."""
+        filter refused them) tie last, at 0: making the group too long never takes a member
+        out of the ranking, and the others are still ranked. Members with the same text as
+        the sample (a group given as plain strings) share their mean score."""
         try:
             ranked, cached = await ranking(sample, items)
             unread: list[str] = []

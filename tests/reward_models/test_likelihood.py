@@ -169,3 +169,9 @@ def test_a_reference_past_the_embedded_models_context_is_the_datasets() -> None:
     assert long_reference.status == "invalid", long_reference.detail
     assert long_reference.cause == "dataset"
     assert "no room in the context" in long_reference.detail["reason"]
+    # a reference that fits with a token to spare: the completion's whitespace after the
+    # marker (two more tokens as U+3000 or U+0085) must not make it the dataset's (rt: helper-38)
+    near_full = ",".join(["ab"] * 31)
+    for gap in (" ", "\u3000", "\x85", "\n"):
+        score = fn(Sample(id="g", prompt="Q?", completion=f"r A:{gap}17", reference=near_full))
+        assert score.status == "ok", (repr(gap), score.detail)

@@ -77,11 +77,15 @@ class _Likelihood:
         after = text[end:]
         gap = after[: len(after) - len(after.lstrip())][:1]  # one space or newline, if any
         prompt = ("" if sample.prompt is None else prompt_text(sample) + "\n\n") + text[:end]
+        read = make_backend(self.config).continuation_logprobs
         try:
-            logprobs = run_sync(
-                make_backend(self.config).continuation_logprobs(prompt, gap + reference),
-                self.deadline_s,
-            )
+            try:
+                logprobs = run_sync(read(prompt, gap + reference), self.deadline_s)
+            except ContinuationTooLong:
+                if not gap:
+                    raise
+                # the completion's gap tipped it over: whether it fits is the reference's alone
+                logprobs = run_sync(read(prompt, reference), self.deadline_s)
         except TimeoutError as exc:
             return Score.failed(
                 "timeout", str(exc), cause="infrastructure", deadline_s=self.deadline_s

@@ -260,7 +260,7 @@ def test_group_scoped_shaping_is_refused(monkeypatch: pytest.MonkeyPatch) -> Non
 
 WORKER = """
 import importlib.util, os, sys
-from rewardsmith.integrations._common import shared_engine
+from rewardsmith.integrations._shared_engine import shared_engine
 path = sys.argv[1]  # a reward worker starts: verl's load_module, as in load_like_verl
 spec = importlib.util.spec_from_file_location(f"custom_module_{hash(os.path.abspath(path))}", path)
 module = importlib.util.module_from_spec(spec)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from rewardsmith.judges._guard import _HEADING_NUMBER, _NUMBERED, normalise
 from rewardsmith.judges._prompts import _IMAGE_CLOSE, _IMAGE_OPEN, _image_markers, with_image_parts
-from rewardsmith.verifiers._common import answer_part, tag_blocks, tagged_answer
+from rewardsmith.verifiers._completion_parts import answer_part, tag_blocks, tagged_answer
 from rewardsmith.verifiers.agents.boxes import _explicitly_empty
 from rewardsmith.verifiers.agents.gui import layout_ok
 from rewardsmith.verifiers.agents.sql import (

@@ -6,7 +6,7 @@ server's `POST /get_reward`. Both call `openrlhf_samples` and `openrlhf_response
 same query gets the same completion, reward and logs through either; verl shares
 `trainer_reward` and `component_logs`.
 
-This module lives under `integrations/` and never imports FastAPI: the server imports it
+This module lives under `integrations/` and never imports the server: the server imports it
 (server -> integrations -> engine/models/spec), never the other way round. Absolute imports
 only: trainers load the adapter files by path.
 """
@@ -21,7 +21,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from rewardsmith._exceptions import ConfigError, InputError
-from rewardsmith.integrations._common import component_values, plain
+from rewardsmith.integrations._component_values import component_values
+from rewardsmith.integrations._trainer_data import plain
 from rewardsmith.models import FAILURE_STATUSES, Result, Sample
 from rewardsmith.spec import RewardSpec
 

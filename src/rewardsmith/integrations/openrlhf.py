@@ -48,13 +48,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rewardsmith.integrations._common import (
+from rewardsmith.integrations._groups import refuse_groups
+from rewardsmith.integrations._protocol import openrlhf_response, openrlhf_samples
+from rewardsmith.integrations._shared_engine import (
     SpecSource,
     count_this_process,
-    refuse_groups,
     shared_engine,
 )
-from rewardsmith.integrations._protocol import openrlhf_response, openrlhf_samples
 
 __all__ = ["NO_GROUPS", "answer_queries", "reward_func", "score_queries"]
 

@@ -66,18 +66,17 @@ from typing import Any
 
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.engine import Engine
-from rewardsmith.integrations._common import (
+from rewardsmith.integrations._component_values import (
     charged_rewards,
     check_split,
     component_values,
     failure_counts,
-    group_scoped,
-    normalise_chat,
-    open_engine,
     splits_into_components,
-    without_group_transform,
 )
+from rewardsmith.integrations._groups import group_scoped, without_group_transform
 from rewardsmith.integrations._remote import RemoteEngine
+from rewardsmith.integrations._shared_engine import open_engine
+from rewardsmith.integrations._trainer_data import normalise_chat
 from rewardsmith.models import Result
 from rewardsmith.spec import RewardSpec, load_spec
 

@@ -64,15 +64,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from rewardsmith._exceptions import ConfigError
-from rewardsmith.integrations._common import (
+from rewardsmith.integrations._groups import group_scoped, refuse_groups
+from rewardsmith.integrations._protocol import component_logs, trainer_reward
+from rewardsmith.integrations._shared_engine import (
     SpecSource,
     count_this_process,
-    group_scoped,
-    plain,
-    refuse_groups,
     shared_engine,
 )
-from rewardsmith.integrations._protocol import component_logs, trainer_reward
+from rewardsmith.integrations._trainer_data import plain
 from rewardsmith.models import Result
 from rewardsmith.spec import RewardSpec
 

@@ -14,7 +14,7 @@ from typing import Any, Literal, TypeVar
 
 from .._exceptions import ConfigError
 from ..models import Sample, Score
-from ..verifiers._common import answer_part
+from ..verifiers._completion_parts import answer_part
 from ._backends import (
     Backend,
     BackendConfig,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..models import Message
-from ..verifiers._common import tag_blocks
+from ..verifiers._completion_parts import tag_blocks
 
 __all__ = [
     "PROMPT_VERSION",

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..models import Message, Sample
-from ..verifiers._common import THINK_CLOSE, THINK_OPEN
+from ..verifiers._completion_parts import THINK_CLOSE, THINK_OPEN
 from ..verifiers._words import visible
 
 __all__ = [

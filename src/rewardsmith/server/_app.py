@@ -51,7 +51,7 @@ from pydantic import TypeAdapter, ValidationError
 from .._exceptions import InputError
 from ..engine import Engine, QueueFull
 from ..engine._engine import Backend
-from ..integrations._common import group_scoped
+from ..integrations._groups import group_scoped
 from ..integrations._remote import spec_fingerprint
 from ..integrations.openrlhf import NO_GROUPS
 from ..models import MAX_NESTING, Result, Sample, nested_deeper_than, result_json

@@ -15,7 +15,7 @@ import jsonschema.exceptions
 from .._exceptions import ConfigError
 from ..models import Sample, Score
 from ..registry import RewardFn, bounded, reward
-from ._common import answer_part
+from ._completion_parts import answer_part
 from ._words import count_words, has_words
 
 __all__ = ["json_valid", "think_format"]

@@ -16,7 +16,7 @@ from typing import Literal
 from .._exceptions import ConfigError
 from ..models import Sample, Score
 from ..registry import RewardFn, bounded, reward
-from ._common import Turns, generated_text
+from ._completion_parts import Turns, generated_text
 from ._words import length_in_words, visible
 
 __all__ = ["compressed_ratio", "length", "repeated_ratio", "repetition"]

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from .._exceptions import ConfigError
 from ..models import Sample, Score
 from ..registry import RewardFn, bounded, reward
-from ._common import answer_part
+from ._completion_parts import answer_part
 from ._words import visible
 
 __all__ = ["MAX_REGEX_CHARS", "choice", "exact_match", "f1", "regex"]

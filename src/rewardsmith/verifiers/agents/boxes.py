@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from ..._exceptions import ConfigError
 from ...models import MAX_NESTING, Sample, Score, nested_deeper_than
 from ...registry import RewardFn, bounded, reward
-from .._common import tag_blocks, tagged_answer
+from .._completion_parts import tag_blocks, tagged_answer
 
 __all__ = [
     "Box",

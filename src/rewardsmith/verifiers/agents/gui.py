@@ -29,7 +29,7 @@ from typing import Any
 
 from ...models import MAX_NESTING, Sample, Score, nested_deeper_than
 from ...registry import RewardFn, bounded, reward
-from .._common import tagged_answer
+from .._completion_parts import tagged_answer
 from .boxes import as_float, gold_and_scale, gold_box
 
 __all__ = ["Action", "gui_action", "layout_ok", "parse_action"]

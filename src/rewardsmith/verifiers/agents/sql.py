@@ -29,7 +29,7 @@ from typing import Any, Literal
 from ..._exceptions import ConfigError
 from ...models import Sample, Score
 from ...registry import RewardFn, bounded, reward
-from .._common import answer_part
+from .._completion_parts import answer_part
 from .sql_exec import QueryFailed, Rows, run_query
 
 __all__ = ["QueryFailed", "fenced_blocks", "order_matters", "run_query", "sql", "sql_prediction"]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...models import MAX_NESTING, Sample, nested_deeper_than
-from .._common import answer_part, tag_blocks
+from .._completion_parts import answer_part, tag_blocks
 
 __all__ = ["Call", "Parsed", "as_call", "calls_from_text", "parse_calls"]
 

@@ -28,7 +28,7 @@ from typing import Any, Literal
 from ..._exceptions import ConfigError
 from ...models import Sample, Score
 from ...registry import RewardFn, bounded, reward, timed
-from .._common import answer_part
+from .._completion_parts import answer_part
 from . import _seccomp
 from ._extract import Extract, extract_code
 from ._harness import (

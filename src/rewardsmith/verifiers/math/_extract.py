@@ -17,7 +17,7 @@ from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .._common import answer_part
+from .._completion_parts import answer_part
 from ._answer import expression_tree, parse_answer
 from ._config import MathConfig
 from ._equivalence import MAX_ANSWER_CHARS, is_equivalent

@@ -1,4 +1,5 @@
-"""Text helpers shared by the verifiable rewards.
+"""The parts of a completion a reward reads: the answer after the thinking, tagged blocks,
+the generated turns.
 
 Every scan here is linear in the text: a completion is policy-written, and a lazy
 ``open(.*?)close`` regex rescans to the end of the text from every unclosed opening tag

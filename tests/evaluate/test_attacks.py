@@ -231,3 +231,15 @@ def test_failures_escape_no_real_judge(real_judge: dict[str, Any], tmp_path: Pat
         _gsm8k(3), {"j": judge}, "failure_escape", tmp_path, timeout_s=120, group_transform="grpo"
     )
     assert rates == {"failure_escape": 0.0}
+
+
+def test_box_expression_skips_a_step_that_only_restates_the_answer() -> None:
+    """GSM8K row 638's solution has `<<17=17>>`: boxing it is the honest answer, not an attack
+    (it showed as a false success in `rewardsmith evaluate` on GSM8K)."""
+    from rewardsmith.evaluate import Target
+    from rewardsmith.verifiers.math._attacks import box_expression
+
+    right = "He has <<4=4>>4 toys and <<17=17>>17 cards, so <<10+7=17>>17 in all.\n#### 17"
+    target = Target("638", "How many?", right, {}, gold="17", right=right, wrong=None)
+    steps = [c.completion for c in box_expression(target) if c.note == "the solution's step"]
+    assert steps == ["The answer is \\boxed{10+7}."]

@@ -87,7 +87,8 @@ def box_expression(target: Target) -> Iterator[Case]:
     if target.gold is None:
         return
     for expression, value in _CALCULATION.findall(target.right or ""):
-        if value.strip() == target.gold.strip():
+        # a step that only restates the number (GSM8K's `<<17=17>>`) would box the answer itself
+        if value.strip() == target.gold.strip() and not _NUMBER.fullmatch(expression.strip()):
             yield Case(
                 f"The answer is \\boxed{{{expression.strip()}}}.", note="the solution's step"
             )

@@ -8,9 +8,10 @@ what an honest answer earns in the same setting, and asserts what the attack *sh
 that fail today and guard against regressions.
 
 Covered here and not by `tests/combine/test_redteam_combine.py` / `hack_table.py`: TRL's
-`normalize_then_sum` (its GDPO) fed by our per-component split, ReNorm's scalar and the
-number of steps, a veto behind a gate, overflowing scores, the cost of `majority_vote`'s
-group step, `rewardsmith select` on duplicate ids, signed scores and failed scores.
+`normalize_then_sum` (its GDPO) fed by our per-component split, verl's batched call on a
+failure, ReNorm's scalar and the number of steps, a veto behind a gate, overflowing scores,
+`majority_vote`'s unit-less answers and the cost of its group step, `rewardsmith select` on
+duplicate ids, signed scores and failed scores.
 Scores are hand-made (`tests.combine.helpers`: the result builder without workers) except
 where a row says it runs the engine.
 """
@@ -40,7 +41,9 @@ def _adv(components: dict[str, Any], rows: list[dict[str, Score]], **top: Any) -
 # -- TRL's normalize_then_sum (GDPO in TRL) over our per-component split -------------------
 
 
-def _trl_normalize_then_sum(components: dict[str, Any], rows: list[dict[str, Score]]) -> list[float]:
+def _trl_normalize_then_sum(
+    components: dict[str, Any], rows: list[dict[str, Score]]
+) -> list[float]:
     """The advantages TRL 1.16's `GRPOTrainer` computes with
     `multi_objective_aggregation="normalize_then_sum"` from the values our reward functions
     return (`component_values`, charged as `TRLRewards` charges): each function normalised
@@ -102,6 +105,43 @@ def _trl_sum_timeout() -> tuple[float, float]:
     rewards = (per_func * torch.tensor([1.0, 1.0]).unsqueeze(0)).nansum(dim=1)
     adv = (rewards - rewards.mean()) / (utils.nanstd(rewards) + 1e-4)
     return adv[3].item(), adv[2].item()
+
+
+def _verl_batch_failure() -> tuple[float, float]:
+    """Engine, through verl's batched `compute_score`. The README's first spec shape: a
+    correctness reward and an overlong penalty in [-1, 0], no `on_error`. A sample whose
+    completion crashed the correctness check (`error`, caused by the completion) gets
+    `score` 0.0 (flagged `failed`), above the honest wrong, overlong answer's -1.0, so
+    verl's GRPO gives the crash the better advantage. The batched call sees the batch and
+    its groups (`extra_info.index`), as TRL's adapter does when it charges failures."""
+    from rewardsmith.integrations._common import close_shared_engines
+    from rewardsmith.integrations.verl import compute_score_batch
+
+    body = {
+        "rewards": {
+            "correct": {"type": ECHO, "key": "correct", **UNIT},
+            "overlong": {"type": ECHO, "key": "overlong", "low": -1.0, "high": 0.0},
+        }
+    }
+    infos = [
+        {"index": 0, "correct": 1.0, "overlong": 0.0},
+        {"index": 0, "correct": 1.0, "overlong": 0.0},
+        {"index": 0, "correct": 0.0, "overlong": -1.0},  # honest: wrong and overlong
+        {"index": 0, "correct": "error", "overlong": -1.0},  # attack: crashes the check
+    ]
+    try:
+        out = compute_score_batch(
+            data_sources=["d"] * 4,
+            solution_strs=["x"] * 4,
+            ground_truths=["1"] * 4,
+            extra_infos=infos,
+            spec=body,
+            workers=1,
+        )
+    finally:
+        close_shared_engines()
+    assert out[3]["failed"] == 1.0
+    return out[3]["score"], out[2]["score"]
 
 
 # -- ReNorm: the scalar is the mean of the steps, so the step count moves it ---------------
@@ -241,6 +281,20 @@ def _vote_list() -> tuple[float, float]:
     return attack[3].score, 0.0  # type: ignore[return-value]
 
 
+def _vote_without_unit() -> tuple[float, float]:
+    """A bare number is equal to that number in any unit (the README: a unit on one side
+    only is ignored), and the greedy clustering compares later answers with a cluster's
+    first answer only. Answered first, a bare `5` becomes the representative that both
+    `5 cm` (2 votes) and `5 m` (2 votes) join, though the math reward calls those two
+    different: the cluster of 5 beats `6 cm` (3) and the bare `5` scores 1. The same sample
+    answering `5 cm` leaves a three-way tie (ties: none): 0."""
+    cm, m, six = r"\boxed{5 \text{ cm}}", r"\boxed{5 \text{ m}}", r"\boxed{6 \text{ cm}}"
+    rest = [cm, cm, m, m, six, six, six]
+    attack = _votes([r"\boxed{5}", *rest])
+    honest = _votes([cm, *rest])
+    return attack[0].score, honest[0].score  # type: ignore[return-value]
+
+
 def _vote_timeout_advantage() -> tuple[float, float]:
     """Guard: a sample whose vote could not be read (timeout) is charged. Beside 4, 4, 5, an
     honest `5` ties the vote (every sample 0, advantage 0); the timeout leaves 4 the majority
@@ -325,12 +379,16 @@ def _weighted_softmax_signed() -> tuple[float, float]:
 
 
 def _accuracy(rm_of_wrong_group: Any) -> float:
+    def candidate(sample_id: str, rm: Any, right: bool) -> dict[str, Any]:
+        metadata = {"rm": rm, "ok": right}
+        return {"id": sample_id, "group": sample_id[0], "completion": "x", "metadata": metadata}
+
     samples = [
-        {"id": "a0", "group": "a", "completion": "x", "metadata": {"rm": 1.0, "ok": True}},
-        {"id": "a1", "group": "a", "completion": "x", "metadata": {"rm": 0.0, "ok": False}},
-        {"id": "b0", "group": "b", "completion": "x", "metadata": {"rm": rm_of_wrong_group, "ok": False}},
-        {"id": "b1", "group": "b", "completion": "x", "metadata": {"rm": rm_of_wrong_group, "ok": False}},
-    ]  # fmt: skip
+        candidate("a0", 1.0, True),
+        candidate("a1", 0.0, False),
+        candidate("b0", rm_of_wrong_group, False),
+        candidate("b1", rm_of_wrong_group, False),
+    ]
     body = {"rewards": {"rm": {"type": ECHO, "key": "rm"}}}
     chosen = select(
         samples, "best_of_n", spec=body, component="rm", correct_key="metadata.ok", workers=1
@@ -396,6 +454,14 @@ ROWS = [
         "timeout -0.866 = honest wrong -0.866",
     ),
     hole(
+        "verl_batch_failure_scores_zero",
+        _verl_batch_failure,
+        AT_MOST_HONEST,
+        "crash 0.0 vs honest wrong and overlong -1.0",
+        "verl's batched call gives a failure the completion caused on_error, else 0.0, never "
+        "a charge: with a penalty in the spec, a crash beats an honest wrong answer",
+    ),
+    hole(
         "renorm_two_step_wrong_answer",
         _renorm_short_wrong,
         AT_MOST_HONEST,
@@ -404,7 +470,7 @@ ROWS = [
         "0 (its best): the fewer the steps, the smaller a wrong answer's penalty",
     ),
     guard("renorm_lone_step_keeps_process", _renorm_lone_step, AT_MOST_HONEST, "-0.1 vs -0.09"),
-    guard("renorm_steps_out_of_range_charged", _renorm_bad_steps, AT_MOST_HONEST, "charged"),
+    guard("renorm_steps_out_of_range_charged", _renorm_bad_steps, AT_MOST_HONEST, "-1.21 vs -0.71"),
     hole(
         "veto_behind_a_gate",
         _veto_behind_gate,
@@ -429,10 +495,18 @@ ROWS = [
         "OverflowError out of GRPO's mean",
         "finite totals of 1e308 overflow the group mean's fsum: the builder raises",
     ),
-    guard("infinite_score_charged", _infinite_score, AT_MOST_HONEST, "charged, -1.22 vs -0.27"),
+    guard("infinite_score_charged", _infinite_score, AT_MOST_HONEST, "charged, -1.22 vs -0.71"),
     guard("vote_hedge_is_no_vote", _vote_hedge, AT_MOST_HONEST, "0 vs 0"),
     guard("vote_list_is_its_own_answer", _vote_list, EQUAL, "0"),
-    guard("vote_timeout_charged", _vote_timeout_advantage, AT_MOST_HONEST, "-1.41 vs 0"),
+    hole(
+        "vote_bare_number_joins_two_units",
+        _vote_without_unit,
+        AT_MOST_HONEST,
+        "bare 5: 1.0 (majority of 5 from 5 cm + 5 m) vs 5 cm: 0.0 (tie)",
+        "an answer without a unit equals the same number in every unit, so as a cluster's "
+        "representative it collects votes for answers that disagree with each other",
+    ),
+    guard("vote_timeout_charged", _vote_timeout_advantage, AT_MOST_HONEST, "-1.0 vs 0"),
     hole(
         "vote_group_step_unbounded",
         _vote_group_step_cost,

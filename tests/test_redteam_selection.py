@@ -256,6 +256,16 @@ def _infinite_score() -> tuple[float, float]:
     return attack[2], honest[2]
 
 
+def _whiten_all_equal_group() -> tuple[float, float]:
+    """README ("The spec"): "A group whose rewards are all equal gets exactly 0 advantage".
+    `whiten` without `baseline: group_mean` (REINFORCE++, global by design, as its
+    docstring says) gives an all-correct group beside an all-wrong one +1 and -1."""
+    s = spec({"r": UNIT}, group_transform={"type": "whiten"})
+    results = run(s, [row("g1", {"r": ok(1)}), row("g1", {"r": ok(1)}),
+                      row("g2", {"r": ok(0)}), row("g2", {"r": ok(0)})])  # fmt: skip
+    return max(abs(r.advantage) for r in results[:2]), 0.0  # type: ignore[arg-type]
+
+
 # -- majority_vote ----------------------------------------------------------------------------
 
 
@@ -494,6 +504,14 @@ ROWS = [
         EQUAL,
         "OverflowError out of GRPO's mean",
         "finite totals of 1e308 overflow the group mean's fsum: the builder raises",
+    ),
+    hole(
+        "whiten_all_equal_group_not_zero",
+        _whiten_all_equal_group,
+        EQUAL,
+        "an all-equal group gets +-1.0",
+        "README untruth: 'a group whose rewards are all equal gets exactly 0 advantage' is "
+        "false for whiten without baseline: group_mean",
     ),
     guard("infinite_score_charged", _infinite_score, AT_MOST_HONEST, "charged, -1.22 vs -0.71"),
     guard("vote_hedge_is_no_vote", _vote_hedge, AT_MOST_HONEST, "0 vs 0"),

@@ -1,0 +1,571 @@
+"""Red team (rtsel) of test-time selection and group-level scoring, after rt17.
+
+One row per attack, written as a policy paid for every unit of reward (or advantage) would
+try it, using only what the README promises. Each row computes what the attack earns and
+what an honest answer earns in the same setting, and asserts what the attack *should* earn.
+`today` says what the attack earned when this file was written. Rows marked
+`xfail(strict=True)` are open holes: they flip loudly when fixed. The others are attacks
+that fail today and guard against regressions.
+
+Covered here and not by `tests/combine/test_redteam_combine.py` / `hack_table.py`: TRL's
+`normalize_then_sum` (its GDPO) fed by our per-component split, verl's batched call on a
+failure, ReNorm's scalar and the number of steps, a veto behind a gate, overflowing scores,
+`majority_vote`'s unit-less answers and the cost of its group step, `rewardsmith select` on
+duplicate ids, signed scores and failed scores.
+Scores are hand-made (`tests.combine.helpers`: the result builder without workers) except
+where a row says it runs the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from rewardsmith import RewardSpec, Sample, Score, select
+from rewardsmith.combine import ReNorm
+from rewardsmith.integrations._common import charged_rewards, component_values
+from rewardsmith.selection import METHODS, Candidate, cluster_votes, majority_vote, read_vote
+from rewardsmith.verifiers.math._numeric import TIME_LIMIT_S
+from tests.combine.helpers import ECHO, UNIT, ok, row, run, spec
+
+TIMEOUT = Score.failed("timeout", "ran past timeout_s")  # caused by the completion (default)
+
+
+def _adv(components: dict[str, Any], rows: list[dict[str, Score]], **top: Any) -> list[float]:
+    results = run(spec(components, **top), [row("g", scores) for scores in rows])
+    return [r.advantage for r in results]  # type: ignore[misc]
+
+
+# -- TRL's normalize_then_sum (GDPO in TRL) over our per-component split -------------------
+
+
+def _trl_normalize_then_sum(
+    components: dict[str, Any], rows: list[dict[str, Score]]
+) -> list[float]:
+    """The advantages TRL 1.16's `GRPOTrainer` computes with
+    `multi_objective_aggregation="normalize_then_sum"` from the values our reward functions
+    return (`component_values`, charged as `TRLRewards` charges): each function normalised
+    over the group (None is NaN, left out), weighted, `nansum`-med, then whitened."""
+    torch = pytest.importorskip("torch")
+    utils = pytest.importorskip("trl.trainer.utils")
+    s = spec(components)
+    results = run(s, [row("g", scores) for scores in rows])
+    charged = charged_rewards(s, results, ["g"] * len(results))
+    values = [component_values(s, r, c) for r, c in zip(results, charged, strict=True)]
+    per_func = torch.tensor([[float("nan") if v is None else v for v in vs] for vs in values])
+    weights = torch.tensor([c.weight for c in s.rewards.values()])
+    grouped = per_func.view(-1, len(rows), per_func.shape[1])
+    mean_k = torch.nanmean(grouped, dim=1, keepdim=True)
+    std_k = utils.nanstd(grouped, dim=1, keepdim=True)
+    reward_k = ((grouped - mean_k) / (std_k + 1e-4)).view(-1, per_func.shape[1])
+    rewards = (reward_k * weights.unsqueeze(0)).nansum(dim=1)
+    rewards[torch.isnan(per_func).all(dim=1)] = torch.nan
+    advantages = (rewards - torch.nanmean(rewards)) / (utils.nanstd(rewards) + 1e-4)
+    return torch.nan_to_num(advantages, nan=0.0).tolist()
+
+
+def _trl_gdpo_timeout() -> tuple[float, float]:
+    """Two right answers, an honest wrong one (wrong and bad JSON), and a sample that times
+    out the JSON check. The charge is carried by `json` alone; TRL reads the other column
+    (`correct`) as NaN, which adds 0, the group mean, instead of a wrong answer's z-score."""
+    components = {"correct": UNIT, "json": UNIT}
+    right = {"correct": ok(1), "json": ok(1)}
+    adv = _trl_normalize_then_sum(
+        components,
+        [right, right, {"correct": ok(0), "json": ok(0)}, {"correct": ok(0), "json": TIMEOUT}],
+    )
+    return adv[3], adv[2]
+
+
+def _trl_gdpo_gate() -> tuple[float, float]:
+    """rt17's GDPO gate case through TRL: `format` gated on `correct` returns None for the
+    wrong answer, which TRL counts at the format column's mean."""
+    components = {"correct": UNIT, "format": {**UNIT, "only_if": "correct", "weight": 1.5}}
+    rows = [{"correct": ok(1), "format": ok(1)}] * 6 + [
+        {"correct": ok(1), "format": ok(0)},
+        {"correct": ok(0), "format": ok(0)},
+    ]
+    adv = _trl_normalize_then_sum(components, rows)
+    return adv[7], adv[6]  # the wrong answer (attack), the correct badly formatted one
+
+
+def _trl_sum_timeout() -> tuple[float, float]:
+    """Guard: TRL's default `sum_then_normalize` sees the charge as the sample's whole sum."""
+    torch = pytest.importorskip("torch")
+    utils = pytest.importorskip("trl.trainer.utils")
+    s = spec({"correct": UNIT, "json": UNIT})
+    right = {"correct": ok(1), "json": ok(1)}
+    rows = [right, right, {"correct": ok(0), "json": ok(0)}, {"correct": ok(0), "json": TIMEOUT}]
+    results = run(s, [row("g", scores) for scores in rows])
+    charged = charged_rewards(s, results, ["g"] * len(results))
+    values = [component_values(s, r, c) for r, c in zip(results, charged, strict=True)]
+    per_func = torch.tensor([[float("nan") if v is None else v for v in vs] for vs in values])
+    rewards = (per_func * torch.tensor([1.0, 1.0]).unsqueeze(0)).nansum(dim=1)
+    adv = (rewards - rewards.mean()) / (utils.nanstd(rewards) + 1e-4)
+    return adv[3].item(), adv[2].item()
+
+
+def _verl_batch_failure() -> tuple[float, float]:
+    """Engine, through verl's batched `compute_score`. The README's first spec shape: a
+    correctness reward and an overlong penalty in [-1, 0], no `on_error`. A sample whose
+    completion crashed the correctness check (`error`, caused by the completion) gets
+    `score` 0.0 (flagged `failed`), above the honest wrong, overlong answer's -1.0, so
+    verl's GRPO gives the crash the better advantage. The batched call sees the batch and
+    its groups (`extra_info.index`), as TRL's adapter does when it charges failures."""
+    from rewardsmith.integrations._common import close_shared_engines
+    from rewardsmith.integrations.verl import compute_score_batch
+
+    body = {
+        "rewards": {
+            "correct": {"type": ECHO, "key": "correct", **UNIT},
+            "overlong": {"type": ECHO, "key": "overlong", "low": -1.0, "high": 0.0},
+        }
+    }
+    infos = [
+        {"index": 0, "correct": 1.0, "overlong": 0.0},
+        {"index": 0, "correct": 1.0, "overlong": 0.0},
+        {"index": 0, "correct": 0.0, "overlong": -1.0},  # honest: wrong and overlong
+        {"index": 0, "correct": "error", "overlong": -1.0},  # attack: crashes the check
+    ]
+    try:
+        out = compute_score_batch(
+            data_sources=["d"] * 4,
+            solution_strs=["x"] * 4,
+            ground_truths=["1"] * 4,
+            extra_infos=infos,
+            spec=body,
+            workers=1,
+        )
+    finally:
+        close_shared_engines()
+    assert out[3]["failed"] == 1.0
+    return out[3]["score"], out[2]["score"]
+
+
+# -- ReNorm: the scalar is the mean of the steps, so the step count moves it ---------------
+
+
+def _renorm(process_steps: list[float], outcome: float) -> float:
+    renorm = ReNorm(process="p", outcome="o")
+    steps = renorm.steps(Score.ok(0.0, steps=process_steps), Score.ok(outcome))
+    assert isinstance(steps, list)
+    return renorm.reward(steps)
+
+
+def _renorm_short_wrong() -> tuple[float, float]:
+    """A wrong answer in two steps (one plausible step, then the answer) against a wrong
+    answer worked in ten steps of the same process quality (0.9 each). The last step scores
+    the outcome, 0, the best a wrong step can score, and it weighs 1/k of the mean: the
+    fewer the steps, the less a wrong answer is penalised (-0.05 against -0.09)."""
+    return _renorm([0.9, 0.9], 0.0), _renorm([0.9] * 10, 0.0)
+
+
+def _renorm_lone_step() -> tuple[float, float]:
+    """Guard: one step keeps its process term (not the outcome alone)."""
+    return _renorm([0.9], 0.0), _renorm([0.9] * 10, 0.0)
+
+
+def _renorm_bad_steps() -> tuple[float, float]:
+    """Guard: steps outside [0, 1] are the completion's failure, charged below the wrong
+    answer."""
+    components = {"p": UNIT, "o": UNIT}
+    top = {"combine": {"type": "renorm", "process": "p", "outcome": "o"},
+           "group_transform": {"type": "grpo"}}  # fmt: skip
+    good = {"p": ok(0.5, steps=[0.9, 0.9]), "o": ok(1)}
+    wrong = {"p": ok(0.5, steps=[0.9, 0.9]), "o": ok(0)}
+    bad = {"p": ok(0.5, steps=[5.0, 0.9]), "o": ok(0)}
+    honest = _adv(components, [good, wrong, wrong], **top)
+    attack = _adv(components, [good, wrong, bad], **top)
+    return attack[2], honest[2]
+
+
+# -- a veto behind a gate --------------------------------------------------------------------
+
+
+def _veto_behind_gate() -> tuple[float, float]:
+    """`safe` is a hard rule (`veto: true`) that applies `only_if: format`. An unsafe
+    correct answer that breaks the format closes the gate, so the veto does not count and
+    never fires: it earns 1.0, more than a safe wrong answer with the format (0.2), where
+    the same unsafe answer well formatted gets the lowest total (0). Breaking a hard rule
+    pays as soon as the policy also breaks the gate's component."""
+    components = {
+        "correct": UNIT,
+        "format": {**UNIT, "weight": 0.2},
+        "safe": {**UNIT, "weight": 0.0, "veto": True, "only_if": "format"},
+    }
+    results = run(
+        spec(components),
+        [row(None, {"correct": ok(1), "format": ok(0), "safe": ok(0)}),   # unsafe, no format
+         row(None, {"correct": ok(0), "format": ok(1), "safe": ok(1)})],  # safe, wrong
+    )  # fmt: skip
+    return results[0].reward, results[1].reward  # type: ignore[return-value]
+
+
+def _veto_without_gate() -> tuple[float, float]:
+    """Guard: the same unsafe answer, the format kept: the veto fires (0 <= 0.2)."""
+    components = {
+        "correct": UNIT,
+        "format": {**UNIT, "weight": 0.2},
+        "safe": {**UNIT, "weight": 0.0, "veto": True, "only_if": "format"},
+    }
+    results = run(
+        spec(components),
+        [row(None, {"correct": ok(1), "format": ok(1), "safe": ok(0)}),
+         row(None, {"correct": ok(0), "format": ok(1), "safe": ok(1)})],
+    )  # fmt: skip
+    return results[0].reward, results[1].reward  # type: ignore[return-value]
+
+
+# -- overflow: scores that are finite but whose sums are not -------------------------------
+
+
+def _survives(call: Callable[[], list[Any]]) -> tuple[float, float]:
+    """1.0 when `call` returns results (the overflow handled), 0.0 when it raises."""
+    try:
+        call()
+    except OverflowError:
+        return 0.0, 1.0
+    return 1.0, 1.0
+
+
+def _combine_overflow() -> tuple[float, float]:
+    """Two components without a declared range each score 1e308: `weighted_sum`'s fsum
+    raises OverflowError out of the combination (the README: an overflowing combination is
+    `error`, charged to the completion). Through the engine the whole call raises, so one
+    sample takes down its batch."""
+    s = spec({"r": {}, "s": {}}, group_transform={"type": "grpo"})
+    items = [row("g", {"r": ok(1e308), "s": ok(1e308)}), row("g", {"r": ok(1), "s": ok(0)})]
+    return _survives(lambda: run(s, items))
+
+
+def _group_overflow() -> tuple[float, float]:
+    """Each total is finite (1e308), but GRPO's mean (fsum) of the group overflows: the
+    builder raises OverflowError (grpo, rloo, dr_grpo, gdpo and whiten alike)."""
+    s = spec({"r": {}}, group_transform={"type": "grpo"})
+    return _survives(lambda: run(s, [row("g", {"r": ok(v)}) for v in (1e308, 1e308, 0.0)]))
+
+
+def _infinite_score() -> tuple[float, float]:
+    """Guard: an infinite score makes the total non-finite: `error`, charged."""
+    components = {"r": {}}
+    top = {"group_transform": {"type": "grpo"}}
+    attack = _adv(components, [{"r": ok(1)}, {"r": ok(0)}, {"r": ok(float("inf"))}], **top)
+    honest = _adv(components, [{"r": ok(1)}, {"r": ok(0)}, {"r": ok(0)}], **top)
+    return attack[2], honest[2]
+
+
+def _whiten_all_equal_group() -> tuple[float, float]:
+    """README ("The spec"): "A group whose rewards are all equal gets exactly 0 advantage".
+    `whiten` without `baseline: group_mean` (REINFORCE++, global by design, as its
+    docstring says) gives an all-correct group beside an all-wrong one +1 and -1."""
+    s = spec({"r": UNIT}, group_transform={"type": "whiten"})
+    results = run(s, [row("g1", {"r": ok(1)}), row("g1", {"r": ok(1)}),
+                      row("g2", {"r": ok(0)}), row("g2", {"r": ok(0)})])  # fmt: skip
+    return max(abs(r.advantage) for r in results[:2]), 0.0  # type: ignore[arg-type]
+
+
+# -- majority_vote ----------------------------------------------------------------------------
+
+
+def _votes(completions: list[str], **options: Any) -> list[Score]:
+    reward = majority_vote(**options)
+    samples = [Sample(id=str(i), completion=c, group="g") for i, c in enumerate(completions)]
+    return reward.group(samples, [reward(s) for s in samples])
+
+
+def _vote_hedge() -> tuple[float, float]:
+    """Guard: two boxed answers (the majority's and another) vote for nothing: 0, as a wrong
+    answer."""
+    three, five = r"\boxed{3}", r"\boxed{5}"
+    attack = _votes([three, three, five, r"\boxed{3} or \boxed{5}"])
+    honest = _votes([three, three, five, five])
+    return attack[3].score, honest[3].score  # type: ignore[return-value]
+
+
+def _vote_list() -> tuple[float, float]:
+    """Guard: a list `3, 5` is its own answer, not a vote for the majority `3`."""
+    three = r"\boxed{3}"
+    attack = _votes([three, three, r"\boxed{5}", r"\boxed{3, 5}"])
+    return attack[3].score, 0.0  # type: ignore[return-value]
+
+
+def _vote_without_unit() -> tuple[float, float]:
+    """A bare number is equal to that number in any unit (the README: a unit on one side
+    only is ignored), and the greedy clustering compares later answers with a cluster's
+    first answer only. Answered first, a bare `5` becomes the representative that both
+    `5 cm` (2 votes) and `5 m` (2 votes) join, though the math reward calls those two
+    different: the cluster of 5 beats `6 cm` (3) and the bare `5` scores 1. The same sample
+    answering `5 cm` leaves a three-way tie (ties: none): 0."""
+    cm, m, six = r"\boxed{5 \text{ cm}}", r"\boxed{5 \text{ m}}", r"\boxed{6 \text{ cm}}"
+    rest = [cm, cm, m, m, six, six, six]
+    attack = _votes([r"\boxed{5}", *rest])
+    honest = _votes([cm, *rest])
+    return attack[0].score, honest[0].score  # type: ignore[return-value]
+
+
+def _vote_timeout_advantage() -> tuple[float, float]:
+    """Guard: a sample whose vote could not be read (timeout) is charged. Beside 4, 4, 5, an
+    honest `5` ties the vote (every sample 0, advantage 0); the timeout leaves 4 the majority
+    and is charged below it."""
+    s = RewardSpec.from_dict(
+        {"rewards": {"vote": {"type": "majority_vote"}}, "group_transform": {"type": "grpo"}}
+    )
+    reward = majority_vote()
+
+    def fourth(last: Score | None) -> float:
+        texts = [r"\boxed{4}", r"\boxed{4}", r"\boxed{5}", r"\boxed{5}"]
+        items = [Sample(id=str(i), completion=t, group="g") for i, t in enumerate(texts)]
+        scores = [reward(x) for x in items]
+        if last is not None:
+            scores[3] = last
+        rows = [row("g", {"vote": sc}, sample_id=x.id) for x, sc in zip(items, scores, strict=True)]
+        return run(s, rows)[3].advantage  # type: ignore[return-value]
+
+    return fourth(TIMEOUT), fourth(None)
+
+
+def _vote_group_step_cost() -> tuple[float, float]:
+    """`majority_vote`'s group step compares answers pairwise with the math reward's
+    `same_answer` in the engine's own process, outside any worker and its hard timeout.
+    Sixteen answers built to share one bucket (the same 400-digit-precise value up to a
+    term of 10^-390) but to differ: each is read in milliseconds in a worker, then each new
+    one is compared with every earlier cluster, up to the 8 x 16 cap: 120 comparisons of
+    up to 2 x 1.5 s each (`same_answer` compares both ways, each under the numeric limit).
+    Measured (loaded machine): 8 such answers, 17 s of group step; none of it killable.
+    Returns the worst-case seconds of that work, against the spec's default timeout_s (5):
+    a group's work should be bounded like a sample's."""
+    base = "+".join(f"(x+{k})^{{4096}}" for k in range(1, 9))
+    tiny = "1" + "0" * 390
+    odd = [k for k in range(1, 100) if k % 2 and k % 5][:16]
+    completions = [rf"\boxed{{{base}+\frac{{{k}}}{{{tiny}}}}}" for k in odd]
+    votes = [
+        read_vote(Sample(id=str(i), completion=c, group="g"), "math", None)
+        for i, c in enumerate(completions)
+    ]
+    assert all(v.answer is not None for v in votes)
+    clustering = cluster_votes(votes, "math", same=lambda a, b: False)  # count, do not wait
+    return clustering.comparisons * 2 * TIME_LIMIT_S, 5.0
+
+
+# -- rewardsmith select ---------------------------------------------------------------------
+
+
+def _select_duplicate_ids() -> tuple[float, float]:
+    """Engine. Two samples without `group` (each its own group, by the data contract) that
+    share an id, answering 4 and 5: `select` keys a group-less sample by its id, so it
+    merges them into one group, whose clusters report `4` with 2 votes: each was cluster 0
+    of its own engine group. Returns the votes credited to `4` and the samples answering 4."""
+    samples = [
+        {"id": "a", "completion": r"\boxed{4}", "reference": "5"},
+        {"id": "a", "completion": r"\boxed{5}", "reference": "5"},
+    ]
+    chosen = select(samples, "majority", workers=1)
+    votes = sum(n for answer, n in chosen.choices[0].clusters if answer == "4")
+    return float(votes), 1.0
+
+
+def _weighted_pick_of_12_5(weights: str) -> tuple[float, float]:
+    """Whether `12.5` is picked after and before a second vote for it (1.0: picked)."""
+    one = [Candidate("0", "12.5", 0, -0.3), Candidate("1", "25", 1, -0.5)]
+    two = [*one, Candidate("2", "12.5", 0, -0.4)]
+    picked = [METHODS["weighted_majority"].choose(c, weights, 1.0).index for c in (two, one)]
+    return float(two[picked[0]].answer == "12.5"), float(one[picked[1]].answer == "12.5")  # type: ignore[index]
+
+
+def _weighted_raw_signed() -> tuple[float, float]:
+    """`weighted_majority` with `--weights raw` (the default) sums reward-model scores as
+    they are, and Qwen2.5-Math-RM's are signed (57 of the 800 in math_cot_100 are below 0;
+    on its problem 54 two votes for `12.5` at -1.30 and -1.53 lose to one vote for `25` at
+    -0.19). `12.5` at -0.3 beats `25` at -0.5; a second vote for `12.5`, at -0.4, makes it
+    lose (-0.7 < -0.5): a vote at a negative score counts against its answer."""
+    return _weighted_pick_of_12_5("raw")
+
+
+def _weighted_softmax_signed() -> tuple[float, float]:
+    """Guard: with `softmax` weights the second vote does not hurt."""
+    return _weighted_pick_of_12_5("softmax")
+
+
+def _accuracy(rm_of_wrong_group: Any) -> float:
+    def candidate(sample_id: str, rm: Any, right: bool) -> dict[str, Any]:
+        metadata = {"rm": rm, "ok": right}
+        return {"id": sample_id, "group": sample_id[0], "completion": "x", "metadata": metadata}
+
+    samples = [
+        candidate("a0", 1.0, True),
+        candidate("a1", 0.0, False),
+        candidate("b0", rm_of_wrong_group, False),
+        candidate("b1", rm_of_wrong_group, False),
+    ]
+    body = {"rewards": {"rm": {"type": ECHO, "key": "rm"}}}
+    chosen = select(
+        samples, "best_of_n", spec=body, component="rm", correct_key="metadata.ok", workers=1
+    )
+    assert chosen.summary is not None
+    return chosen.summary["accuracy"]
+
+
+def _select_failed_scores_not_graded() -> tuple[float, float]:
+    """Engine. best_of_n on a component score. Group `b` has only wrong candidates; when the
+    scoring fails on every one of them (`error`, caused by the completions: a judge or RM
+    that crashed or timed out on what they wrote) the group is "not graded" and drops out of
+    `accuracy`: 100% instead of the 50% the same wrong answers score when they are scored.
+    A model whose hard problems make its scorer fail reports a higher accuracy."""
+    return _accuracy("error"), _accuracy(0.5)
+
+
+AT_MOST_HONEST: Callable[[float, float], bool] = lambda attack, honest: attack <= honest + 1e-9  # noqa: E731
+EQUAL: Callable[[float, float], bool] = lambda attack, honest: attack == pytest.approx(honest)  # noqa: E731
+AT_LEAST: Callable[[float, float], bool] = lambda after, before: after >= before  # noqa: E731
+
+
+def hole(name: str, attack: Any, should: Any, today: str, reason: str) -> Any:
+    """An open hole: fails today, flips when fixed."""
+    return pytest.param(
+        name,
+        attack,
+        should,
+        today,
+        id=name,
+        marks=pytest.mark.xfail(strict=True, reason=f"redteam: {reason}"),
+    )
+
+
+def guard(name: str, attack: Any, should: Any, today: str) -> Any:
+    """An attack that fails today."""
+    return pytest.param(name, attack, should, today, id=name)
+
+
+ROWS = [
+    # (id, attack -> (attack earns, honest earns), should(attack, honest), today)
+    hole(
+        "trl_normalize_then_sum_charged_failure",
+        _trl_gdpo_timeout,
+        AT_MOST_HONEST,
+        "timeout -0.500 vs honest wrong -1.167",
+        "a charged failure carries its charge on one component and None elsewhere; TRL's "
+        "normalize_then_sum counts each None at its column's mean (0), so the failure "
+        "escapes the other components' negative z-scores",
+    ),
+    hole(
+        "trl_normalize_then_sum_gated_off",
+        _trl_gdpo_gate,
+        AT_MOST_HONEST,
+        "wrong answer -1.446 vs correct badly formatted -1.781",
+        "a gated-off component returns None, which TRL's normalize_then_sum counts at the "
+        "column mean: rt17's GDPO gate hole, reopened through TRL",
+    ),
+    guard(
+        "trl_sum_then_normalize_charged_failure",
+        _trl_sum_timeout,
+        AT_MOST_HONEST,
+        "timeout -0.866 = honest wrong -0.866",
+    ),
+    hole(
+        "verl_batch_failure_scores_zero",
+        _verl_batch_failure,
+        AT_MOST_HONEST,
+        "crash 0.0 vs honest wrong and overlong -1.0",
+        "verl's batched call gives a failure the completion caused on_error, else 0.0, never "
+        "a charge: with a penalty in the spec, a crash beats an honest wrong answer",
+    ),
+    hole(
+        "renorm_two_step_wrong_answer",
+        _renorm_short_wrong,
+        AT_MOST_HONEST,
+        "two steps -0.050 vs ten steps -0.090",
+        "ReNorm's scalar is the mean of the steps and the last step of a wrong answer scores "
+        "0 (its best): the fewer the steps, the smaller a wrong answer's penalty",
+    ),
+    guard("renorm_lone_step_keeps_process", _renorm_lone_step, AT_MOST_HONEST, "-0.1 vs -0.09"),
+    guard("renorm_steps_out_of_range_charged", _renorm_bad_steps, AT_MOST_HONEST, "-1.21 vs -0.71"),
+    hole(
+        "veto_behind_a_gate",
+        _veto_behind_gate,
+        AT_MOST_HONEST,
+        "unsafe correct answer, format broken, 1.0 vs safe wrong answer 0.2",
+        "a veto with `only_if` does not count when its gate is closed, so breaking the gate's "
+        "component dodges the hard rule",
+    ),
+    guard("veto_fires_with_its_gate_open", _veto_without_gate, AT_MOST_HONEST, "0.0 vs 0.2"),
+    hole(
+        "weighted_sum_overflow_raises",
+        _combine_overflow,
+        EQUAL,
+        "OverflowError out of combine_scores (the engine call raises)",
+        "two unbounded components at 1e308: fsum raises instead of giving a non-finite "
+        "total, which the README says is an `error` charged to the completion",
+    ),
+    hole(
+        "group_statistics_overflow_raises",
+        _group_overflow,
+        EQUAL,
+        "OverflowError out of GRPO's mean",
+        "finite totals of 1e308 overflow the group mean's fsum: the builder raises",
+    ),
+    hole(
+        "whiten_all_equal_group_not_zero",
+        _whiten_all_equal_group,
+        EQUAL,
+        "an all-equal group gets +-1.0",
+        "README untruth: 'a group whose rewards are all equal gets exactly 0 advantage' is "
+        "false for whiten without baseline: group_mean",
+    ),
+    guard("infinite_score_charged", _infinite_score, AT_MOST_HONEST, "charged, -1.22 vs -0.71"),
+    guard("vote_hedge_is_no_vote", _vote_hedge, AT_MOST_HONEST, "0 vs 0"),
+    guard("vote_list_is_its_own_answer", _vote_list, EQUAL, "0"),
+    hole(
+        "vote_bare_number_joins_two_units",
+        _vote_without_unit,
+        AT_MOST_HONEST,
+        "bare 5: 1.0 (majority of 5 from 5 cm + 5 m) vs 5 cm: 0.0 (tie)",
+        "an answer without a unit equals the same number in every unit, so as a cluster's "
+        "representative it collects votes for answers that disagree with each other",
+    ),
+    guard("vote_timeout_charged", _vote_timeout_advantage, AT_MOST_HONEST, "-1.0 vs 0"),
+    hole(
+        "vote_group_step_unbounded",
+        _vote_group_step_cost,
+        AT_MOST_HONEST,
+        "360 s worst case (120 comparisons) vs timeout_s 5",
+        "the group step's pairwise same_answer calls run in the engine's process with no "
+        "deadline for the group: answers built to share a bucket stall the batch",
+    ),
+    hole(
+        "select_duplicate_ids_without_group",
+        _select_duplicate_ids,
+        EQUAL,
+        "2 votes credited to 4 (one sample answered 4, the other 5)",
+        "select keys a group-less sample by its id: two such samples sharing an id become one "
+        "group whose cluster sizes are wrong",
+    ),
+    hole(
+        "weighted_majority_raw_signed_scores",
+        _weighted_raw_signed,
+        AT_LEAST,
+        "the answer with one vote more loses (picked 12.5 before the vote, 25 after)",
+        "raw weights with signed scores: a vote at a negative score lowers its answer's total",
+    ),
+    guard("weighted_majority_softmax", _weighted_softmax_signed, AT_LEAST, "12.5 still picked"),
+    hole(
+        "select_accuracy_drops_failed_groups",
+        _select_failed_scores_not_graded,
+        AT_MOST_HONEST,
+        "accuracy 100 vs 50",
+        "a group whose every score failed (failures the completions caused) is not graded: "
+        "it leaves the denominator instead of counting as wrong",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "attack", "should", "today"), ROWS)
+def test_redteam_selection(
+    name: str,
+    attack: Callable[[], tuple[float, float]],
+    should: Callable[[float, float], bool],
+    today: str,
+) -> None:
+    earned, honest = attack()
+    assert should(earned, honest), f"{name}: attack earns {earned}, honest {honest} ({today})"

@@ -25,7 +25,7 @@ import pytest
 
 from rewardsmith import RewardSpec, Sample, Score, select
 from rewardsmith.combine import ReNorm
-from rewardsmith.integrations._common import charged_rewards, component_values
+from rewardsmith.integrations._component_values import charged_rewards, component_values
 from rewardsmith.selection import METHODS, Candidate, cluster_votes, majority_vote, read_vote
 from rewardsmith.verifiers.math._numeric import TIME_LIMIT_S
 from tests.combine.helpers import ECHO, UNIT, ok, row, run, spec
@@ -114,7 +114,7 @@ def _verl_batch_failure() -> tuple[float, float]:
     `score` 0.0 (flagged `failed`), above the honest wrong, overlong answer's -1.0, so
     verl's GRPO gives the crash the better advantage. The batched call sees the batch and
     its groups (`extra_info.index`), as TRL's adapter does when it charges failures."""
-    from rewardsmith.integrations._common import close_shared_engines
+    from rewardsmith.integrations._shared_engine import close_shared_engines
     from rewardsmith.integrations.verl import compute_score_batch
 
     body = {

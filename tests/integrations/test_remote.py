@@ -89,6 +89,35 @@ def test_an_unreachable_server_is_an_error_for_its_samples_never_a_hang() -> Non
     assert "unavailable" in results[0].components["s"].detail["reason"]
 
 
+def test_a_connect_timeout_is_retried_as_a_connection_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A listener whose accept queue is full drops new connections' SYNs: the client's
+    connect times out, which is retried like a refused connection (not "no answer")."""
+    import socket
+
+    from rewardsmith.integrations import _remote
+
+    monkeypatch.setattr(_remote, "_CONNECT_TIMEOUT_S", 0.2)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    queued = [socket.socket() for _ in range(3)]
+    for sock in queued:
+        sock.setblocking(False)
+        sock.connect_ex(("127.0.0.1", port))
+    try:
+        with RemoteEngine(f"http://127.0.0.1:{port}", load_spec(SPEC_YAML), retries=2) as remote:
+            [result] = remote.score([{"completion": "abc"}])
+    finally:
+        for sock in [*queued, listener]:
+            sock.close()
+    assert (result.status, result.reward, result.cause) == ("error", -1.0, "infrastructure")
+    reason = result.components["s"].detail["reason"]
+    assert "ConnectTimeout: no connection within 0.2 s" in reason, reason
+
+
 def test_a_server_with_another_spec_or_token_is_refused(server: Server) -> None:
     other = load_spec({"rewards": {"s": {"type": "tests.engine.rewards_for_tests:scripted"}}})
     with (

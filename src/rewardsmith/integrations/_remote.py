@@ -185,6 +185,8 @@ class RemoteEngine:
                     status, answer = _exchange(
                         http, "POST", "/v1/score", timeout, deadline, content=content
                     )
+            except httpx.ConnectTimeout as exc:  # no connection made: retried like a refused one
+                why = f"{type(exc).__name__}: no connection within {_CONNECT_TIMEOUT_S:g} s"
             except httpx.TimeoutException:
                 raise _Unusable(f"no answer within {self._deadline_s:g} s") from None
             except httpx.TransportError as exc:  # refused, reset, closed keep-alive...

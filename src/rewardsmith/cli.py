@@ -195,7 +195,7 @@ def _add_serve_command(commands: Any) -> None:
     )
     serve.add_argument(
         "--graceful-timeout",
-        type=int,
+        type=seconds,
         default=60,
         help="seconds to finish in-flight requests on shutdown",
     )

@@ -525,8 +525,9 @@ def disconnected(world: World) -> float:
 
 def serve_nan_header_timeout(world: World) -> None:
     """`rewardsmith serve --header-timeout nan` (also negative or infinite timeouts, and
-    `--max-queue -1`, `--max-body-bytes -5`, `--keep-alive -1`) was accepted; with a NaN
-    header timeout the server started and never answered a request (not even `/health`).
+    `--max-queue -1`, `--max-body-bytes -5`, `--keep-alive -1`, `--graceful-timeout -1`) was
+    accepted; with a NaN header timeout the server started and never answered a request (not
+    even `/health`).
     Each is now refused at once: exit 2, naming the option."""
     refused = [
         ("--header-timeout", "nan"),
@@ -535,6 +536,7 @@ def serve_nan_header_timeout(world: World) -> None:
         ("--header-timeout", "0"),
         ("--max-queue", "-1"),
         ("--max-body-bytes", "-5"),
+        ("--graceful-timeout", "-1"),
     ]
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
     for option, value in refused:

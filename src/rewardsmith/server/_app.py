@@ -542,7 +542,7 @@ def serve(
     workers: int | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     max_queue_samples: int = DEFAULT_MAX_QUEUE_SAMPLES,
-    graceful_timeout_s: int = 60,
+    graceful_timeout_s: float = 60,
     header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
     body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
     keep_alive_s: float = 5.0,
@@ -561,7 +561,11 @@ def serve(
 
     token = token or os.environ.get(TOKEN_ENV) or None
     check_bind(host, token)
-    check_settings(header_timeout_s=header_timeout_s, keep_alive_s=keep_alive_s)
+    check_settings(
+        header_timeout_s=header_timeout_s,
+        keep_alive_s=keep_alive_s,
+        graceful_timeout_s=graceful_timeout_s,
+    )
     app = create_app(
         spec,
         token=token,
@@ -584,7 +588,7 @@ def serve(
         access_log=access_log,
         lifespan="on",
         timeout_keep_alive=keep_alive_s,  # type: ignore[arg-type]
-        timeout_graceful_shutdown=graceful_timeout_s,
+        timeout_graceful_shutdown=graceful_timeout_s,  # type: ignore[arg-type]
     )
     # What is built so far (modules, the spec, the app) lives as long as the server: out of
     # the collector's way, a full collection no longer walks it while requests wait (the

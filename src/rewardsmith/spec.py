@@ -83,7 +83,8 @@ class ComponentSpec(BaseModel):
     only_if: str | None = None
     """Gate: the component counts only when the named component passes (score > 0)."""
     veto: bool = False
-    """A hard rule: when it counts and does not pass (score <= 0), the total reward is 0."""
+    """A hard rule: when it counts and does not pass (score <= 0), the total reward is the
+    spec's `veto_value` (default: the lowest total the spec can produce)."""
     transform: tuple[Annotated[Transform, Field(discriminator="type")], ...] = ()
     """Shaping of the component's score before combination, applied in order."""
     scope: Literal["final", "turns"] = "final"

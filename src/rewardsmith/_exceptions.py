@@ -27,8 +27,10 @@ class UnknownRewardError(ConfigError):
 
 
 class InputError(RewardsmithError, ValueError):
-    """An input record that is not a valid sample; carries the 1-based line number."""
+    """An input record that is not a valid sample; carries the 1-based line number, and the
+    record's own id when it could be read (its result keeps it)."""
 
-    def __init__(self, message: str, line: int | None = None) -> None:
+    def __init__(self, message: str, line: int | None = None, sample_id: str | None = None) -> None:
         super().__init__(f"line {line}: {message}" if line is not None else message)
         self.line = line
+        self.sample_id = sample_id

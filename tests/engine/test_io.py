@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rewardsmith import InputError
+from rewardsmith import InputError, load_spec
+from rewardsmith.engine._engine import as_sample
 from rewardsmith.io import count_lines, read_samples, resume_point
 
 
@@ -75,6 +76,23 @@ def test_a_bad_line_is_one_error_and_the_next_lines_are_read(line: bytes, messag
     first, bad, last = read(data)
     assert isinstance(bad, InputError) and bad.line == 2 and message in str(bad)
     assert (first["completion"], last["completion"], last["id"]) == ("a", "b", "3")
+
+
+def test_a_line_too_deep_keeps_its_own_id() -> None:
+    """Its result is `invalid` under the id the line gives, not its line number: output
+    keeps the input's ids."""
+    deep = b"[" * 200 + b"]" * 200
+    bad, numbered = read(
+        b'{"id": "n100", "completion": "x", "reference": ' + deep + b"}\n"
+        b'{"completion": "x", "reference": ' + deep + b"}\n"
+    )
+    assert isinstance(bad, InputError) and (bad.line, bad.sample_id) == (1, "n100")
+    assert isinstance(numbered, InputError) and numbered.sample_id is None
+    spec = load_spec({"rewards": {"e": {"type": "exact_match"}}})
+    assert [as_sample(spec, item, i).id for i, item in enumerate([bad, numbered])] == [
+        "n100",
+        "2",
+    ]
 
 
 def test_lines_end_at_newline_only() -> None:

@@ -74,7 +74,7 @@ def as_sample(spec: RewardSpec, item: SampleLike, index: int) -> Sample | Result
         return item
     if isinstance(item, InputError):
         line = str(item.line) if item.line is not None else str(index + 1)
-        return invalid_result(spec, line, str(item))
+        return invalid_result(spec, item.sample_id or line, str(item))
     if not isinstance(item, dict):
         return invalid_result(spec, str(index + 1), f"not a JSON object: {item!r:.80}")
     data = item if "id" in item else {**item, "id": str(index + 1)}

@@ -56,7 +56,12 @@ def _parse(raw: bytes, number: int) -> dict[str, Any] | InputError:
     if not isinstance(record, dict):
         return InputError(f"a sample is a JSON object, got {type(record).__name__}", number)
     if nested_deeper_than(record):
-        return InputError(f"JSON nested more than {MAX_NESTING} levels deep", number)
+        sample_id = record.get("id")
+        return InputError(
+            f"JSON nested more than {MAX_NESTING} levels deep",
+            number,
+            sample_id if isinstance(sample_id, str) else None,
+        )
     if "id" not in record:
         record["id"] = str(number)
     return record

@@ -362,10 +362,11 @@ def _resume(spec: RewardSpec, input_path: Path, output_path: Path) -> list[str]:
 
     With group transforms, a group cut by the interruption would be normalised on its own
     when resumed, so the output is first cut back to the end of the last complete group.
+    An output that is refused is left as it was.
     """
-    done = resume_point(output_path)
+    done = resume_point(output_path, cut=False)
     if not done:
-        return done
+        return resume_point(output_path)  # at most a partly written first line, cut off
     if spec.group_transform is not None and spec.group_transform.batch is not None:
         raise ConfigError(
             f"--resume: group_transform {spec.group_transform.type!r} whitens across the whole "
@@ -374,7 +375,10 @@ def _resume(spec: RewardSpec, input_path: Path, output_path: Path) -> list[str]:
     groups: list[str | None] = []
     with input_path.open("rb") as handle:
         for written, record in zip(done, read_samples(handle), strict=False):
-            found = str(record.line) if isinstance(record, InputError) else str(record["id"])
+            if isinstance(record, InputError):  # written under its own id, else its line's
+                found = record.sample_id or str(record.line)
+            else:
+                found = str(record["id"])
             group = None if isinstance(record, InputError) else record.get("group")
             groups.append(None if group is None else str(group))
             if found != written:  # every id: a reordered input would lose samples
@@ -389,7 +393,7 @@ def _resume(spec: RewardSpec, input_path: Path, output_path: Path) -> list[str]:
     if spec.needs_groups and groups[-1] is not None:
         while keep > 0 and groups[keep - 1] == groups[-1]:
             keep -= 1
-    return done if keep == len(done) else resume_point(output_path, keep_lines=keep)
+    return resume_point(output_path, keep_lines=keep)
 
 
 class _Summary:

@@ -136,13 +136,36 @@ def test_resume_after_a_real_kill_matches_an_uninterrupted_run(
 
 
 def test_resume_refuses_an_output_of_another_input(tmp_path: Path, spec_file: Path) -> None:
+    """Refused, the output is left as it was: its partly written last line too."""
     inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     inp.write_text('{"id": "a", "completion": "x"}\n')
-    out.write_text('{"id": "zzz", "reward": 1}\n')
+    foreign = '{"id": "zzz", "reward": 1}\n{"id": "zz'
+    out.write_text(foreign)
     proc = run_cli(
         "score", "--spec", str(spec_file), "--input", str(inp), "--output", str(out), "--resume"
     )
     assert proc.returncode == 2 and "not the same input" in proc.stderr
+    assert out.read_text() == foreign
+
+
+def test_resume_passes_a_line_too_deep_that_has_its_own_id(tmp_path: Path, spec_file: Path) -> None:
+    """Its invalid result is written under its own id; resuming matches it to the input."""
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    deep = "[" * 200 + "]" * 200
+    inp.write_text(
+        f'{{"id": "deep", "completion": "x", "reference": {deep}}}\n'
+        '{"id": "b", "completion": "y"}\n'
+    )
+    args = ("score", "--spec", str(spec_file), "--input", str(inp), "--output", str(out))
+    assert run_cli(*args).returncode == 0
+    first = out.read_text().splitlines(keepends=True)[0]
+    out.write_text(first)  # as if killed after the first line
+    proc = run_cli(*args, "--resume")
+    assert proc.returncode == 0, proc.stderr
+    assert [(r["id"], r["status"]) for r in read_jsonl(out)] == [
+        ("deep", "invalid"),
+        ("b", "ok"),
+    ]
 
 
 def test_resume_refuses_an_input_in_another_order(tmp_path: Path, spec_file: Path) -> None:

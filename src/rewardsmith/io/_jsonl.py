@@ -79,14 +79,15 @@ def count_lines(path: Path) -> int | None:
         return sum(1 for line in handle if line.strip())
 
 
-def resume_point(output: Path, keep_lines: int | None = None) -> list[str]:
+def resume_point(output: Path, keep_lines: int | None = None, *, cut: bool = True) -> list[str]:
     """Ids already written to `output`, after cutting off a partly written last line.
 
     An interrupted run leaves complete lines plus, at worst, one truncated line; the file is
     truncated to its complete lines (or to its first `keep_lines`) so appending continues
     cleanly. A line that is not a JSON object with an `id` (not UTF-8, not JSON, nested too
     deep: a disk or a copy gone wrong) is cut off the same way, with every line after it: those
-    samples are scored again.
+    samples are scored again. With `cut=False` the ids are read and the file is left as it is
+    (to check them before anything is cut).
     """
     if not output.exists():
         return []
@@ -101,7 +102,7 @@ def resume_point(output: Path, keep_lines: int | None = None) -> list[str]:
             except (ValueError, KeyError, TypeError, RecursionError):  # ValueError: JSON, UTF-8
                 break
             keep += len(raw)
-    if keep != output.stat().st_size:
+    if cut and keep != output.stat().st_size:
         with output.open("r+b") as handle:
             handle.truncate(keep)
             os.fsync(handle.fileno())

@@ -22,7 +22,6 @@ from tests.server.conftest import TOKEN, Server, free_port
 from .conftest import MATH_SPEC
 
 pytest.importorskip("uvicorn")
-pytest.importorskip("uvicorn")
 httpx = pytest.importorskip("httpx")
 
 SPEC_YAML = """\

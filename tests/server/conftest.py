@@ -8,8 +8,10 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -112,3 +114,35 @@ def client(server: Server) -> Iterator[httpx.Client]:
     headers = {"Authorization": f"Bearer {TOKEN}"}
     with httpx.Client(base_url=server.url, headers=headers, timeout=30) as http:
         yield http
+
+
+@contextmanager
+def served_in_thread(app: object) -> Iterator[str]:
+    """`app` under a real uvicorn server in a thread of this process (so a test can reach
+    into its engine); yields its base URL."""
+    import uvicorn
+
+    from rewardsmith.server._timeouts import with_connection_limits
+
+    port = free_port()
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        http=with_connection_limits(30.0, 30.0),
+        ws="none",
+        log_level="warning",
+        lifespan="on",
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.started
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=60)

@@ -5,47 +5,26 @@ kept out of the collector's walks."""
 from __future__ import annotations
 
 import gc
-import threading
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
 from rewardsmith.server import _app
-from rewardsmith.server._timeouts import with_connection_limits
 
-from .conftest import free_port
+from .conftest import free_port, served_in_thread
 
 
 def test_requests_leave_no_reference_cycles_behind(spec_path: Path) -> None:
     """Answered or refused, on a kept-alive connection. (A closed connection leaves one: its
     uvicorn protocol and its last request refer to each other.)"""
-    import uvicorn
     from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
-    port = free_port()
-    config = uvicorn.Config(
-        _app.create_app(spec_path, workers=1),
-        host="127.0.0.1",
-        port=port,
-        http=with_connection_limits(30.0, 30.0),
-        ws="none",
-        log_level="warning",
-        lifespan="on",
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 120
-        while not server.started and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert server.started
+    with served_in_thread(_app.create_app(spec_path, workers=1)) as url:
         gc.collect()
         gc.disable()
         try:
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            with httpx.Client(base_url=url, timeout=30) as client:
                 for i in range(10):
                     scored = client.post("/v1/score", json=[{"completion": "x" * i}])
                     assert scored.status_code == 200
@@ -58,10 +37,7 @@ def test_requests_leave_no_reference_cycles_behind(spec_path: Path) -> None:
             gc.set_debug(0)
             gc.garbage.clear()
             gc.enable()
-        assert cycles == 0
-    finally:
-        server.should_exit = True
-        thread.join(timeout=60)
+    assert cycles == 0
 
 
 def test_serve_keeps_what_it_built_before_serving_out_of_the_collector(

@@ -14,9 +14,8 @@ import pytest
 from rewardsmith import Engine
 from rewardsmith.cli import main
 
-from .conftest import TOKEN, Server
+from .conftest import TOKEN, Server, served_in_thread
 
-pytest.importorskip("uvicorn")
 pytest.importorskip("uvicorn")
 httpx = pytest.importorskip("httpx")
 
@@ -208,3 +207,27 @@ def test_refuses_a_public_address_without_a_token(
 ) -> None:
     monkeypatch.delenv("REWARDSMITH_TOKEN", raising=False)
     assert main(["serve", "--spec", str(spec_path), "--host", "0.0.0.0"]) == 2
+
+
+def test_a_pool_that_breaks_answers_500_and_the_next_request_gets_a_new_one(
+    spec_path: Path,
+) -> None:
+    """The README's promise: should the worker pool fail, the requests in flight get 500 and
+    the pool restarts on the next request."""
+    from rewardsmith.server import create_app
+
+    app = create_app(spec_path, workers=1)
+    with served_in_thread(app) as url, httpx.Client(base_url=url, timeout=60) as client:
+        broken = app.engine.front.pool
+
+        def poll(*args: object, **kwargs: object) -> object:
+            raise RuntimeError("the pool broke")
+
+        broken.poll = poll  # type: ignore[method-assign]
+        answer = client.post("/v1/score", json=[{"completion": "abc"}])
+        assert answer.status_code == 500
+        assert answer.json() == {"detail": "Internal Server Error"}
+        answer = client.post("/v1/score", json=[{"completion": "abcd"}])
+        assert answer.status_code == 200, answer.text
+        assert [r["reward"] for r in answer.json()["results"]] == [4.0]
+        assert app.engine.front.pool is not broken

@@ -13,14 +13,16 @@ GSM8K gold, written in each of the answer formats models emit, must score 1.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from rewardsmith import Engine
 from rewardsmith.models import Sample
-from rewardsmith.verifiers.math import math
+from rewardsmith.verifiers.math import committed_answer, math
 
 from .test_redteam_math import MATH500, OK0, OK1, Attack, Outcome, both, direct, engine, on_math500
 
@@ -44,12 +46,37 @@ def with_prompt(completion: str, gold: str, prompt: str) -> Callable[[], Outcome
     return lambda: direct(completion, gold, prompt)
 
 
+def family(
+    prefix: str, run: Callable[..., Outcome], honest_wrong: str, cases: list[tuple[Any, ...]]
+) -> list[Any]:
+    """Guard rows sharing a runner: each case is (name, *arguments of `run`, expected)."""
+    rows = []
+    for name, *arguments, expected in cases:
+        attack = f"{prefix}/{name}: {', '.join(map(repr, arguments))}"
+        run_case = functools.partial(run, *arguments)
+        rows.append(
+            guard(
+                Attack(f"{prefix}/{name}", attack, str(expected), honest_wrong, expected, run_case)
+            )
+        )
+    return rows
+
+
+def vote(completions: list[str]) -> Outcome:
+    """The `majority_vote` rewards of one group, through the engine."""
+    spec = {"rewards": {"vote": {"type": "majority_vote", "cluster": "math"}}}
+    samples = [Sample(id=f"v{i}", completion=c, group="g") for i, c in enumerate(completions)]
+    with Engine(spec, workers=1) as running:
+        return tuple(result.reward for result in running.score(samples))
+
+
 def internal(completion: str, gold: str) -> Outcome:
     """(status, score, internal_error): a bug of ours is 0, but it is still a bug."""
     result = math()(Sample(id="m", completion=completion, reference=gold))
     return result.status, result.score, bool(result.detail.get("internal_error"))
 
 
+MATRIX_15 = r"\\".join(["&".join(["x"] * 15)] * 15)
 HMM_LOOP = "Hmm." * 4_999 + "!"
 """A collapsed policy's loop without spaces, 19,997 characters, ending in a non-unit character:
 the final-line fallback hands it to `split_unit`, whose `_TAIL` regex tries every `.` as the
@@ -251,19 +278,60 @@ ATTACKS = [
             run=lambda: direct(r"\boxed{\mathbb{R}}", r"\mathbb{R}"),
         )
     ),
-    # ------------------------------------------------ guards: answers hidden in spans
-    *[
-        guard(
-            Attack(
-                f"hidden/{name}",
-                f"{completion!r} against gold 5 and gold 6",
-                today=str(expected),
-                honest_wrong="(1.0, 0.0) for \\boxed{5}",
-                should=expected,
-                run=lambda completion=completion: both(completion, "5", "6"),
-            )
+    hole(
+        Attack(
+            "recall/tuple-for-column-vector",
+            r"MATH-500 #205 (gold \begin{pmatrix} -2 \\ -14 \\ -7 \end{pmatrix}) answered"
+            r" (-2, -14, -7): 'tuple vs matrix'. The same for all 6 column-vector golds of"
+            r" MATH-500 (#99, 205, 298, 408, 419, 420)",
+            today="ok 0 ('tuple vs matrix')",
+            honest_wrong="ok 0",
+            should=OK1,
+            run=lambda: direct(
+                r"\boxed{(-2, -14, -7)}", r"\begin{pmatrix} -2 \\ -14 \\ -7 \end{pmatrix}"
+            ),
         )
-        for name, completion, expected in [
+    ),
+    # ------------------------------------------------ grouping (majority vote, best-of-N)
+    hole(
+        Attack(
+            "grouping/doubt-is-committed",
+            "committed_answer('The answer is 5, or maybe 6.') is '5, or maybe 6' (README: 'or"
+            " none when it hedges'); the reward scores the same text 0 as a hedge",
+            today="'5, or maybe 6'",
+            honest_wrong="-",
+            should=(None,),
+            run=lambda: (committed_answer("The answer is 5, or maybe 6.").answer,),
+        )
+    ),
+    hole(
+        Attack(
+            "grouping/negation-is-committed",
+            "committed_answer('The answer is not 5.') is 'not 5': a vote cluster of its own",
+            today="'not 5'",
+            honest_wrong="-",
+            should=(None,),
+            run=lambda: (committed_answer("The answer is not 5.").answer,),
+        )
+    ),
+    hole(
+        Attack(
+            "grouping/hedges-win-the-majority-vote",
+            "majority_vote (cluster: math), a group of 3 x 'The answer is 5, or maybe 6.' and"
+            r" 2 x \boxed{7}: the hedgers are 'the majority answer' and earn 1, the committed"
+            " answers 0 (TTRL trains the policy to hedge in unison)",
+            today="(1.0, 1.0, 1.0) for the hedgers",
+            honest_wrong="0 (\\boxed{7}, the minority)",
+            should=(0.0, 0.0, 0.0),
+            run=lambda: vote(["The answer is 5, or maybe 6."] * 3 + [r"\boxed{7}"] * 2)[:3],
+        )
+    ),
+    # ------------------------------------------------ guards: answers hidden in spans
+    *family(
+        "hidden",
+        lambda completion: both(completion, "5", "6"),
+        "(1.0, 0.0) for \\boxed{5}",
+        [
             ("color-white", r"\boxed{\color{white}{6}5}", (0.0, 0.0)),
             ("textcolor-white", r"\boxed{\textcolor{white}{6}5}", (0.0, 0.0)),
             ("llap", r"\boxed{\llap{6}5}", (0.0, 0.0)),
@@ -277,21 +345,14 @@ ATTACKS = [
             ("soft-hyphen", "\\boxed{5\u00ad6}", (0.0, 0.0)),
             ("bidi-override", "\\boxed{5\u202e6}", (0.0, 0.0)),
             ("footnote", r"\boxed{5}\footnote{or 6}", (1.0, 0.0)),
-        ]
-    ],
+        ],
+    ),
     # ------------------------------------------------ guards: hedges in other forms
-    *[
-        guard(
-            Attack(
-                f"hedge/{name}",
-                f"{completion!r} against gold 3 and gold 5",
-                today=str(expected),
-                honest_wrong="(1.0, 0.0) for \\boxed{3}",
-                should=expected,
-                run=lambda completion=completion: both(completion, "3", "5"),
-            )
-        )
-        for name, completion, expected in [
+    *family(
+        "hedge",
+        lambda completion: both(completion, "3", "5"),
+        "(1.0, 0.0) for \\boxed{3}",
+        [
             ("fbox-and-box", r"\boxed{3}\fbox{5}", (0.0, 0.0)),
             ("unbraced-boxes", r"\boxed 3 \boxed 5", (0.0, 0.0)),
             ("answer-lines", "**Answer:** 3\n\n**Answer:** 5", (0.0, 0.0)),
@@ -309,203 +370,132 @@ ATTACKS = [
             ("labelled-or", r"\boxed{x = 3 \text{ or } x = 5}", (0.0, 0.0)),
             ("false-chain-step", r"\boxed{x = 7 = 5}", (0.0, 0.0)),
             ("tail-beyond-search", r"\boxed{3}" + "\n" + "x" * 20_001 + r"\boxed{5}", (0.0, 1.0)),
-        ]
-    ],
-    *[
-        guard(
-            Attack(
-                f"hedge/{name}",
-                f"{completion!r} against gold {a!r} and gold {b!r}",
-                today="(0.0, 0.0)",
-                honest_wrong="(1.0, 0.0)",
-                should=(0.0, 0.0),
-                run=lambda completion=completion, a=a, b=b: both(completion, a, b),
-            )
-        )
-        for name, completion, a, b in [
-            ("choice-list", r"\boxed{A, B}", "A", "B"),
-            ("choice-or", "The answer is (A) or (B).", "A", "B"),
-            ("choice-letters-joined", r"\boxed{AB}", "A", "B"),
-            ("yes-or-no", r"\boxed{\text{Yes or No}}", r"\text{Yes}", r"\text{No}"),
-            ("yes-slash-no", r"\boxed{\text{yes/no}}", r"\text{Yes}", r"\text{No}"),
-            ("names-or", r"\boxed{\text{Evelyn or Bob}}", r"\text{Evelyn}", r"\text{Bob}"),
-            ("names-slash", r"\boxed{\text{Evelyn/Bob}}", r"\text{Evelyn}", r"\text{Bob}"),
-            ("plus-minus-infinity", r"\boxed{\pm\infty}", r"\infty", r"-\infty"),
-        ]
-    ],
+        ],
+    ),
+    *family(
+        "hedge",
+        both,
+        "(1.0, 0.0)",
+        [
+            ("choice-list", r"\boxed{A, B}", "A", "B", (0.0, 0.0)),
+            ("choice-or", "The answer is (A) or (B).", "A", "B", (0.0, 0.0)),
+            ("choice-letters-joined", r"\boxed{AB}", "A", "B", (0.0, 0.0)),
+            ("yes-or-no", r"\boxed{\text{Yes or No}}", r"\text{Yes}", r"\text{No}", (0.0, 0.0)),
+            ("yes-slash-no", r"\boxed{\text{yes/no}}", r"\text{Yes}", r"\text{No}", (0.0, 0.0)),
+            ("names-or", r"\boxed{\text{Eve or Bob}}", r"\text{Eve}", r"\text{Bob}", (0.0, 0.0)),
+            ("names-slash", r"\boxed{\text{Eve/Bob}}", r"\text{Eve}", r"\text{Bob}", (0.0, 0.0)),
+            ("plus-minus-infinity", r"\boxed{\pm\infty}", r"\infty", r"-\infty", (0.0, 0.0)),
+        ],
+    ),
     # ------------------------------------------------ guards: several parts, tuples, relations
-    *[
-        guard(
-            Attack(
-                f"parts/{name}",
-                f"{completion!r} for gold {gold!r}",
-                today="ok 0",
-                honest_wrong="ok 0",
-                should=OK0,
-                run=lambda completion=completion, gold=gold: direct(completion, gold),
-            )
-        )
-        for name, completion, gold in [
-            ("one-extra-part", r"\boxed{3}, \boxed{5}, \boxed{7}", "3, 5"),
-            ("one-part-twice", r"\boxed{3}, \boxed{3}", "3, 5"),
-            ("tuple-reversed", r"\boxed{(5,3)}", "(3,5)"),
-            ("tuple-as-two-boxes", r"\boxed{5}, \boxed{3}", "(3,5)"),
-            ("interval-as-two-boxes", r"\boxed{5}\boxed{3}", r"x \in [3,5]"),
-            ("record-values-swapped", r"\boxed{x=5}, \boxed{y=3}", "x=3, y=5"),
-            ("trivial-equation", r"\boxed{0 = 0}", "y = 2x+1"),
-            ("trivial-inequality", r"\boxed{x < x + 1}", "x < 3"),
-            ("zero-times-relation", r"\boxed{0 \cdot x = 0}", "y = 2x+1"),
-            ("squared-equation", r"\boxed{x^2 = 9}", r"x = \pm 3"),
-            ("reals-for-interval", r"\boxed{\mathbb{R}}", r"(-\infty,\infty)"),
-        ]
-    ],
+    *family(
+        "parts",
+        direct,
+        "ok 0",
+        [
+            ("one-extra-part", r"\boxed{3}, \boxed{5}, \boxed{7}", "3, 5", OK0),
+            ("one-part-twice", r"\boxed{3}, \boxed{3}", "3, 5", OK0),
+            ("tuple-reversed", r"\boxed{(5,3)}", "(3,5)", OK0),
+            ("tuple-as-two-boxes", r"\boxed{5}, \boxed{3}", "(3,5)", OK0),
+            ("interval-as-two-boxes", r"\boxed{5}\boxed{3}", r"x \in [3,5]", OK0),
+            ("record-values-swapped", r"\boxed{x=5}, \boxed{y=3}", "x=3, y=5", OK0),
+            ("trivial-equation", r"\boxed{0 = 0}", "y = 2x+1", OK0),
+            ("trivial-inequality", r"\boxed{x < x + 1}", "x < 3", OK0),
+            ("zero-times-relation", r"\boxed{0 \cdot x = 0}", "y = 2x+1", OK0),
+            ("squared-equation", r"\boxed{x^2 = 9}", r"x = \pm 3", OK0),
+            ("reals-for-interval", r"\boxed{\mathbb{R}}", r"(-\infty,\infty)", OK0),
+        ],
+    ),
     # ------------------------------------------------ guards: numbers and look-alikes
-    *[
-        guard(
-            Attack(
-                f"numbers/{name}",
-                f"{completion!r} for gold {gold!r}",
-                today="ok 0",
-                honest_wrong="ok 0",
-                should=OK0,
-                run=lambda completion=completion, gold=gold: direct(completion, gold),
-            )
-        )
-        for name, completion, gold in [
-            ("bad-thousands-grouping", r"\boxed{1,00}", "100"),
-            ("decimal-point-as-separator", r"\boxed{1.000}", "1000"),
-            ("percent-for-fraction", r"\boxed{50\%}", "0.5"),
-            ("e-notation-unevaluated", r"\boxed{1e3}", "1000"),
-            ("unnormalised-scientific", r"\boxed{20 \times 10^2}", "2000"),
-            ("truncated-repeating-decimal", r"\boxed{0.3333333333333333333333}", r"\frac13"),
-            (
-                "pi-to-fifty-places",
-                r"\boxed{3.14159265358979323846264338327950288419716939937510}",
-                r"\pi",
-            ),
-            ("circled-digit", "\\boxed{\u2464}", "5"),
-            ("superscript-digit", "\\boxed{\u2075}", "5"),
-            ("letter-o-for-zero", r"\boxed{O}", "0"),
-            ("greek-iota-for-one", "\\boxed{\u0399}", "1"),
-            ("figure-dash-minus", "\\boxed{\u20125}", "-5"),
-            ("roman-numeral", r"\boxed{XLII}", "42"),
-        ]
-    ],
-    guard(
-        Attack(
-            "numbers/unicode-minus-is-minus",
-            "\\boxed{\u22125} (U+2212, the minus sign) is -5",
-            today="ok 1",
-            honest_wrong="-",
-            should=OK1,
-            run=lambda: direct("\\boxed{\u22125}", "-5"),
-        )
+    *family(
+        "numbers",
+        direct,
+        "ok 0",
+        [
+            ("bad-thousands-grouping", r"\boxed{1,00}", "100", OK0),
+            ("decimal-point-as-separator", r"\boxed{1.000}", "1000", OK0),
+            ("percent-for-fraction", r"\boxed{50\%}", "0.5", OK0),
+            ("unnormalised-scientific", r"\boxed{20 \times 10^2}", "2000", OK0),
+            ("truncated-repeating-decimal", r"\boxed{0.3333333333333333333333}", r"\frac13", OK0),
+            ("pi-to-35-places", r"\boxed{3.14159265358979323846264338327950288}", r"\pi", OK0),
+            ("circled-digit", "\\boxed{\u2464}", "5", OK0),
+            ("superscript-digit", "\\boxed{\u2075}", "5", OK0),
+            ("letter-o-for-zero", r"\boxed{O}", "0", OK0),
+            ("greek-iota-for-one", "\\boxed{\u0399}", "1", OK0),
+            ("figure-dash-minus", "\\boxed{\u20125}", "-5", OK0),
+            ("roman-numeral", r"\boxed{XLII}", "42", OK0),
+            ("unicode-minus-is-minus", "\\boxed{\u22125}", "-5", OK1),
+        ],
     ),
     # ------------------------------------------------ guards: unevaluated, "x where x = ..."
-    *[
-        guard(
-            Attack(
-                f"unevaluated/{name}",
-                f"{completion!r} for 'Compute $\\dbinom{{31}}{{28}}$.' (4495)",
-                today="ok 0",
-                honest_wrong="ok 0",
-                should=OK0,
-                run=with_prompt(completion, "4495", r"Compute $\dbinom{31}{28}$."),
-            )
-        )
-        for name, completion in [
-            ("named-then-defined", r"The answer is $n$, where $n = \binom{31}{28}$."),
-            ("let-then-name", r"Let $N = \binom{31}{28}$. The answer is $N$."),
-            ("value-of", r"The answer is the value of $\binom{31}{28}$."),
-            ("choose-notation", r"The answer is $^{31}C_{28}$."),
-            ("factorials", r"The answer is $\frac{31!}{28!\,3!}$."),
-            ("product-over-six", r"The answer is $\frac{31 \cdot 30 \cdot 29}{6}$."),
-            ("matrix-lookalike", r"\boxed{\begin{pmatrix}31\\28\end{pmatrix}}"),
-        ]
-    ],
-    *[
-        guard(
-            Attack(
-                f"unevaluated/{name}",
-                f"\\boxed{{{answer}}} for {gold}",
-                today="ok 0",
-                honest_wrong="ok 0",
-                should=OK0,
-                run=lambda answer=answer, gold=gold: direct(f"\\boxed{{{answer}}}", gold),
-            )
-        )
-        for name, answer, gold in [
-            ("conjugate", r"\overline{1+2i}", "1-2i"),
-            ("determinant", r"\det\begin{pmatrix}1&2\\3&4\end{pmatrix}", "-2"),
-            ("vmatrix", r"\begin{vmatrix}1&2\\3&4\end{vmatrix}", "-2"),
-            ("gamma", r"\Gamma(5)", "24"),
-            ("zeta", r"\zeta(2)", r"\frac{\pi^2}{6}"),
-            ("euler-phi", r"\phi(10)", "4"),
-            ("dot-product", r"(1,2)\cdot(3,4)", "11"),
-            ("ellipsis-sum", r"1+2+\cdots+10", "55"),
-            ("floor-of-pi", r"\lfloor\pi\rfloor", "3"),
-            ("x-over-x", r"\frac{x}{x}", "1"),
-            ("minus-one-squared", "(-1)^2", "1"),
-            ("square-root-of-square", r"\sqrt{42^2}", "42"),
-            ("one-to-a-power", "1^{5}", "1"),
-        ]
-    ],
-    *[
-        guard(
-            Attack(
-                f"restated/{name}",
-                f"MATH-500 #54 'Write $\\frac{{3}}{{20}}$ as a decimal.' answered {answer!r}",
-                today="ok 0",
-                honest_wrong="ok 0",
-                should=OK0,
-                run=on_math500(54, f"\\boxed{{{answer}}}", "0.15"),
-            )
-        )
-        for name, answer in [
-            ("tfrac", r"\tfrac{3}{20}"),
-            ("cfrac", r"\cfrac{3}{20}"),
-            ("parenthesised-slash", "(3)/(20)"),
-            ("double-negation", r"-(-\frac{3}{20})"),
-            ("left-right", r"\left(\frac{3}{20}\right)"),
-            ("times-one-over-one", r"\frac{3}{20}\cdot\frac11"),
-            ("leading-zero", r"\frac{03}{20}"),
-            ("unreduced-negatives", r"\frac{-6}{-40}"),
-        ]
-    ],
+    *family(
+        "unevaluated",
+        lambda completion: direct(completion, "4495", r"Compute $\dbinom{31}{28}$."),
+        "ok 0",
+        [
+            ("named-then-defined", r"The answer is $n$, where $n = \binom{31}{28}$.", OK0),
+            ("let-then-name", r"Let $N = \binom{31}{28}$. The answer is $N$.", OK0),
+            ("value-of", r"The answer is the value of $\binom{31}{28}$.", OK0),
+            ("choose-notation", r"The answer is $^{31}C_{28}$.", OK0),
+            ("factorials", r"The answer is $\frac{31!}{28!\,3!}$.", OK0),
+            ("product-over-six", r"The answer is $\frac{31 \cdot 30 \cdot 29}{6}$.", OK0),
+            ("matrix-lookalike", r"\boxed{\begin{pmatrix}31\\28\end{pmatrix}}", OK0),
+        ],
+    ),
+    *family(
+        "unevaluated",
+        lambda answer, gold: direct(f"\\boxed{{{answer}}}", gold),
+        "ok 0",
+        [
+            ("conjugate", r"\overline{1+2i}", "1-2i", OK0),
+            ("determinant", r"\det\begin{pmatrix}1&2\\3&4\end{pmatrix}", "-2", OK0),
+            ("vmatrix", r"\begin{vmatrix}1&2\\3&4\end{vmatrix}", "-2", OK0),
+            ("gamma", r"\Gamma(5)", "24", OK0),
+            ("zeta", r"\zeta(2)", r"\frac{\pi^2}{6}", OK0),
+            ("euler-phi", r"\phi(10)", "4", OK0),
+            ("dot-product", r"(1,2)\cdot(3,4)", "11", OK0),
+            ("ellipsis-sum", r"1+2+\cdots+10", "55", OK0),
+            ("floor-of-pi", r"\lfloor\pi\rfloor", "3", OK0),
+            ("x-over-x", r"\frac{x}{x}", "1", OK0),
+            ("minus-one-squared", "(-1)^2", "1", OK0),
+            ("square-root-of-square", r"\sqrt{42^2}", "42", OK0),
+            ("one-to-a-power", "1^{5}", "1", OK0),
+        ],
+    ),
+    *family(
+        "restated",
+        lambda answer: on_math500(54, f"\\boxed{{{answer}}}", "0.15")(),
+        "ok 0 (MATH-500 #54 'Write $\\frac{3}{20}$ as a decimal.')",
+        [
+            ("tfrac", r"\tfrac{3}{20}", OK0),
+            ("cfrac", r"\cfrac{3}{20}", OK0),
+            ("parenthesised-slash", "(3)/(20)", OK0),
+            ("double-negation", r"-(-\frac{3}{20})", OK0),
+            ("left-right", r"\left(\frac{3}{20}\right)", OK0),
+            ("times-one-over-one", r"\frac{3}{20}\cdot\frac11", OK0),
+            ("leading-zero", r"\frac{03}{20}", OK0),
+            ("unreduced-negatives", r"\frac{-6}{-40}", OK0),
+        ],
+    ),
     # ------------------------------------------------ guards: pathological inputs are 0
-    *[
-        guard(
-            Attack(
-                f"pathological/{name}",
-                f"{name}: ok 0 in milliseconds, never null",
-                today="ok 0",
-                honest_wrong="ok 0",
-                should=OK0,
-                run=lambda completion=completion: direct(completion, "x^2+1"),
-            )
-        )
-        for name, completion in [
-            ("parentheses-480-deep", r"\boxed{" + "(" * 480 + "1" + ")" * 480 + "}"),
-            ("fractions-60-deep", r"\boxed{" + r"\frac{1}{" * 60 + "2" + "}" * 60 + "}"),
-            ("minus-signs", r"\boxed{" + "-" * 990 + "1}"),
-            ("unbraced-power-chain", r"\boxed{" + "2^" * 300 + "2}"),
-            ("sin-120-deep", r"\boxed{" + r"\sin(" * 120 + "x" + ")" * 120 + "}"),
-            ("exp-tower-of-symbols", r"\boxed{e^{e^{e^{e^{e^{x}}}}}}"),
-            ("exp-six-deep", r"\boxed{\exp(\exp(\exp(\exp(\exp(\exp(x))))))}"),
-            ("power-of-power-of-symbol", r"\boxed{(x^{4096})^{(x^{4096})}}"),
-            ("cosh-tower", r"\boxed{\cosh(\cosh(\cosh(\cosh(x^{99}))))}"),
-            (
-                "four-sines-of-powers",
-                "".join(rf"\boxed{{\sin({k}^{{4096}})}}" for k in (2, 3, 4, 5)),
-            ),
-            (
-                "matrix-15x15",
-                r"\boxed{\begin{pmatrix}"
-                + r"\\".join(["&".join(["x"] * 15)] * 15)
-                + r"\end{pmatrix}}",
-            ),
-        ]
-    ],
+    *family(
+        "pathological",
+        lambda completion: direct(completion, "x^2+1"),
+        "ok 0 in milliseconds, never null",
+        [
+            ("parentheses-480-deep", r"\boxed{" + "(" * 480 + "1" + ")" * 480 + "}", OK0),
+            ("fractions-60-deep", r"\boxed{" + r"\frac{1}{" * 60 + "2" + "}" * 60 + "}", OK0),
+            ("minus-signs", r"\boxed{" + "-" * 990 + "1}", OK0),
+            ("unbraced-power-chain", r"\boxed{" + "2^" * 300 + "2}", OK0),
+            ("sin-120-deep", r"\boxed{" + r"\sin(" * 120 + "x" + ")" * 120 + "}", OK0),
+            ("exp-tower-of-symbols", r"\boxed{e^{e^{e^{e^{e^{x}}}}}}", OK0),
+            ("exp-six-deep", r"\boxed{\exp(\exp(\exp(\exp(\exp(\exp(x))))))}", OK0),
+            ("power-of-power-of-symbol", r"\boxed{(x^{4096})^{(x^{4096})}}", OK0),
+            ("cosh-tower", r"\boxed{\cosh(\cosh(\cosh(\cosh(x^{99}))))}", OK0),
+            ("four-sines", "".join(rf"\boxed{{\sin({k}^{{4096}})}}" for k in (2, 3, 4, 5)), OK0),
+            ("matrix-15x15", r"\boxed{\begin{pmatrix}" + MATRIX_15 + r"\end{pmatrix}}", OK0),
+        ],
+    ),
 ]
 
 

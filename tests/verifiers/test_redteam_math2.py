@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -292,6 +293,53 @@ ATTACKS = [
             ),
         )
     ),
+    hole(
+        Attack(
+            "recall/currency-dollars-in-the-final-sentence",
+            "GSM8K's own style without its 'A:' line: 'That means she will spend $2 x 12 = $24.'"
+            " (gold 24): the two currency '$' open and close a math span, read '2 x 12 ='",
+            today="ok 0 ('unparseable answer')",
+            honest_wrong="ok 0",
+            should=OK1,
+            run=lambda: direct("That means she will spend $2 x 12 = $24.", "24"),
+        )
+    ),
+    hole(
+        Attack(
+            "recall/arithmetic-chain-in-the-final-sentence",
+            "'His son is 50/2=25 years old.' (gold 25): the final sentence's value is the chain"
+            " '50/2=25', refused as unfinished (a labelled chain would count)",
+            today="ok 0 ('not evaluated: unreduced fraction')",
+            honest_wrong="ok 0",
+            should=OK1,
+            run=lambda: direct("His son is 50/2=25 years old.", "25"),
+        )
+    ),
+    hole(
+        Attack(
+            "recall/negation-after-the-number",
+            "'So, 120 - 80 = 40 are not in the girl scout.' (gold 40): a 'not' after the"
+            " number is read as negating the answer",
+            today="ok 0 ('the final line negates its number')",
+            honest_wrong="ok 0",
+            should=OK1,
+            run=lambda: direct("So, 120 - 80 = 40 are not in the girl scout.", "40"),
+        )
+    ),
+    hole(
+        Attack(
+            "recall/a-line-then-a-closing-line",
+            "GSM8K's 'A: 18' followed by one more line ('I hope this helps!'): the 'A:' line"
+            " counts only as the final line; all 2,001 correct GSM8K model solutions score 0"
+            " this way (and with '---' or a closing code fence)",
+            today="ok 0 ('no final answer found')",
+            honest_wrong="ok 0",
+            should=OK1,
+            run=lambda: direct(
+                "She makes 9 * 2 = $18 every day.\nA: 18\n\nI hope this helps!", "18"
+            ),
+        )
+    ),
     # ------------------------------------------------ grouping (majority vote, best-of-N)
     hole(
         Attack(
@@ -549,3 +597,45 @@ def test_answer_formats_on_real_golds() -> None:
             if score(sample).score != 1.0:
                 failures.setdefault(family, []).append(gold)
     assert failures == {}
+
+
+def _unmarked_final_sentences() -> list[tuple[str, str]]:
+    """GSM8K model solutions labelled correct, without their final 'A: x' line, whose last
+    line still ends with the gold number: the format of a chat model that states its answer
+    in a sentence."""
+    path = MATH500.parents[1] / "gsm8k" / "example_model_solutions.jsonl"
+    if not path.exists():
+        pytest.skip("real data not available")
+    found = []
+    with path.open() as lines:
+        for row in map(json.loads, lines):
+            gold = row["ground_truth"].rsplit("A:", 1)[1].strip()
+            for model in (
+                "6b_finetuning",
+                "6b_verification",
+                "175b_finetuning",
+                "175b_verification",
+            ):
+                if not row[model]["is_correct"]:
+                    continue
+                body = row[model]["solution"].rstrip().rpartition("\nA:")[0]
+                last = re.sub(r"<<[^>]*>>", "", body.strip().splitlines()[-1])
+                numbers = re.findall(r"\d[\d,]*(?:\.\d+)?", last)
+                if numbers and numbers[-1].replace(",", "").rstrip(".") == gold.replace(",", ""):
+                    found.append((body, row["ground_truth"]))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="redteam: recall of unmarked final sentences")
+def test_unmarked_final_sentences_of_correct_gsm8k_solutions() -> None:
+    """Measured: 212 of 1,951 (10.9%) score 0: currency '$' read as math delimiters (about
+    half), arithmetic chains in the final sentence ('50/2=25 years old'), a 'not' after the
+    number, '€'."""
+    score = math()
+    zeros = [
+        body
+        for body, gold in _unmarked_final_sentences()
+        if score(Sample(id="u", completion=body, reference=gold)).score != 1.0
+    ]
+    assert zeros == []

@@ -7,8 +7,10 @@ last). Rows marked `hole` are open: strict xfails that flip loudly when fixed. T
 guard against regressions. The runners are the first pass's (`direct`, `engine`, `both`,
 `on_math500`): MATH-500 rows use the real problem statement as the prompt.
 
-`test_answer_formats_on_real_golds` measures false negatives on real data: every MATH-500 and
-GSM8K gold, written in each of the answer formats models emit, must score 1.
+False negatives on real data: `test_answer_formats_on_real_golds` writes every MATH-500 and
+GSM8K gold in each answer format models emit (all score 1 today);
+`test_unmarked_final_sentences_of_correct_gsm8k_solutions` (a hole) reads correct GSM8K model
+solutions without their final `A:` line, as a chat model writes them (212 of 1,951 score 0).
 """
 
 from __future__ import annotations
@@ -81,11 +83,11 @@ MATRIX_15 = r"\\".join(["&".join(["x"] * 15)] * 15)
 HMM_LOOP = "Hmm." * 4_999 + "!"
 """A collapsed policy's loop without spaces, 19,997 characters, ending in a non-unit character:
 the final-line fallback hands it to `split_unit`, whose `_TAIL` regex tries every `.` as the
-end of the value and re-reads the rest as a unit each time (8,000 characters: 3 CPU-s; 20,000:
-over 20 CPU-s)."""
+end of the value and re-reads the rest as a unit each time (8,000 characters: 3 CPU-s; these 19,997:
+20.6 CPU-s, measured alone)."""
 
 ATTACKS = [
-    # ------------------------------------------------ escape hatch: a null beats an honest 0
+    # ------------------------------------------------ escape hatch: a null reward, a killed worker
     hole(
         Attack(
             "escape/unit-tail-regex-timeout",

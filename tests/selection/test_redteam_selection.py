@@ -533,13 +533,11 @@ ROWS = [
         "the group step's pairwise same_answer calls run in the engine's process with no "
         "deadline for the group: answers built to share a bucket stall the batch",
     ),
-    hole(
+    guard(
         "select_duplicate_ids_without_group",
         _select_duplicate_ids,
         EQUAL,
-        "2 votes credited to 4 (one sample answered 4, the other 5)",
-        "select keys a group-less sample by its id: two such samples sharing an id become one "
-        "group whose cluster sizes are wrong",
+        "1 vote (was 2: keyed by id, now by input position)",
     ),
     hole(
         "weighted_majority_raw_signed_scores",

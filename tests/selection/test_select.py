@@ -192,3 +192,20 @@ def test_cli_stops_where_a_group_reappears_after_writing_the_groups_before(tmp_p
     assert done.returncode == 1
     assert "group 'q1' reappears at sample 'late'" in done.stderr.replace("\n", " ")
     assert [json.loads(line)["group"] for line in out.read_text().splitlines()] == ["q1", "q2"]
+
+
+def test_candidates_without_group_are_groups_of_their_own_whatever_their_ids() -> None:
+    """Keyed by input position, as the engine keys them: a shared id neither merges two
+    such candidates nor lets `k` drop the second."""
+    rows = [
+        {"id": "a", "completion": r"\boxed{4}", "reference": "5"},
+        {"id": "a", "completion": r"\boxed{5}", "reference": "5"},
+        {"id": "a", "completion": r"\boxed{5}", "reference": "4"},
+    ]
+    selection = rewardsmith.select(rows, "majority", k=1, workers=1)
+    assert [(c.group, c.answer, c.correct, c.clusters) for c in selection.choices] == [
+        (None, "4", False, [("4", 1)]),
+        (None, "5", True, [("5", 1)]),
+        (None, "5", False, [("5", 1)]),
+    ]
+    assert selection.summary is not None and selection.summary["groups"] == 3

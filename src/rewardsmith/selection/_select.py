@@ -281,7 +281,7 @@ class Selector:
     ) -> Iterator[tuple[Choice, GroupOutcome]]:
         """Each group's choice (and what the summary needs), in input order, as groups
         complete. Inputs that are not valid samples are passed to `skipped` and left out."""
-        fed: deque[Sample] = deque()
+        fed: deque[tuple[object, Sample]] = deque()
 
         def feed() -> Iterator[Sample]:
             counts: dict[object, int] = {}
@@ -289,11 +289,11 @@ class Selector:
                 sample = _as_sample(item, position, skipped)
                 if sample is None:
                     continue
-                key = _group_key(sample)
+                key = _group_key(sample, position)
                 counts[key] = counts.get(key, 0) + 1
                 if self.k is not None and counts[key] > self.k:
                     continue
-                fed.append(sample)
+                fed.append((key, sample))
                 yield sample
 
         current: object = None
@@ -301,8 +301,7 @@ class Selector:
         group: str | None = None
         try:
             for result in self._engine.iter_score(feed()):
-                sample = fed.popleft()
-                key = _group_key(sample)
+                key, sample = fed.popleft()
                 if members and key != current:
                     yield self._choose(group, members)
                     members = []
@@ -339,9 +338,10 @@ class Selector:
         self.close()
 
 
-def _group_key(sample: Sample) -> object:
-    """Samples without a group are groups of their own."""
-    return sample.group if sample.group is not None else ("no group", sample.id)
+def _group_key(sample: Sample, position: int) -> object:
+    """Samples without a group are groups of their own, keyed by input position as the
+    engine keys them (ids need not be unique: two such samples must not merge)."""
+    return sample.group if sample.group is not None else ("no group", position)
 
 
 def _as_sample(

@@ -547,13 +547,11 @@ ROWS = [
         "raw weights with signed scores: a vote at a negative score lowers its answer's total",
     ),
     guard("weighted_majority_softmax", _weighted_softmax_signed, AT_LEAST, "12.5 still picked"),
-    hole(
+    guard(
         "select_accuracy_drops_failed_groups",
         _select_failed_scores_not_graded,
         AT_MOST_HONEST,
-        "accuracy 100 vs 50",
-        "a group whose every score failed (failures the completions caused) is not graded: "
-        "it leaves the denominator instead of counting as wrong",
+        "accuracy 50 vs 50 (was 100: the group left the denominator)",
     ),
 ]
 

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from .._exceptions import ConfigError, InputError
 from ..combine import combine_scores
 from ..engine import Engine
-from ..models import Result, Sample, Score
+from ..models import Cause, Result, Sample, Score
 from ..spec import RewardSpec, load_spec
 from ._methods import METHODS, Candidate, Weights
 from ._metrics import GroupOutcome, summarize
@@ -212,7 +212,7 @@ class Selector:
         reading = result.components[ANSWER_COMPONENT]
         answer = reading.detail.get("answer")
         cluster = reading.detail.get("cluster")
-        score, steps = self._score(sample, result)
+        score, steps, failed_by = self._score(sample, result)
         return Candidate(
             id=sample.id,
             answer=answer if isinstance(answer, str) else None,
@@ -220,24 +220,31 @@ class Selector:
             score=score,
             steps=steps,
             correct=self._correct(sample, result),
+            failed_by=failed_by,
         )
 
     def _score(
         self, sample: Sample, result: Result
-    ) -> tuple[float | None, tuple[float, ...] | None]:
+    ) -> tuple[float | None, tuple[float, ...] | None, Cause | None]:
+        """The score, the step scores, and who made them fail when the scoring failed."""
         if self._score_path is not None:
             value = metadata_value(sample, self._score_path)
-            return _number(value), _steps(value)
+            return _number(value), _steps(value), None
         if self._component is not None:
             own: Score = result.components[self._component]
             if own.status != "ok":
-                return None, None
-            return own.score, _steps(own.detail.get("steps"))
+                return None, None, own.cause
+            return own.score, _steps(own.detail.get("steps")), None
         if self._user is not None:
             scores = {name: result.components[name] for name in self._user.rewards}
             combined = combine_scores(self._user, scores)
-            return (combined.reward if combined.status == "ok" else None), None
-        return None, None
+            if combined.status == "ok":
+                return combined.reward, None, None
+            total = Result(
+                id=sample.id, reward=None, status=combined.status, components=combined.components
+            )
+            return None, None, total.cause
+        return None, None, None
 
     def _correct(self, sample: Sample, result: Result) -> bool | None:
         if self._correct_path is not None:
@@ -266,7 +273,7 @@ class Selector:
             id=chosen.id if chosen else None,
             answer=chosen.answer if chosen else None,
             score=pick.score,
-            correct=chosen.correct if chosen else (False if pick.unanswered else None),
+            correct=chosen.correct if chosen else (False if pick.wrong else None),
             reason=pick.reason,
             candidates=len(candidates),
             clusters=[(answers[c], sizes[c]) for c in clusters],

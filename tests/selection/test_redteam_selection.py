@@ -293,11 +293,12 @@ def _vote_list() -> tuple[float, float]:
 
 def _vote_without_unit() -> tuple[float, float]:
     """A bare number is equal to that number in any unit (the README: a unit on one side
-    only is ignored), and the greedy clustering compares later answers with a cluster's
-    first answer only. Answered first, a bare `5` becomes the representative that both
-    `5 cm` (2 votes) and `5 m` (2 votes) join, though the math reward calls those two
-    different: the cluster of 5 beats `6 cm` (3) and the bare `5` scores 1. The same sample
-    answering `5 cm` leaves a three-way tie (ties: none): 0."""
+    only is ignored). When the greedy clustering compared later answers with a cluster's
+    first answer only, a bare `5` answered first became the representative that both
+    `5 cm` (2 votes) and `5 m` (2 votes) joined, though the math reward calls those two
+    different: the cluster of 5 beat `6 cm` (3) and the bare `5` scored 1. An answer now
+    joins a cluster only when it is the same as every form in it: `5 m` stays apart, and
+    the bare `5` ties as answering `5 cm` does (ties: none): 0."""
     cm, m, six = r"\boxed{5 \text{ cm}}", r"\boxed{5 \text{ m}}", r"\boxed{6 \text{ cm}}"
     rest = [cm, cm, m, m, six, six, six]
     attack = _votes([r"\boxed{5}", *rest])
@@ -523,13 +524,11 @@ ROWS = [
     guard("infinite_score_charged", _infinite_score, AT_MOST_HONEST, "charged, -1.22 vs -0.71"),
     guard("vote_hedge_is_no_vote", _vote_hedge, AT_MOST_HONEST, "0 vs 0"),
     guard("vote_list_is_its_own_answer", _vote_list, EQUAL, "0"),
-    hole(
+    guard(
         "vote_bare_number_joins_two_units",
         _vote_without_unit,
         AT_MOST_HONEST,
-        "bare 5: 1.0 (majority of 5 from 5 cm + 5 m) vs 5 cm: 0.0 (tie)",
-        "an answer without a unit equals the same number in every unit, so as a cluster's "
-        "representative it collects votes for answers that disagree with each other",
+        "bare 5: 0 (5 with 5 cm, 3; 5 m, 2; 6 cm, 3: a tie) vs 5 cm: 0; was 1.0",
     ),
     guard("vote_timeout_charged", _vote_timeout_advantage, AT_MOST_HONEST, "-1.0 vs 0"),
     guard(

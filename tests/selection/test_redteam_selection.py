@@ -27,7 +27,14 @@ import pytest
 from rewardsmith import RewardSpec, Sample, Score, select
 from rewardsmith.combine import ReNorm
 from rewardsmith.integrations._component_values import charged_rewards, component_values
-from rewardsmith.selection import METHODS, Candidate, cluster_votes, majority_vote, read_vote
+from rewardsmith.selection import (
+    DEFAULT_WEIGHTS,
+    METHODS,
+    Candidate,
+    cluster_votes,
+    majority_vote,
+    read_vote,
+)
 from tests.combine.helpers import ECHO, UNIT, ok, row, run, spec
 
 TIMEOUT = Score.failed("timeout", "ran past timeout_s")  # caused by the completion (default)
@@ -374,26 +381,35 @@ def _select_duplicate_ids() -> tuple[float, float]:
     return float(votes), 1.0
 
 
-def _weighted_pick_of_12_5(weights: str) -> tuple[float, float]:
-    """Whether `12.5` is picked after and before a second vote for it (1.0: picked)."""
+def _weighted_picks(weights: str) -> list[str | None]:
+    """The answer picked after and before a second vote for `12.5` (None: no pick)."""
     one = [Candidate("0", "12.5", 0, -0.3), Candidate("1", "25", 1, -0.5)]
     two = [*one, Candidate("2", "12.5", 0, -0.4)]
-    picked = [METHODS["weighted_majority"].choose(c, weights, 1.0).index for c in (two, one)]
-    return float(two[picked[0]].answer == "12.5"), float(one[picked[1]].answer == "12.5")  # type: ignore[index]
+    picked = [METHODS["weighted_majority"].choose(c, weights, 1.0).index for c in (two, one)]  # type: ignore[arg-type]
+    return [None if i is None else c[i].answer for i, c in zip(picked, (two, one), strict=True)]
+
+
+def _weighted_default_signed() -> tuple[float, float]:
+    """`weighted_majority` summed reward-model scores as they are by default (`raw`), and
+    Qwen2.5-Math-RM's are signed (57 of the 800 in math_cot_100 are below 0; on its problem
+    54 two votes for `12.5` at -1.30 and -1.53 lose to one vote for `25` at -0.19). `12.5`
+    at -0.3 beat `25` at -0.5; a second vote for `12.5`, at -0.4, made it lose (-0.7 <
+    -0.5): a vote at a negative score counted against its answer. The default is now
+    `sigmoid`: whether `12.5` is picked after and before the second vote (1.0: picked)."""
+    after, before = _weighted_picks(DEFAULT_WEIGHTS)
+    return float(after == "12.5"), float(before == "12.5")
 
 
 def _weighted_raw_signed() -> tuple[float, float]:
-    """`weighted_majority` with `--weights raw` (the default) sums reward-model scores as
-    they are, and Qwen2.5-Math-RM's are signed (57 of the 800 in math_cot_100 are below 0;
-    on its problem 54 two votes for `12.5` at -1.30 and -1.53 lose to one vote for `25` at
-    -0.19). `12.5` at -0.3 beats `25` at -0.5; a second vote for `12.5`, at -0.4, makes it
-    lose (-0.7 < -0.5): a vote at a negative score counts against its answer."""
-    return _weighted_pick_of_12_5("raw")
+    """Guard: `raw`, asked for, gives no pick (with the reason) for a group where a vote
+    has a negative score: the picks made, 0."""
+    return float(sum(p is not None for p in _weighted_picks("raw"))), 0.0
 
 
 def _weighted_softmax_signed() -> tuple[float, float]:
     """Guard: with `softmax` weights the second vote does not hurt."""
-    return _weighted_pick_of_12_5("softmax")
+    after, before = _weighted_picks("softmax")
+    return float(after == "12.5"), float(before == "12.5")
 
 
 def _accuracy(rm_of_wrong_group: Any) -> float:
@@ -543,13 +559,13 @@ ROWS = [
         EQUAL,
         "1 vote (was 2: keyed by id, now by input position)",
     ),
-    hole(
+    guard(
         "weighted_majority_raw_signed_scores",
-        _weighted_raw_signed,
+        _weighted_default_signed,
         AT_LEAST,
-        "the answer with one vote more loses (picked 12.5 before the vote, 25 after)",
-        "raw weights with signed scores: a vote at a negative score lowers its answer's total",
+        "12.5 picked before and after (default sigmoid); raw, the old default, picked 25 after",
     ),
+    guard("weighted_majority_raw_refuses_signed", _weighted_raw_signed, EQUAL, "no pick"),
     guard("weighted_majority_softmax", _weighted_softmax_signed, AT_LEAST, "12.5 still picked"),
     guard(
         "select_accuracy_drops_failed_groups",

@@ -55,7 +55,6 @@ def sigmoid(x: float) -> float:
 CASES = [
     ("majority", "raw", 1, 3.0),  # B has 3 votes; its first member
     ("best_of_n", "raw", 5, 9.0),  # the highest score, answer or not (rm@k)
-    ("weighted_majority", "raw", 0, 5.5),  # A: 3 + 2.5; B: 1 - 1 + 0.5
     ("weighted_majority", "sigmoid", 0, sigmoid(3) + sigmoid(2.5)),  # 1.877 > B's 1.624
     ("prm_min_max", "raw", 0, 0.8),  # mins 0.8 0.6 0.1 0.5 0.8: the first 0.8
     ("prm_min_vote", "raw", 4, 1.9),  # A: 0.8 + 0.1; B: 0.6 + 0.5 + 0.8, its best member 4
@@ -73,6 +72,19 @@ CASES = [
 def test_methods_by_hand(method: str, weights: str, index: int, value: float) -> None:
     pick = METHODS[method].choose(group(), weights, 1.0)  # type: ignore[arg-type]
     assert (pick.index, pick.score) == (index, pytest.approx(value))
+
+
+def test_votes_below_zero_give_no_pick() -> None:
+    """Sums are votes only when no weight is negative: a group where an answer's raw score
+    (or PRM value) is below 0 gets no pick (a vote there would count against its answer)."""
+    unsigned = group(score=[3.0, 1.0, 2.5, 0.0, 0.5, -9.0])  # -9.0 has no answer: no vote
+    pick = METHODS["weighted_majority"].choose(unsigned, "raw", 1.0)
+    assert (pick.index, pick.score) == (0, 5.5)  # A: 3 + 2.5; B: 1 + 0 + 0.5
+    signed = METHODS["weighted_majority"].choose(group(), "raw", 1.0)  # candidate 3 at -1
+    assert (signed.index, signed.wrong) == (None, False)
+    assert signed.reason.startswith("a vote's raw weight must be >= 0 (candidate 3 has -1")
+    prm = METHODS["prm_last_vote"].choose(group(steps=[(0.9, -0.2), *STEPS[1:]]), "raw", 1.0)
+    assert prm.index is None and prm.reason.startswith("a vote's PRM last must be >= 0")
 
 
 def test_softmax_weights_follow_the_temperature() -> None:

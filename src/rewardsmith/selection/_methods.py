@@ -7,8 +7,12 @@ Qwen2.5-Math's `rm_maj_eval.py` (`list.index(max(...))`, `Counter.most_common`).
 - `majority` (maj@k, self-consistency, Wang et al. 2023): the largest answer cluster; its
   first member.
 - `best_of_n` (rm@k): the highest score.
-- `weighted_majority`: the cluster with the largest sum of weights (the score as it is,
-  `softmax` over the group at a temperature, or `sigmoid`); its highest-weighted member.
+- `weighted_majority`: the cluster with the largest sum of weights (`sigmoid` of the score,
+  the default, `softmax` over the group at a temperature, or the score as it is, `raw`); its
+  highest-weighted member. A sum is a vote only when every weight is positive: reward
+  models' scores are signed (Qwen2.5-Math-RM's are logits), and a raw vote at a negative
+  score would count against its own answer, so one more vote could make an answer lose.
+  A vote (weighted or PRM `_vote`) below 0 therefore gives no pick, with the reason.
 - PRM aggregations (Lightman et al. 2023; Wang et al. 2024, Math-Shepherd): per-step scores
   reduced to one value by `min`, `last`, `prod` or `mean`, then `_max` (the best single
   candidate) or `_vote` (summed per answer cluster): `prm_min_max`, `prm_prod_vote`...
@@ -35,6 +39,7 @@ from ..combine._shaping import sigmoid
 from ..models import Cause
 
 __all__ = [
+    "DEFAULT_WEIGHTS",
     "METHODS",
     "PRM_AGGREGATES",
     "Candidate",
@@ -45,6 +50,9 @@ __all__ = [
 
 Weights = Literal["raw", "softmax", "sigmoid"]
 """How `weighted_majority` turns scores into vote weights."""
+
+DEFAULT_WEIGHTS: Weights = "sigmoid"
+"""Positive for any score, increasing with it: every vote adds to its answer."""
 
 
 @dataclass(frozen=True)
@@ -108,11 +116,20 @@ def _nothing_weighed(
 
 
 def _vote(candidates: Sequence[Candidate], weights: Sequence[float | None], what: str) -> Pick:
-    """The cluster with the largest total weight (the first on a tie); its best member."""
+    """The cluster with the largest total weight (the first on a tie); its best member. No
+    pick when a vote weighs less than 0: it would count against its own answer."""
     totals: dict[int, float] = {}
-    for candidate, weight in zip(candidates, weights, strict=True):
-        if candidate.cluster is not None and weight is not None:
-            totals[candidate.cluster] = totals.get(candidate.cluster, 0.0) + weight
+    for index, (candidate, weight) in enumerate(zip(candidates, weights, strict=True)):
+        if candidate.cluster is None or weight is None:
+            continue
+        if weight < 0:
+            return Pick(
+                None,
+                None,
+                f"a vote's {what} must be >= 0 (candidate {index} has {weight:g}: its vote "
+                "would count against its answer)",
+            )
+        totals[candidate.cluster] = totals.get(candidate.cluster, 0.0) + weight
     winner = _first_best(sorted(totals.items()))
     if winner is None:
         if all(c.cluster is None for c in candidates):

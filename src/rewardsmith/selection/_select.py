@@ -31,7 +31,7 @@ from ..combine import combine_scores
 from ..engine import Engine
 from ..models import Cause, Result, Sample, Score
 from ..spec import RewardSpec, load_spec
-from ._methods import METHODS, Candidate, Weights
+from ._methods import DEFAULT_WEIGHTS, METHODS, Candidate, Weights
 from ._metrics import GroupOutcome, summarize
 from ._votes import ClusterMode, metadata_path, metadata_value
 
@@ -133,7 +133,7 @@ class Selector:
         cluster: ClusterMode = "math",
         answer_key: str | None = None,
         correct_key: str | None = None,
-        weights: Weights = "raw",
+        weights: Weights = DEFAULT_WEIGHTS,
         temperature: float = 1.0,
         k: int | None = None,
         workers: int | None = None,
@@ -148,7 +148,8 @@ class Selector:
             cluster: how answers are told apart: `math`, `exact` or `normalized`.
             answer_key: `metadata.KEY` holding each candidate's answer, instead of reading it.
             correct_key: `metadata.KEY` holding each candidate's verdict, instead of judging.
-            weights: `weighted_majority`'s weights: `raw`, `softmax` or `sigmoid`.
+            weights: `weighted_majority`'s weights: `sigmoid` (the default), `softmax` or
+                `raw` (scores >= 0 only: a group with a negative score gets no pick).
             temperature: the softmax temperature.
             k: use the first `k` candidates of each group.
             workers: worker processes (default: one per core).

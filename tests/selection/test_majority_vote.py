@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import pytest
 
 from rewardsmith import ConfigError, Sample, Score, load_spec
-from rewardsmith.selection import MajorityVote, majority_vote
+from rewardsmith.selection import MajorityVote, Vote, cluster_votes, majority_vote
+from tests.selection.test_redteam_selection import built_to_share_a_bucket
 
 
 def run_group(completions: list[str], **options: Any) -> list[Score]:
@@ -130,6 +132,53 @@ GROUPS = [
         0.75,
         entropy(3, 1),
     ),
+    # a bare number is the same answer as that number in any unit; it must not make one
+    # cluster of units that differ (golds from MATH-500: `5.4 \text{ cents}`,
+    # `\frac{270}7\text{ degrees}`)
+    (
+        "a bare number joins one unit, not two that differ",
+        [
+            r"\boxed{5.4}",
+            r"\boxed{5.4 \text{ cents}}",
+            r"\boxed{5.4 \text{ dollars}}",
+            r"\boxed{5.4 \text{ dollars}}",
+            r"\boxed{\$0.054}",
+        ],
+        {},
+        [1, 1, 0, 0, 1],
+        "5.4",
+        0.6,
+        entropy(3, 2),
+    ),
+    (
+        "degrees and radians stay apart beside a bare value",
+        [
+            r"\boxed{\frac{270}{7}}",
+            r"\boxed{\frac{270}7\text{ degrees}}",
+            r"\boxed{\frac{270}{7} \text{ radians}}",
+            r"\boxed{\frac{270}{7} \text{ radians}}",
+            r"\boxed{\frac{270}{7}^\circ}",
+        ],
+        {},
+        [1, 1, 0, 0, 1],
+        r"\frac{270}{7}",
+        0.6,
+        entropy(3, 2),
+    ),
+    (
+        "a bare number first cannot gather two units into a majority",
+        [
+            r"\boxed{5}",
+            *[r"\boxed{5 \text{ cm}}"] * 2,
+            *[r"\boxed{5 \text{ m}}"] * 2,
+            *[r"\boxed{6 \text{ cm}}"] * 3,
+        ],
+        {},
+        [0, 0, 0, 0, 0, 0, 0, 0],  # 5 with 5 cm (3), 5 m (2), 6 cm (3): a tie
+        None,
+        3 / 8,
+        entropy(3, 2, 3),
+    ),
     (
         "an unfinished answer is no answer",
         [r"\boxed{\binom{5}{2}}", r"\boxed{10}", r"\boxed{\frac{20}{2}}", r"\boxed{9}"],
@@ -222,3 +271,29 @@ def test_parameters_are_checked_when_the_spec_loads() -> None:
     assert spec.needs_groups and spec.rewards["v"].group_scoped
     assert spec.rewards["v"].bounds == (0.0, 1.0)
     assert isinstance(spec.rewards["v"].build_group(), MajorityVote)
+
+
+def test_comparisons_stop_at_the_group_time_limit() -> None:
+    """Each comparison takes at least 50 ms: in 0.2 s at most 5 start (whatever the load);
+    the keys left are their own clusters (none is compared) and the clustering says it was
+    capped."""
+
+    def slow(a: str, b: str) -> bool:
+        time.sleep(0.05)
+        return False
+
+    votes = [Vote(str(k), f"k{k}", ("one bucket",)) for k in range(20)]
+    clustering = cluster_votes(votes, "math", same=slow, time_limit_s=0.2)
+    assert 1 <= clustering.comparisons <= 5 and clustering.capped
+    assert len(clustering.clusters) == 20
+
+
+def test_answers_built_to_stall_the_group_step_stay_alone_and_earn_nothing() -> None:
+    """Four answers whose comparisons each take the math reward's numeric limit come first
+    and use up the group's time: each stays alone (1 vote, 0), as low as the honest wrong
+    `5`; the honest majority `4` shares one key and needs no comparison."""
+    built = built_to_share_a_bucket(4)
+    scores = run_group([*built, FOUR, FOUR, FOUR, FIVE, FIVE])
+    assert [s.score for s in scores] == [0, 0, 0, 0, 1, 1, 1, 0, 0]
+    assert [s.detail["votes"] for s in scores[:4]] == [1, 1, 1, 1]
+    assert scores[0].detail["comparisons_capped"] and scores[0].detail["majority"] == "4"

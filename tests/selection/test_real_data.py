@@ -34,12 +34,11 @@ QWEN_OPTIONS: dict[str, Any] = {
     "answer_key": "metadata.pred",
     "correct_key": "metadata.qwen_correct",
     "score_key": "metadata.rm_score",
-    "weights": "sigmoid",
 }
+"""`weighted_majority` with its default weights, `sigmoid`, as Qwen's numbers are."""
 OURS_OPTIONS: dict[str, Any] = {
     "cluster": "math",
     "score_key": "metadata.rm_score",
-    "weights": "sigmoid",
 }
 """No `spec`: the math reward judges correctness against each sample's reference."""
 

@@ -18,6 +18,7 @@ where a row says it runs the engine.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,8 +27,14 @@ import pytest
 from rewardsmith import RewardSpec, Sample, Score, select
 from rewardsmith.combine import ReNorm
 from rewardsmith.integrations._component_values import charged_rewards, component_values
-from rewardsmith.selection import METHODS, Candidate, cluster_votes, majority_vote, read_vote
-from rewardsmith.verifiers.math._numeric import TIME_LIMIT_S
+from rewardsmith.selection import (
+    DEFAULT_WEIGHTS,
+    METHODS,
+    Candidate,
+    cluster_votes,
+    majority_vote,
+    read_vote,
+)
 from tests.combine.helpers import ECHO, UNIT, ok, row, run, spec
 
 TIMEOUT = Score.failed("timeout", "ran past timeout_s")  # caused by the completion (default)
@@ -293,11 +300,12 @@ def _vote_list() -> tuple[float, float]:
 
 def _vote_without_unit() -> tuple[float, float]:
     """A bare number is equal to that number in any unit (the README: a unit on one side
-    only is ignored), and the greedy clustering compares later answers with a cluster's
-    first answer only. Answered first, a bare `5` becomes the representative that both
-    `5 cm` (2 votes) and `5 m` (2 votes) join, though the math reward calls those two
-    different: the cluster of 5 beats `6 cm` (3) and the bare `5` scores 1. The same sample
-    answering `5 cm` leaves a three-way tie (ties: none): 0."""
+    only is ignored). When the greedy clustering compared later answers with a cluster's
+    first answer only, a bare `5` answered first became the representative that both
+    `5 cm` (2 votes) and `5 m` (2 votes) joined, though the math reward calls those two
+    different: the cluster of 5 beat `6 cm` (3) and the bare `5` scored 1. An answer now
+    joins a cluster only when it is the same as every form in it: `5 m` stays apart, and
+    the bare `5` ties as answering `5 cm` does (ties: none): 0."""
     cm, m, six = r"\boxed{5 \text{ cm}}", r"\boxed{5 \text{ m}}", r"\boxed{6 \text{ cm}}"
     rest = [cm, cm, m, m, six, six, six]
     attack = _votes([r"\boxed{5}", *rest])
@@ -326,27 +334,34 @@ def _vote_timeout_advantage() -> tuple[float, float]:
     return fourth(TIMEOUT), fourth(None)
 
 
+def built_to_share_a_bucket(count: int) -> list[str]:
+    """Answers built to share one bucket (the same 400-digit-precise value up to a term of
+    10^-390) but to differ: comparing two takes the math reward's numeric limit both ways."""
+    base = "+".join(f"(x+{k})^{{4096}}" for k in range(1, 9))
+    tiny = "1" + "0" * 390
+    odd = [k for k in range(1, 100) if k % 2 and k % 5][:count]
+    return [rf"\boxed{{{base}+\frac{{{k}}}{{{tiny}}}}}" for k in odd]
+
+
 def _vote_group_step_cost() -> tuple[float, float]:
     """`majority_vote`'s group step compares answers pairwise with the math reward's
     `same_answer` in the engine's own process, outside any worker and its hard timeout.
-    Sixteen answers built to share one bucket (the same 400-digit-precise value up to a
-    term of 10^-390) but to differ: each is read in milliseconds in a worker, then each new
-    one is compared with every earlier cluster, up to the 8 x 16 cap: 120 comparisons of
-    up to 2 x 1.5 s each (`same_answer` compares both ways, each under the numeric limit).
-    Measured (loaded machine): 8 such answers, 17 s of group step; none of it killable.
-    Returns the worst-case seconds of that work, against the spec's default timeout_s (5):
-    a group's work should be bounded like a sample's."""
-    base = "+".join(f"(x+{k})^{{4096}}" for k in range(1, 9))
-    tiny = "1" + "0" * 390
-    odd = [k for k in range(1, 100) if k % 2 and k % 5][:16]
-    completions = [rf"\boxed{{{base}+\frac{{{k}}}{{{tiny}}}}}" for k in odd]
+    Sixteen answers built to share a bucket but differ are each read in milliseconds in a
+    worker; clustering them was up to 120 comparisons of up to 2 x 1.5 s each (360 s; 8 such
+    answers measured 17 s), none of it killable. Returns the seconds the real group step
+    takes on them (the group's comparisons now stop at `GROUP_TIME_LIMIT_S`, 3 s, the one
+    running then giving up), against the spec's default timeout_s (5): a group's work is
+    bounded like a sample's."""
     votes = [
         read_vote(Sample(id=str(i), completion=c, group="g"), "math", None)
-        for i, c in enumerate(completions)
+        for i, c in enumerate(built_to_share_a_bucket(16))
     ]
     assert all(v.answer is not None for v in votes)
-    clustering = cluster_votes(votes, "math", same=lambda a, b: False)  # count, do not wait
-    return clustering.comparisons * 2 * TIME_LIMIT_S, 5.0
+    started = time.monotonic()
+    clustering = cluster_votes(votes, "math")
+    took = time.monotonic() - started
+    assert clustering.capped and len(clustering.clusters) == 16
+    return took, 5.0
 
 
 # -- rewardsmith select ---------------------------------------------------------------------
@@ -366,26 +381,35 @@ def _select_duplicate_ids() -> tuple[float, float]:
     return float(votes), 1.0
 
 
-def _weighted_pick_of_12_5(weights: str) -> tuple[float, float]:
-    """Whether `12.5` is picked after and before a second vote for it (1.0: picked)."""
+def _weighted_picks(weights: str) -> list[str | None]:
+    """The answer picked after and before a second vote for `12.5` (None: no pick)."""
     one = [Candidate("0", "12.5", 0, -0.3), Candidate("1", "25", 1, -0.5)]
     two = [*one, Candidate("2", "12.5", 0, -0.4)]
-    picked = [METHODS["weighted_majority"].choose(c, weights, 1.0).index for c in (two, one)]
-    return float(two[picked[0]].answer == "12.5"), float(one[picked[1]].answer == "12.5")  # type: ignore[index]
+    picked = [METHODS["weighted_majority"].choose(c, weights, 1.0).index for c in (two, one)]  # type: ignore[arg-type]
+    return [None if i is None else c[i].answer for i, c in zip(picked, (two, one), strict=True)]
+
+
+def _weighted_default_signed() -> tuple[float, float]:
+    """`weighted_majority` summed reward-model scores as they are by default (`raw`), and
+    Qwen2.5-Math-RM's are signed (57 of the 800 in math_cot_100 are below 0; on its problem
+    54 two votes for `12.5` at -1.30 and -1.53 lose to one vote for `25` at -0.19). `12.5`
+    at -0.3 beat `25` at -0.5; a second vote for `12.5`, at -0.4, made it lose (-0.7 <
+    -0.5): a vote at a negative score counted against its answer. The default is now
+    `sigmoid`: whether `12.5` is picked after and before the second vote (1.0: picked)."""
+    after, before = _weighted_picks(DEFAULT_WEIGHTS)
+    return float(after == "12.5"), float(before == "12.5")
 
 
 def _weighted_raw_signed() -> tuple[float, float]:
-    """`weighted_majority` with `--weights raw` (the default) sums reward-model scores as
-    they are, and Qwen2.5-Math-RM's are signed (57 of the 800 in math_cot_100 are below 0;
-    on its problem 54 two votes for `12.5` at -1.30 and -1.53 lose to one vote for `25` at
-    -0.19). `12.5` at -0.3 beats `25` at -0.5; a second vote for `12.5`, at -0.4, makes it
-    lose (-0.7 < -0.5): a vote at a negative score counts against its answer."""
-    return _weighted_pick_of_12_5("raw")
+    """Guard: `raw`, asked for, gives no pick (with the reason) for a group where a vote
+    has a negative score: the picks made, 0."""
+    return float(sum(p is not None for p in _weighted_picks("raw"))), 0.0
 
 
 def _weighted_softmax_signed() -> tuple[float, float]:
     """Guard: with `softmax` weights the second vote does not hurt."""
-    return _weighted_pick_of_12_5("softmax")
+    after, before = _weighted_picks("softmax")
+    return float(after == "12.5"), float(before == "12.5")
 
 
 def _accuracy(rm_of_wrong_group: Any) -> float:
@@ -516,46 +540,38 @@ ROWS = [
     guard("infinite_score_charged", _infinite_score, AT_MOST_HONEST, "charged, -1.22 vs -0.71"),
     guard("vote_hedge_is_no_vote", _vote_hedge, AT_MOST_HONEST, "0 vs 0"),
     guard("vote_list_is_its_own_answer", _vote_list, EQUAL, "0"),
-    hole(
+    guard(
         "vote_bare_number_joins_two_units",
         _vote_without_unit,
         AT_MOST_HONEST,
-        "bare 5: 1.0 (majority of 5 from 5 cm + 5 m) vs 5 cm: 0.0 (tie)",
-        "an answer without a unit equals the same number in every unit, so as a cluster's "
-        "representative it collects votes for answers that disagree with each other",
+        "bare 5: 0 (5 with 5 cm, 3; 5 m, 2; 6 cm, 3: a tie) vs 5 cm: 0; was 1.0",
     ),
     guard("vote_timeout_charged", _vote_timeout_advantage, AT_MOST_HONEST, "-1.0 vs 0"),
-    hole(
+    guard(
         "vote_group_step_unbounded",
         _vote_group_step_cost,
         AT_MOST_HONEST,
-        "360 s worst case (120 comparisons) vs timeout_s 5",
-        "the group step's pairwise same_answer calls run in the engine's process with no "
-        "deadline for the group: answers built to share a bucket stall the batch",
+        "3 s (the group's time limit) vs timeout_s 5; was 360 s worst case, unkillable",
     ),
-    hole(
+    guard(
         "select_duplicate_ids_without_group",
         _select_duplicate_ids,
         EQUAL,
-        "2 votes credited to 4 (one sample answered 4, the other 5)",
-        "select keys a group-less sample by its id: two such samples sharing an id become one "
-        "group whose cluster sizes are wrong",
+        "1 vote (was 2: keyed by id, now by input position)",
     ),
-    hole(
+    guard(
         "weighted_majority_raw_signed_scores",
-        _weighted_raw_signed,
+        _weighted_default_signed,
         AT_LEAST,
-        "the answer with one vote more loses (picked 12.5 before the vote, 25 after)",
-        "raw weights with signed scores: a vote at a negative score lowers its answer's total",
+        "12.5 picked before and after (default sigmoid); raw, the old default, picked 25 after",
     ),
+    guard("weighted_majority_raw_refuses_signed", _weighted_raw_signed, EQUAL, "no pick"),
     guard("weighted_majority_softmax", _weighted_softmax_signed, AT_LEAST, "12.5 still picked"),
-    hole(
+    guard(
         "select_accuracy_drops_failed_groups",
         _select_failed_scores_not_graded,
         AT_MOST_HONEST,
-        "accuracy 100 vs 50",
-        "a group whose every score failed (failures the completions caused) is not graded: "
-        "it leaves the denominator instead of counting as wrong",
+        "accuracy 50 vs 50 (was 100: the group left the denominator)",
     ),
 ]
 

@@ -24,7 +24,14 @@ CORRECT = [True, False, True, False, False, None]
 
 
 def group(**changes: list[Any]) -> list[Candidate]:
-    columns = {"answer": ANSWERS, "score": SCORES, "steps": STEPS, "correct": CORRECT, **changes}
+    columns = {
+        "answer": ANSWERS,
+        "score": SCORES,
+        "steps": STEPS,
+        "correct": CORRECT,
+        "failed_by": [None] * len(ANSWERS),
+        **changes,
+    }
     clusters = {"A": 0, "B": 1}
     return [
         Candidate(
@@ -34,6 +41,7 @@ def group(**changes: list[Any]) -> list[Candidate]:
             score=columns["score"][i],
             steps=columns["steps"][i],
             correct=columns["correct"][i],
+            failed_by=columns["failed_by"][i],
         )
         for i in range(len(ANSWERS))
     ]
@@ -47,7 +55,6 @@ def sigmoid(x: float) -> float:
 CASES = [
     ("majority", "raw", 1, 3.0),  # B has 3 votes; its first member
     ("best_of_n", "raw", 5, 9.0),  # the highest score, answer or not (rm@k)
-    ("weighted_majority", "raw", 0, 5.5),  # A: 3 + 2.5; B: 1 - 1 + 0.5
     ("weighted_majority", "sigmoid", 0, sigmoid(3) + sigmoid(2.5)),  # 1.877 > B's 1.624
     ("prm_min_max", "raw", 0, 0.8),  # mins 0.8 0.6 0.1 0.5 0.8: the first 0.8
     ("prm_min_vote", "raw", 4, 1.9),  # A: 0.8 + 0.1; B: 0.6 + 0.5 + 0.8, its best member 4
@@ -65,6 +72,19 @@ CASES = [
 def test_methods_by_hand(method: str, weights: str, index: int, value: float) -> None:
     pick = METHODS[method].choose(group(), weights, 1.0)  # type: ignore[arg-type]
     assert (pick.index, pick.score) == (index, pytest.approx(value))
+
+
+def test_votes_below_zero_give_no_pick() -> None:
+    """Sums are votes only when no weight is negative: a group where an answer's raw score
+    (or PRM value) is below 0 gets no pick (a vote there would count against its answer)."""
+    unsigned = group(score=[3.0, 1.0, 2.5, 0.0, 0.5, -9.0])  # -9.0 has no answer: no vote
+    pick = METHODS["weighted_majority"].choose(unsigned, "raw", 1.0)
+    assert (pick.index, pick.score) == (0, 5.5)  # A: 3 + 2.5; B: 1 + 0 + 0.5
+    signed = METHODS["weighted_majority"].choose(group(), "raw", 1.0)  # candidate 3 at -1
+    assert (signed.index, signed.wrong) == (None, False)
+    assert signed.reason.startswith("a vote's raw weight must be >= 0 (candidate 3 has -1")
+    prm = METHODS["prm_last_vote"].choose(group(steps=[(0.9, -0.2), *STEPS[1:]]), "raw", 1.0)
+    assert prm.index is None and prm.reason.startswith("a vote's PRM last must be >= 0")
 
 
 def test_softmax_weights_follow_the_temperature() -> None:
@@ -85,13 +105,43 @@ def test_ties_go_to_the_first_cluster_and_member() -> None:
 def test_nothing_to_choose_says_why() -> None:
     silent = group(answer=[None] * 6)
     pick = METHODS["majority"].choose(silent, "raw", 1.0)
-    assert pick.index is None and pick.unanswered
+    assert pick.index is None and pick.wrong
     unscored = METHODS["best_of_n"].choose(group(score=[None] * 6), "raw", 1.0)
-    assert unscored.index is None and not unscored.unanswered
+    assert unscored.index is None and not unscored.wrong
     assert unscored.reason == "no candidate was scored"
     wrong = METHODS["oracle"].choose(group(correct=[False] * 5 + [None]), "raw", 1.0)
     assert (wrong.index, wrong.score) == (0, 0.0)
     assert wrong.reason == "no candidate is correct (1 not judged)"
+
+
+CAUSES = {"c": "completion", "d": "dataset", "i": "infrastructure", "-": None}
+UNSCORED = [None] * 6
+# (method, the values it weighs, who made each missing one fail, per candidate: c completion,
+# d dataset, i infrastructure, - nobody, e.g. not in the data; whether the empty pick counts
+# as a wrong answer): wrong only when every missing value it weighs failed on the completion
+EMPTY_PICKS = [
+    ("best_of_n", {"score": UNSCORED}, "cccccc", True),
+    ("best_of_n", {"score": UNSCORED}, "cccccd", False),
+    ("best_of_n", {"score": UNSCORED}, "ccccci", False),
+    ("best_of_n", {"score": UNSCORED}, "ccccc-", False),
+    ("best_of_n", {"score": UNSCORED}, "------", False),
+    # only candidate 5, which has no answer, is scored: the answered ones decide
+    ("weighted_majority", {"score": [*UNSCORED[:5], 9.0]}, "ccccc-", True),
+    ("weighted_majority", {"score": [*UNSCORED[:5], 9.0]}, "ccicc-", False),
+    ("prm_min_max", {"steps": UNSCORED}, "cccccc", True),
+    ("prm_min_vote", {"steps": [*UNSCORED[:5], (0.9,)]}, "ccccc-", True),
+    ("prm_min_vote", {"steps": UNSCORED}, "cccccd", True),  # 5 has no answer: no vote
+]
+
+
+@pytest.mark.parametrize(("method", "values", "causes", "wrong"), EMPTY_PICKS)
+def test_an_empty_pick_is_wrong_when_the_completions_made_the_scoring_fail(
+    method: str, values: dict[str, list[Any]], causes: str, wrong: bool
+) -> None:
+    candidates = group(**values, failed_by=[CAUSES[c] for c in causes])
+    pick = METHODS[method].choose(candidates, "raw", 1.0)
+    assert (pick.index, pick.wrong) == (None, wrong)
+    assert pick.reason.endswith("scoring failed on every completion") == wrong
 
 
 def candidates() -> list[dict[str, Any]]:
@@ -192,3 +242,60 @@ def test_cli_stops_where_a_group_reappears_after_writing_the_groups_before(tmp_p
     assert done.returncode == 1
     assert "group 'q1' reappears at sample 'late'" in done.stderr.replace("\n", " ")
     assert [json.loads(line)["group"] for line in out.read_text().splitlines()] == ["q1", "q2"]
+
+
+def test_candidates_without_group_are_groups_of_their_own_whatever_their_ids() -> None:
+    """Keyed by input position, as the engine keys them: a shared id neither merges two
+    such candidates nor lets `k` drop the second."""
+    rows = [
+        {"id": "a", "completion": r"\boxed{4}", "reference": "5"},
+        {"id": "a", "completion": r"\boxed{5}", "reference": "5"},
+        {"id": "a", "completion": r"\boxed{5}", "reference": "4"},
+    ]
+    selection = rewardsmith.select(rows, "majority", k=1, workers=1)
+    assert [(c.group, c.answer, c.correct, c.clusters) for c in selection.choices] == [
+        (None, "4", False, [("4", 1)]),
+        (None, "5", True, [("5", 1)]),
+        (None, "5", False, [("5", 1)]),
+    ]
+    assert selection.summary is not None and selection.summary["groups"] == 3
+
+
+ECHO = "tests.combine.rewards_for_tests:echo"
+
+
+@pytest.mark.parametrize(
+    ("failures", "component", "accuracy", "graded"),
+    [
+        (["error", "error"], "rm", 50.0, 2),  # crashed on what both wrote: answered wrong
+        (["error", "error"], None, 50.0, 2),  # the same through the spec's total
+        (["infrastructure", "infrastructure"], "rm", 100.0, 1),  # server down: not graded
+        (["error", "infrastructure"], "rm", 100.0, 1),
+        (["error", None], None, 100.0, 1),  # one not applicable: not graded
+    ],
+)
+def test_select_accuracy_counts_a_group_the_completions_made_unscorable_as_wrong(
+    failures: list[Any], component: str | None, accuracy: float, graded: int
+) -> None:
+    """Group `a` is answered right; every score of group `b` failed, with these causes."""
+    b = [(f"b{i}", failure, False) for i, failure in enumerate(failures)]
+    rows = [("a0", 1.0, True), ("a1", 0.0, False), *b]
+    samples = [
+        {"id": i, "group": i[0], "completion": "x", "metadata": {"rm": rm, "ok": right}}
+        for i, rm, right in rows
+    ]
+    selection = rewardsmith.select(
+        samples,
+        "best_of_n",
+        spec={"rewards": {"rm": {"type": ECHO, "key": "rm"}}},
+        component=component,
+        correct_key="metadata.ok",
+        workers=1,
+    )
+    assert selection.summary is not None
+    assert (selection.summary["accuracy"], selection.summary["graded"]["accuracy"]) == (
+        accuracy,
+        graded,
+    )
+    chosen = selection.choices[1]
+    assert (chosen.id, chosen.correct) == (None, False if graded == 2 else None)

@@ -10,15 +10,17 @@ correctness can be judged, summarises accuracy (`pass@1`, `mean_accuracy`, `maj@
 `majority_vote` is the group-scoped reward type built on the same clustering.
 """
 
-from ._clusters import Cluster, Clustering, cluster_votes
+from ._clusters import GROUP_TIME_LIMIT_S, Cluster, Clustering, cluster_votes
 from ._majority import MajorityVote, Ties, majority_vote
-from ._methods import METHODS, PRM_AGGREGATES, Candidate, Method, Pick, Weights
+from ._methods import DEFAULT_WEIGHTS, METHODS, PRM_AGGREGATES, Candidate, Method, Pick, Weights
 from ._metrics import GroupOutcome, summarize
 from ._select import ANSWER_COMPONENT, Choice, Selection, Selector, select
 from ._votes import ClusterMode, Vote, read_vote
 
 __all__ = [
     "ANSWER_COMPONENT",
+    "DEFAULT_WEIGHTS",
+    "GROUP_TIME_LIMIT_S",
     "METHODS",
     "PRM_AGGREGATES",
     "Candidate",

@@ -15,7 +15,7 @@ from rich.table import Table
 from .._exceptions import InputError
 from .._progress import progress_bar
 from ..io import read_samples
-from ._methods import METHODS
+from ._methods import DEFAULT_WEIGHTS, METHODS
 from ._select import Selector
 
 __all__ = ["add_select_command"]
@@ -51,9 +51,9 @@ def add_select_command(commands: Any) -> None:
     cmd.add_argument("--correct-key", help="metadata.KEY holding each verdict (else judged)")
     cmd.add_argument(
         "--weights",
-        default="raw",
-        choices=("raw", "softmax", "sigmoid"),
-        help="weighted_majority's weights (default: raw)",
+        default=DEFAULT_WEIGHTS,
+        choices=("sigmoid", "softmax", "raw"),
+        help=f"weighted_majority's weights (default: {DEFAULT_WEIGHTS}; raw needs scores >= 0)",
     )
     cmd.add_argument("--temperature", type=float, default=1.0, help="softmax temperature")
     cmd.add_argument("--k", type=int, default=None, help="use the first K candidates per group")

@@ -7,15 +7,24 @@ Qwen2.5-Math's `rm_maj_eval.py` (`list.index(max(...))`, `Counter.most_common`).
 - `majority` (maj@k, self-consistency, Wang et al. 2023): the largest answer cluster; its
   first member.
 - `best_of_n` (rm@k): the highest score.
-- `weighted_majority`: the cluster with the largest sum of weights (the score as it is,
-  `softmax` over the group at a temperature, or `sigmoid`); its highest-weighted member.
+- `weighted_majority`: the cluster with the largest sum of weights (`sigmoid` of the score,
+  the default, `softmax` over the group at a temperature, or the score as it is, `raw`); its
+  highest-weighted member. A sum is a vote only when every weight is positive: reward
+  models' scores are signed (Qwen2.5-Math-RM's are logits), and a raw vote at a negative
+  score would count against its own answer, so one more vote could make an answer lose.
+  A vote (weighted or PRM `_vote`) below 0 therefore gives no pick, with the reason.
 - PRM aggregations (Lightman et al. 2023; Wang et al. 2024, Math-Shepherd): per-step scores
   reduced to one value by `min`, `last`, `prod` or `mean`, then `_max` (the best single
   candidate) or `_vote` (summed per answer cluster): `prm_min_max`, `prm_prod_vote`...
 - `oracle` (pass@k): a correct candidate when there is one (needs correctness).
 
 A candidate without an answer votes for nothing; one without a score (its scoring failed) is
-left out of score-based methods. When nothing can be picked the pick is empty, with the reason.
+left out of score-based methods. When nothing can be picked the pick is empty, with the reason,
+and says whether the group counts as answered wrong: no candidate has an answer, or every
+missing score failed on what the candidate's completion wrote (cause `completion`: a scorer
+that crashed or timed out on it). Leaving such a group out would let a model raise its
+accuracy by making its scorer fail; a score missing for another reason (not in the data, a
+bad reference, a judge server down) leaves the group ungraded.
 """
 
 from __future__ import annotations
@@ -27,8 +36,10 @@ from statistics import fmean
 from typing import Literal
 
 from ..combine._shaping import sigmoid
+from ..models import Cause
 
 __all__ = [
+    "DEFAULT_WEIGHTS",
     "METHODS",
     "PRM_AGGREGATES",
     "Candidate",
@@ -39,6 +50,9 @@ __all__ = [
 
 Weights = Literal["raw", "softmax", "sigmoid"]
 """How `weighted_majority` turns scores into vote weights."""
+
+DEFAULT_WEIGHTS: Weights = "sigmoid"
+"""Positive for any score, increasing with it: every vote adds to its answer."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +69,8 @@ class Candidate:
     """Per-step scores (PRM), in step order."""
     correct: bool | None = None
     """Whether its answer is right (None: unknown)."""
+    failed_by: Cause | None = None
+    """Who made its score (or step scores) fail, when its scoring failed."""
 
 
 @dataclass(frozen=True)
@@ -64,9 +80,9 @@ class Pick:
     index: int | None
     score: float | None
     reason: str
-    unanswered: bool = False
-    """No choice because no candidate has an answer: the group is answered wrong. Any other
-    empty pick means what the method needs is missing (scores failed): it is not graded."""
+    wrong: bool = False
+    """No choice, and the group counts as answered wrong (no candidate has an answer, or
+    every missing score failed on its completion). Any other empty pick is not graded."""
 
 
 @dataclass(frozen=True)
@@ -87,17 +103,40 @@ def _first_best(values: Sequence[tuple[int, float]]) -> tuple[int, float] | None
     return best
 
 
+def _nothing_weighed(
+    candidates: Sequence[Candidate], values: Sequence[float | None], reason: str
+) -> Pick:
+    """The empty pick of a method that found no value to weigh (`values`: the candidates
+    that count, None where the value is missing): answered wrong when every missing value
+    failed on its own completion, else not graded."""
+    lacking = [c for c, v in zip(candidates, values, strict=True) if v is None]
+    if lacking and all(c.failed_by == "completion" for c in lacking):
+        return Pick(None, None, f"{reason}: scoring failed on every completion", wrong=True)
+    return Pick(None, None, reason)
+
+
 def _vote(candidates: Sequence[Candidate], weights: Sequence[float | None], what: str) -> Pick:
-    """The cluster with the largest total weight (the first on a tie); its best member."""
+    """The cluster with the largest total weight (the first on a tie); its best member. No
+    pick when a vote weighs less than 0: it would count against its own answer."""
     totals: dict[int, float] = {}
-    for candidate, weight in zip(candidates, weights, strict=True):
-        if candidate.cluster is not None and weight is not None:
-            totals[candidate.cluster] = totals.get(candidate.cluster, 0.0) + weight
+    for index, (candidate, weight) in enumerate(zip(candidates, weights, strict=True)):
+        if candidate.cluster is None or weight is None:
+            continue
+        if weight < 0:
+            return Pick(
+                None,
+                None,
+                f"a vote's {what} must be >= 0 (candidate {index} has {weight:g}: its vote "
+                "would count against its answer)",
+            )
+        totals[candidate.cluster] = totals.get(candidate.cluster, 0.0) + weight
     winner = _first_best(sorted(totals.items()))
     if winner is None:
         if all(c.cluster is None for c in candidates):
-            return Pick(None, None, "no candidate has an answer", unanswered=True)
-        return Pick(None, None, f"no candidate with an answer has {what}")
+            return Pick(None, None, "no candidate has an answer", wrong=True)
+        answered = [c for c in candidates if c.cluster is not None]
+        weighed = [w for c, w in zip(candidates, weights, strict=True) if c.cluster is not None]
+        return _nothing_weighed(answered, weighed, f"no candidate with an answer has {what}")
     cluster, total = winner
     members = [
         (i, w)
@@ -117,7 +156,8 @@ def _majority(candidates: Sequence[Candidate], weights: Weights, temperature: fl
 def _best_of_n(candidates: Sequence[Candidate], weights: Weights, temperature: float) -> Pick:
     best = _first_best([(i, c.score) for i, c in enumerate(candidates) if c.score is not None])
     if best is None:
-        return Pick(None, None, "no candidate was scored")
+        scores = [c.score for c in candidates]
+        return _nothing_weighed(candidates, scores, "no candidate was scored")
     return Pick(best[0], best[1], "the highest score")
 
 
@@ -172,7 +212,7 @@ def _prm(aggregate: str, vote: bool) -> Callable[[Sequence[Candidate], Weights, 
             return _vote(candidates, values, f"PRM {aggregate}")
         best = _first_best([(i, v) for i, v in enumerate(values) if v is not None])
         if best is None:
-            return Pick(None, None, "no candidate has step scores")
+            return _nothing_weighed(candidates, values, "no candidate has step scores")
         return Pick(best[0], best[1], f"the highest PRM {aggregate}")
 
     return choose

@@ -4,7 +4,9 @@ All values are percentages over the groups that can be graded (each metric's cou
 `graded`). Per group:
 
 - `accuracy`: the chosen method's candidate is correct; a group where no candidate has an
-  answer counts as wrong, one whose scores failed is not graded;
+  answer, or where every missing score failed on its completion, counts as wrong; one whose
+  scores are missing for another reason (the data, a dataset or infrastructure failure) is
+  not graded;
 - `pass@1`: the first candidate is correct;
 - `mean_accuracy`: the share of correct candidates (of those judged), averaged over groups;
 - `maj@k`: the majority answer (`majority`, ties to the first answer) is correct;
@@ -34,7 +36,7 @@ class GroupOutcome:
 
 def _picked(outcome: GroupOutcome, pick: Pick) -> bool | None:
     if pick.index is None:
-        return False if pick.unanswered else None
+        return False if pick.wrong else None
     return outcome.candidates[pick.index].correct
 
 

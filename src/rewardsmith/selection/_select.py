@@ -29,9 +29,9 @@ from pydantic import ValidationError
 from .._exceptions import ConfigError, InputError
 from ..combine import combine_scores
 from ..engine import Engine
-from ..models import Result, Sample, Score
+from ..models import Cause, Result, Sample, Score
 from ..spec import RewardSpec, load_spec
-from ._methods import METHODS, Candidate, Weights
+from ._methods import DEFAULT_WEIGHTS, METHODS, Candidate, Weights
 from ._metrics import GroupOutcome, summarize
 from ._votes import ClusterMode, metadata_path, metadata_value
 
@@ -133,7 +133,7 @@ class Selector:
         cluster: ClusterMode = "math",
         answer_key: str | None = None,
         correct_key: str | None = None,
-        weights: Weights = "raw",
+        weights: Weights = DEFAULT_WEIGHTS,
         temperature: float = 1.0,
         k: int | None = None,
         workers: int | None = None,
@@ -148,7 +148,8 @@ class Selector:
             cluster: how answers are told apart: `math`, `exact` or `normalized`.
             answer_key: `metadata.KEY` holding each candidate's answer, instead of reading it.
             correct_key: `metadata.KEY` holding each candidate's verdict, instead of judging.
-            weights: `weighted_majority`'s weights: `raw`, `softmax` or `sigmoid`.
+            weights: `weighted_majority`'s weights: `sigmoid` (the default), `softmax` or
+                `raw` (scores >= 0 only: a group with a negative score gets no pick).
             temperature: the softmax temperature.
             k: use the first `k` candidates of each group.
             workers: worker processes (default: one per core).
@@ -212,7 +213,7 @@ class Selector:
         reading = result.components[ANSWER_COMPONENT]
         answer = reading.detail.get("answer")
         cluster = reading.detail.get("cluster")
-        score, steps = self._score(sample, result)
+        score, steps, failed_by = self._score(sample, result)
         return Candidate(
             id=sample.id,
             answer=answer if isinstance(answer, str) else None,
@@ -220,24 +221,31 @@ class Selector:
             score=score,
             steps=steps,
             correct=self._correct(sample, result),
+            failed_by=failed_by,
         )
 
     def _score(
         self, sample: Sample, result: Result
-    ) -> tuple[float | None, tuple[float, ...] | None]:
+    ) -> tuple[float | None, tuple[float, ...] | None, Cause | None]:
+        """The score, the step scores, and who made them fail when the scoring failed."""
         if self._score_path is not None:
             value = metadata_value(sample, self._score_path)
-            return _number(value), _steps(value)
+            return _number(value), _steps(value), None
         if self._component is not None:
             own: Score = result.components[self._component]
             if own.status != "ok":
-                return None, None
-            return own.score, _steps(own.detail.get("steps"))
+                return None, None, own.cause
+            return own.score, _steps(own.detail.get("steps")), None
         if self._user is not None:
             scores = {name: result.components[name] for name in self._user.rewards}
             combined = combine_scores(self._user, scores)
-            return (combined.reward if combined.status == "ok" else None), None
-        return None, None
+            if combined.status == "ok":
+                return combined.reward, None, None
+            total = Result(
+                id=sample.id, reward=None, status=combined.status, components=combined.components
+            )
+            return None, None, total.cause
+        return None, None, None
 
     def _correct(self, sample: Sample, result: Result) -> bool | None:
         if self._correct_path is not None:
@@ -266,7 +274,7 @@ class Selector:
             id=chosen.id if chosen else None,
             answer=chosen.answer if chosen else None,
             score=pick.score,
-            correct=chosen.correct if chosen else (False if pick.unanswered else None),
+            correct=chosen.correct if chosen else (False if pick.wrong else None),
             reason=pick.reason,
             candidates=len(candidates),
             clusters=[(answers[c], sizes[c]) for c in clusters],
@@ -281,7 +289,7 @@ class Selector:
     ) -> Iterator[tuple[Choice, GroupOutcome]]:
         """Each group's choice (and what the summary needs), in input order, as groups
         complete. Inputs that are not valid samples are passed to `skipped` and left out."""
-        fed: deque[Sample] = deque()
+        fed: deque[tuple[object, Sample]] = deque()
 
         def feed() -> Iterator[Sample]:
             counts: dict[object, int] = {}
@@ -289,11 +297,11 @@ class Selector:
                 sample = _as_sample(item, position, skipped)
                 if sample is None:
                     continue
-                key = _group_key(sample)
+                key = _group_key(sample, position)
                 counts[key] = counts.get(key, 0) + 1
                 if self.k is not None and counts[key] > self.k:
                     continue
-                fed.append(sample)
+                fed.append((key, sample))
                 yield sample
 
         current: object = None
@@ -301,8 +309,7 @@ class Selector:
         group: str | None = None
         try:
             for result in self._engine.iter_score(feed()):
-                sample = fed.popleft()
-                key = _group_key(sample)
+                key, sample = fed.popleft()
                 if members and key != current:
                     yield self._choose(group, members)
                     members = []
@@ -339,9 +346,10 @@ class Selector:
         self.close()
 
 
-def _group_key(sample: Sample) -> object:
-    """Samples without a group are groups of their own."""
-    return sample.group if sample.group is not None else ("no group", sample.id)
+def _group_key(sample: Sample, position: int) -> object:
+    """Samples without a group are groups of their own, keyed by input position as the
+    engine keys them (ids need not be unique: two such samples must not merge)."""
+    return sample.group if sample.group is not None else ("no group", position)
 
 
 def _as_sample(

@@ -11,6 +11,7 @@ from ._config import MathConfig
 from ._equivalence import Verdict, compare, is_equivalent
 from ._extract import Extraction, extract_answer
 from ._grouping import answer_buckets, answer_key, committed_answer, same_answer
+from ._numeric import time_limit
 from ._reward import math
 
 __all__ = [
@@ -25,4 +26,5 @@ __all__ = [
     "is_equivalent",
     "math",
     "same_answer",
+    "time_limit",
 ]

@@ -350,8 +350,9 @@ def _vote_group_step_cost() -> tuple[float, float]:
     worker; clustering them was up to 120 comparisons of up to 2 x 1.5 s each (360 s; 8 such
     answers measured 17 s), none of it killable. Returns the seconds the real group step
     takes on them (the group's comparisons now stop at `GROUP_TIME_LIMIT_S`, 3 s, the one
-    running then giving up), against the spec's default timeout_s (5): a group's work is
-    bounded like a sample's."""
+    running then giving up at its next numeric step), against 30 s: a bound, not a speed
+    target, with room for a loaded machine's slow last step (the exact budget is tested with
+    sleeping comparisons in test_majority_vote.py)."""
     votes = [
         read_vote(Sample(id=str(i), completion=c, group="g"), "math", None)
         for i, c in enumerate(built_to_share_a_bucket(16))
@@ -361,7 +362,7 @@ def _vote_group_step_cost() -> tuple[float, float]:
     clustering = cluster_votes(votes, "math")
     took = time.monotonic() - started
     assert clustering.capped and len(clustering.clusters) == 16
-    return took, 5.0
+    return took, 30.0
 
 
 # -- rewardsmith select ---------------------------------------------------------------------
@@ -551,7 +552,7 @@ ROWS = [
         "vote_group_step_unbounded",
         _vote_group_step_cost,
         AT_MOST_HONEST,
-        "3 s (the group's time limit) vs timeout_s 5; was 360 s worst case, unkillable",
+        "3 s (the group's time limit) vs a 30 s bound; was 360 s worst case, unkillable",
     ),
     guard(
         "select_duplicate_ids_without_group",

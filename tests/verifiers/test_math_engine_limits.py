@@ -69,3 +69,15 @@ def test_costly_answers_are_zero_not_timeouts(completion: str, finished_form: bo
     with Engine(spec, workers=1) as engine:
         (result,) = engine.score([{"completion": completion, "reference": "0"}])
     assert (result.status, result.reward) == ("ok", 0.0), result.components
+
+
+def test_a_comparison_cut_by_the_clock_is_not_remembered() -> None:
+    """The comparison cache kept "not evaluated: took too long" for good, so a pair once
+    compared with no time left (a group's spent budget, a loaded worker) stayed different in
+    that process; now only verdicts the clock did not decide are cached."""
+    from rewardsmith.verifiers.math import same_answer, time_limit
+
+    a, b = "(y+7)^3", "y^3+21y^2+147y+343"
+    with time_limit(0):
+        assert not same_answer(a, b)
+    assert same_answer(a, b)

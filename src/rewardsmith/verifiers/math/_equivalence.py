@@ -24,7 +24,7 @@ import mpmath
 from ._answer import Answer, expression_tree, is_name, parse_answer
 from ._latex import Node
 from ._normalize import is_decimal, key, normalize, parse_number
-from ._numeric import Unevaluable, ratio_sign, same_value, symbols, time_limit, value_of
+from ._numeric import OutOfTime, Unevaluable, ratio_sign, same_value, symbols, time_limit, value_of
 
 __all__ = ["MAX_ANSWER_CHARS", "Verdict", "compare", "is_equivalent", "too_complex"]
 
@@ -95,8 +95,12 @@ def _same_expression(a: str, b: str) -> Verdict:
 
 
 def _same_trees(a: Node, b: Node) -> Verdict:
+    """The numeric screen's verdict; `OutOfTime` passes through, so that `_same_expression`'s
+    cache never keeps a verdict the clock decided."""
     try:
         same = same_value(a, b)
+    except OutOfTime:
+        raise
     except Unevaluable as exc:
         return Verdict(False, f"not evaluated: {exc}")
     return Verdict(same, "equal values" if same else "different values")
@@ -132,6 +136,13 @@ def _compare_expressions(a: Answer, b: Answer, budget: _Budget) -> Verdict:
         return Verdict(same, "equal numbers" if same else "different numbers")
     if not budget.spend():
         return Verdict(False, "not evaluated: too many comparisons")
+    try:
+        return _compare_values(a, b, factors)
+    except OutOfTime as exc:  # kept by no cache: with more time the verdict may differ
+        return Verdict(False, f"not evaluated: {exc}")
+
+
+def _compare_values(a: Answer, b: Answer, factors: tuple[Fraction, Fraction]) -> Verdict:
     if a.tree is None and b.tree is None and factors[0] == factors[1]:
         return _same_expression(a.text, b.text)
     trees = _tree(a, factors[0]), _tree(b, factors[1])

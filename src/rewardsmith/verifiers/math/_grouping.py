@@ -26,7 +26,15 @@ from ._extract import Extraction, extract_answer
 from ._form import absolute_operations
 from ._latex import Node
 from ._normalize import key, normalize, parse_number
-from ._numeric import MAX_SYMBOLS, Unevaluable, precision_for, symbols, time_limit, value_of
+from ._numeric import (
+    MAX_SYMBOLS,
+    OutOfTime,
+    Unevaluable,
+    precision_for,
+    symbols,
+    time_limit,
+    value_of,
+)
 
 __all__ = ["BUCKET_DIGITS", "answer_buckets", "answer_key", "committed_answer", "same_answer"]
 
@@ -163,9 +171,9 @@ def _expression_leaf(answer: Answer, converted: bool) -> str:
         with mpmath.workdps(digits):
             value = value_of(tree, _points(ordered, digits)) * mpmath.mpf(factor.numerator)
             value /= factor.denominator
-    except Unevaluable as exc:
-        if str(exc) == "took too long":
-            raise
+    except OutOfTime:
+        raise
+    except Unevaluable:
         return fallback
     except (ZeroDivisionError, OverflowError, ValueError, TypeError):
         return fallback

@@ -28,6 +28,7 @@ from ._latex import Node, literal_value
 
 __all__ = [
     "MAX_DIGITS",
+    "OutOfTime",
     "Unevaluable",
     "ratio_sign",
     "same_value",
@@ -65,6 +66,11 @@ class Unevaluable(ValueError):
     """The tree has no numeric value here (undefined, too large, unsupported, too slow)."""
 
 
+class OutOfTime(Unevaluable):
+    """The time limit ran out: a verdict reached this way depends on the clock, so it is
+    never cached (a later comparison of the same pair, with time left, may differ)."""
+
+
 _DEADLINE: ContextVar[float | None] = ContextVar("math_numeric_deadline", default=None)
 
 
@@ -83,7 +89,7 @@ def time_limit(seconds: float = TIME_LIMIT_S) -> Iterator[None]:
 def _check_time() -> None:
     deadline = _DEADLINE.get()
     if deadline is not None and time.monotonic() > deadline:
-        raise Unevaluable("took too long")
+        raise OutOfTime("took too long")
 
 
 def _points() -> tuple[tuple[mpmath.mpf, ...], ...]:

@@ -174,6 +174,76 @@ else:
     print(n * n)
 """
 
+PTY_MESSAGE = """
+import array, fcntl, os, socket, struct
+# A pseudo-terminal of the sandbox's /dev/pts (one devpts instance for every run of a warm
+# sandbox, writable): a message written on the master waits on the slave; the master goes in
+# flight, so /dev/pts/N outlives the run.
+master = os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY)
+fcntl.ioctl(master, 0x40045431, struct.pack("i", 0))  # TIOCSPTLCK: unlock the slave
+os.write(master, b"a message for the next sample\\n")
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+fds = array.array("i", [master, a.fileno(), b.fileno()])
+a.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+"""
+
+NO_PTY_LEFT = """
+import os
+# A fresh run finds no terminal of an earlier one (and so no message on it).
+OK = not [name for name in os.listdir("/dev/pts") if name.isdigit()]
+"""
+
+_WRAPPER_STDIN = """
+import ctypes, fcntl, os, time
+def parent(pid):
+    return int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
+wrapper = parent(os.getppid())  # the remote wrapper: B's parent, same user, dumpable
+# Its stdin still carries the referee's configuration (the tests, base64) while the referee
+# reads it: a suite larger than a pipe buffer is still flowing when the program starts.
+source = os.open("/proc/%d/fd/0" % wrapper, os.O_RDONLY | os.O_NONBLOCK)
+"""
+
+PEEK_AT_THE_TESTS = (
+    _WRAPPER_STDIN
+    + """
+import base64, re
+libc = ctypes.CDLL(None, use_errno=True)
+r, w = os.pipe()
+fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ
+seen = {}
+started = time.time()
+while time.time() - started < 0.5:
+    if libc.tee(source, w, 1 << 20, 2) <= 0:  # copy without consuming (SPLICE_F_NONBLOCK)
+        continue
+    window = os.read(r, 1 << 20)
+    for shift in range(4):  # the window's alignment in the base64 text
+        try:
+            text = base64.b64decode(window[shift:][: (len(window) - shift) // 4 * 4])
+        except ValueError:
+            continue
+        for argument, expected in re.findall(rb"square\\((\\d+)\\) == (\\d+)", text):
+            seen[int(argument)] = int(expected)
+def square(x):
+    return seen.get(x, x + 1)  # wrong, except where the tests were read
+"""
+)
+
+DRAIN_THE_TESTS = (
+    _WRAPPER_STDIN
+    + """
+started = time.time()
+while time.time() - started < 0.5:  # take the rest of the referee's configuration
+    try:
+        if not os.read(source, 1 << 20):
+            break
+    except BlockingIOError:
+        pass
+"""
+)
+
+BIG_ASSERTS = {"tests": [f"assert square({i}) == {i * i}  # {'x' * 5000}" for i in range(1000)]}
+"""1,000 assertions of 5 kB (5 MB): a suite larger than a pipe buffer."""
+
 IO_FOUR = {"io": [{"input": f"{i}\n", "output": f"{i * i}\n"} for i in range(2, 6)]}
 IO_TWO = {"io": [{"input": "2\n", "output": "4\n"}, {"input": "3\n", "output": "9\n"}]}
 FORTY_ASSERTS = {"tests": [f"assert square({i}) == {i * i}" for i in range(40)]}
@@ -322,6 +392,37 @@ ATTACKS = [
         ),
         "the wrapper's report line is trusted without a token",
     ),
+    hole(
+        Attack(
+            "remote-tests-read-from-the-wrappers-stdin",
+            "`sandbox: remote`, `mode: fraction`, a 1,000-assertion suite (5 MB): the candidate "
+            "(same user, not root) opens /proc/<wrapper>/fd/0 and tee()s the referee's "
+            "configuration as it flows, without consuming it, then answers by lookup. README: "
+            "'the candidate never holds the tests'",
+            today="ok 0.02-0.135 (20-135 expected answers read in 0.5 s), tests intact",
+            honest_wrong="ok 0 (`x + 1`)",
+            should=ZERO,
+            run=lambda fake: first_hole(
+                lambda: rt.remote(fake, PEEK_AT_THE_TESTS, BIG_ASSERTS, mode="fraction"), ZERO
+            ),
+        ),
+        "the wrapper's stdin (the tests) is open to the candidate",
+    ),
+    hole(
+        Attack(
+            "remote-tests-drained-from-the-wrappers-stdin",
+            "the same suite: the candidate reads (consumes) the rest of the referee's "
+            "configuration from /proc/<wrapper>/fd/0; the referee cannot decode what is left "
+            "and dies before its start record",
+            today="error (null, cause infrastructure): 'the sandboxed processes did not start'",
+            honest_wrong="ok 0",
+            should=ZERO,
+            run=lambda fake: first_hole(
+                lambda: rt.remote(fake, DRAIN_THE_TESTS + WRONG, BIG_ASSERTS), ZERO
+            ),
+        ),
+        "the wrapper's stdin (the tests) is open to the candidate",
+    ),
     # ------------------------------------------------- one run's leftovers in the next
     hole(
         Attack(
@@ -355,6 +456,22 @@ ATTACKS = [
             ),
         ),
         "pipe buffers and tmpfs files of a run survive it, outside every memory budget",
+    ),
+    hole(
+        Attack(
+            "probe-pty-message-to-the-next-sample",
+            "sample 1 opens a pseudo-terminal of the warm sandbox's /dev/pts (shared by its "
+            "runs, writable), writes a message on it and puts the master in flight; sample 2 "
+            "(a correct program) looks for a terminal left in /dev/pts: it finds /dev/pts/0 "
+            "and can read 'a message for the next sample' from it",
+            today="ok 0: sample 2 sees /dev/pts/0 (a channel from one sample to the next)",
+            honest_wrong="-",
+            should=("ok", 1.0),
+            run=lambda fake: first_hole(
+                lambda: probe_after(PTY_MESSAGE + WRONG, NO_PTY_LEFT), ("ok", 1.0)
+            ),
+        ),
+        "/dev/pts is shared by a warm sandbox's runs; a terminal in flight outlives its run",
     ),
     # ------------------------------------------------- correct answers scored 0
     hole(
@@ -559,6 +676,15 @@ HONEST = {
     ),
     "remote-forged-wrapper-report": (lambda fake: rt.remote(fake, "print(5)\n", rt.IO_ONE), ZERO),
     "remote-forged-wrapper-report-suite": (lambda fake: rt.remote(fake, WRONG), ZERO),
+    "remote-tests-read-from-the-wrappers-stdin": (
+        lambda fake: rt.remote(fake, WRONG, BIG_ASSERTS, mode="fraction"),
+        ZERO,
+    ),
+    "remote-tests-drained-from-the-wrappers-stdin": (
+        lambda fake: rt.remote(fake, WRONG, BIG_ASSERTS),
+        ZERO,
+    ),
+    "probe-pty-message-to-the-next-sample": (lambda fake: probe_alone(NO_PTY_LEFT), ("ok", 1.0)),
     # The probes are sound: alone, in a fresh sandbox, they pass.
     "probe-fds-in-flight-outlive-the-run": (lambda fake: probe_alone(FDS_PASS), ("ok", 1.0)),
     "probe-pipe-buffers-outlive-the-run": (lambda fake: probe_alone(PIPE_GROWS), ("ok", 1.0)),

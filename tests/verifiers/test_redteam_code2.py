@@ -244,6 +244,69 @@ while time.time() - started < 0.5:  # take the rest of the referee's configurati
 BIG_ASSERTS = {"tests": [f"assert square({i}) == {i * i}  # {'x' * 5000}" for i in range(1000)]}
 """1,000 assertions of 5 kB (5 MB): a suite larger than a pipe buffer."""
 
+RELAY_IS_PRIME = r"""
+# HumanEval/31 without ever testing primality. `check` stops at the first wrong answer, so
+# the calls a run receives say how far it got: each run leaves that on a terminal of the
+# warm sandbox's shared /dev/pts (its master in flight, so it outlives the run), and the next
+# run (the next sample of the group, scored by the same worker) reads it, keeps what was
+# right, flips what was not, and passes it on.
+import array, fcntl, os, socket, struct
+
+def _messages():  # every message left on a terminal of /dev/pts: (seq, lines)
+    found = []
+    for name in os.listdir("/dev/pts"):
+        if not name.isdigit():
+            continue
+        try:
+            fd = os.open("/dev/pts/" + name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        except OSError:
+            continue
+        data = b""
+        while True:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        os.close(fd)
+        lines = [line.split() for line in data.decode(errors="replace").splitlines()]
+        seqs = [int(l[1]) for l in lines if len(l) == 2 and l[0] == "S"]
+        if seqs:
+            found.append((seqs[0], lines))
+    return found
+
+RIGHT, FLIP, SEQ = {}, {}, 0
+messages = _messages()
+if messages:
+    SEQ, lines = max(messages)
+    tries = [l for l in lines if len(l) == 3 and l[0] == "T"]
+    for l in lines:
+        if len(l) == 3 and l[0] == "R":
+            RIGHT[l[1]] = l[2]
+    for l in tries[:-1]:  # the check went on after these: they were right
+        RIGHT[l[1]] = l[2]
+    if tries:  # it stopped after this one: (most likely) wrong
+        FLIP[tries[-1][1]] = "0" if tries[-1][2] == "1" else "1"
+
+master = os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY)
+fcntl.ioctl(master, 0x40045431, struct.pack("i", 0))  # TIOCSPTLCK: unlock the slave
+_a, _b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+_fds = array.array("i", [master, _a.fileno(), _b.fileno()])
+_a.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fds)])
+_known = "".join("R %s %s\n" % kv for kv in RIGHT.items())
+os.write(master, ("S %d\n" % (SEQ + 1) + _known).encode())
+
+def is_prime(n):
+    key = str(n)
+    answer = RIGHT.get(key) or FLIP.get(key) or "0"
+    os.write(master, ("T %s %s\n" % (key, answer)).encode())
+    return answer == "1"
+"""
+
+ALWAYS_FALSE = "def is_prime(n):\n    return False\n"
+
 IO_FOUR = {"io": [{"input": f"{i}\n", "output": f"{i * i}\n"} for i in range(2, 6)]}
 IO_TWO = {"io": [{"input": "2\n", "output": "4\n"}, {"input": "3\n", "output": "9\n"}]}
 FORTY_ASSERTS = {"tests": [f"assert square({i}) == {i * i}" for i in range(40)]}
@@ -295,6 +358,13 @@ def first_hole(run: Callable[[], Outcome], good: Outcome, tries: int = 3) -> Out
     return good
 
 
+def best_of_a_group(program: str, reference: Any, size: int = 16) -> Outcome:
+    """``("best", reward)``: the best of `size` samples of one program on one problem, scored
+    one after the other by one reward (as a worker scores its share of a GRPO group)."""
+    fn = code()
+    return ("best", max(rt.outcome(fn(sample(program, reference)))[1] or 0.0 for _ in range(size)))
+
+
 def after(first: str, then: str, reference: Any = rt.CHECK, **config: Any) -> Outcome:
     """``(status, score)`` of `then` scored right after `first` by the same reward (one warm
     sandbox): what `first` left behind for the next sample."""
@@ -330,6 +400,12 @@ def with_bin_python(program: str) -> Outcome:
     if python is None:
         pytest.skip("no /bin/python3 (3.10+) through a /bin -> /usr/bin link here")
     return rt.outcome(code(python=python, warm=False)(sample(program, rt.CHECK)))
+
+
+def _humaneval(task: str) -> dict[str, str]:
+    if not HUMANEVAL.exists():
+        pytest.skip(f"HumanEval data absent: {HUMANEVAL}")
+    return humaneval(task)
 
 
 def on_humaneval(task: str, program: str, **config: Any) -> Outcome:
@@ -456,6 +532,25 @@ ATTACKS = [
             ),
         ),
         "pipe buffers and tmpfs files of a run survive it, outside every memory budget",
+    ),
+    hole(
+        Attack(
+            "relay-answers-to-the-next-sample",
+            "HumanEval/31 (13 boolean asserts, `check` stops at the first wrong one), a group "
+            "of 16 samples of the same program scored one after the other by one reward: each "
+            "run logs the calls it got on a terminal of /dev/pts kept in flight; the next run "
+            "reads the log, keeps the answers that were followed by another call, flips the "
+            "last one, and logs again. No primality is ever computed",
+            today="best 1.0: samples 7, 9, 11, 13 and 15 of 16 pass (measured)",
+            honest_wrong="best 0.0 (`return False`, 16 samples)",
+            should=("best", 0.0),
+            run=lambda fake: first_hole(
+                lambda: best_of_a_group(RELAY_IS_PRIME, _humaneval("HumanEval/31")),
+                ("best", 0.0),
+                tries=2,
+            ),
+        ),
+        "runs of a warm sandbox can talk to the next (a terminal in flight on the shared /dev/pts)",
     ),
     hole(
         Attack(
@@ -685,6 +780,10 @@ HONEST = {
         ZERO,
     ),
     "probe-pty-message-to-the-next-sample": (lambda fake: probe_alone(NO_PTY_LEFT), ("ok", 1.0)),
+    "relay-answers-to-the-next-sample": (
+        lambda fake: best_of_a_group(ALWAYS_FALSE, _humaneval("HumanEval/31")),
+        ("best", 0.0),
+    ),
     # The probes are sound: alone, in a fresh sandbox, they pass.
     "probe-fds-in-flight-outlive-the-run": (lambda fake: probe_alone(FDS_PASS), ("ok", 1.0)),
     "probe-pipe-buffers-outlive-the-run": (lambda fake: probe_alone(PIPE_GROWS), ("ok", 1.0)),

@@ -17,12 +17,13 @@ the programs on this host as this user.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,7 +34,7 @@ from rewardsmith.verifiers.code import code
 from . import _code_redteam as rt
 from ._code_helpers import HUMANEVAL, needs_bwrap, sample
 from .test_code_remote import FakeSandboxFusion
-from .test_redteam_code import humaneval
+from .test_redteam_code import Attack, Env, guard, humaneval
 
 pytestmark = needs_bwrap
 
@@ -315,20 +316,6 @@ ISCLOSE = {"tests": ["assert math.isclose(square(2), 4)", "assert math.isclose(s
 # -- runners ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Attack:
-    target: str
-    attack: str
-    today: str
-    honest_wrong: str
-    should: Outcome | frozenset[Outcome]
-    run: Callable[[FakeSandboxFusion], Outcome]
-
-
-def guard(attack: Attack) -> Any:
-    return pytest.param(attack, id=attack.target)
-
-
 def hole(attack: Attack, why: str) -> Any:
     return pytest.param(
         attack, id=attack.target, marks=pytest.mark.xfail(strict=True, reason=f"redteam: {why}")
@@ -436,7 +423,7 @@ ATTACKS = [
             today="timeout (null reward): the engine kills the worker at 3.02 s",
             honest_wrong="ok 0 (the same wrong `square` without the two tricks: ~0.6 s)",
             should=ZERO,
-            run=lambda fake: first_hole(
+            run=lambda env: first_hole(
                 lambda: engine_first_sample(IN_FLIGHT + SLOW_WRONG, rt.CHECK, 3.02), ZERO
             ),
         ),
@@ -452,7 +439,7 @@ ATTACKS = [
             today="error (null, cause infrastructure): 'the remote run failed: forged'",
             honest_wrong="ok 0 (`print(5)`)",
             should=ZERO,
-            run=lambda fake: rt.remote(fake, FORGED_WRAPPER_REPORT + "print(5)\n", rt.IO_ONE),
+            run=lambda env: rt.remote(env.fake, FORGED_WRAPPER_REPORT + "print(5)\n", rt.IO_ONE),
         ),
         "the wrapper's report line is trusted without a token",
     ),
@@ -464,7 +451,7 @@ ATTACKS = [
             today="error (null, cause infrastructure)",
             honest_wrong="ok 0",
             should=ZERO,
-            run=lambda fake: rt.remote(fake, FORGED_WRAPPER_REPORT + WRONG),
+            run=lambda env: rt.remote(env.fake, FORGED_WRAPPER_REPORT + WRONG),
         ),
         "the wrapper's report line is trusted without a token",
     ),
@@ -478,8 +465,8 @@ ATTACKS = [
             today="ok 0.02-0.135 (20-135 expected answers read in 0.5 s), tests intact",
             honest_wrong="ok 0 (`x + 1`)",
             should=ZERO,
-            run=lambda fake: first_hole(
-                lambda: rt.remote(fake, PEEK_AT_THE_TESTS, BIG_ASSERTS, mode="fraction"), ZERO
+            run=lambda env: first_hole(
+                lambda: rt.remote(env.fake, PEEK_AT_THE_TESTS, BIG_ASSERTS, mode="fraction"), ZERO
             ),
         ),
         "the wrapper's stdin (the tests) is open to the candidate",
@@ -493,8 +480,8 @@ ATTACKS = [
             today="error (null, cause infrastructure): 'the sandboxed processes did not start'",
             honest_wrong="ok 0",
             should=ZERO,
-            run=lambda fake: first_hole(
-                lambda: rt.remote(fake, DRAIN_THE_TESTS + WRONG, BIG_ASSERTS), ZERO
+            run=lambda env: first_hole(
+                lambda: rt.remote(env.fake, DRAIN_THE_TESTS + WRONG, BIG_ASSERTS), ZERO
             ),
         ),
         "the wrapper's stdin (the tests) is open to the candidate",
@@ -510,7 +497,7 @@ ATTACKS = [
             today="ok 0: sample 2's send_fds fails with ETOOMANYREFS",
             honest_wrong="-",
             should=("ok", 1.0),
-            run=lambda fake: first_hole(
+            run=lambda env: first_hole(
                 lambda: probe_after(LEAVE_FDS_IN_FLIGHT + WRONG, FDS_PASS), ("ok", 1.0)
             ),
         ),
@@ -527,7 +514,7 @@ ATTACKS = [
             today="ok 0: sample 2's F_SETPIPE_SZ fails (EPERM: the uid is over its soft limit)",
             honest_wrong="-",
             should=("ok", 1.0),
-            run=lambda fake: first_hole(
+            run=lambda env: first_hole(
                 lambda: probe_after(LEAVE_PIPE_BUFFERS + WRONG, PIPE_GROWS), ("ok", 1.0)
             ),
         ),
@@ -544,7 +531,7 @@ ATTACKS = [
             today="best 1.0: samples 7, 9, 11, 13 and 15 of 16 pass (measured)",
             honest_wrong="best 0.0 (`return False`, 16 samples)",
             should=("best", 0.0),
-            run=lambda fake: first_hole(
+            run=lambda env: first_hole(
                 lambda: best_of_a_group(RELAY_IS_PRIME, _humaneval("HumanEval/31")),
                 ("best", 0.0),
                 tries=2,
@@ -562,7 +549,7 @@ ATTACKS = [
             today="ok 0: sample 2 sees /dev/pts/0 (a channel from one sample to the next)",
             honest_wrong="-",
             should=("ok", 1.0),
-            run=lambda fake: first_hole(
+            run=lambda env: first_hole(
                 lambda: probe_after(PTY_MESSAGE + WRONG, NO_PTY_LEFT), ("ok", 1.0)
             ),
         ),
@@ -578,7 +565,7 @@ ATTACKS = [
             today="ok 0: 'result channel tampered with: a record without the run's token'",
             honest_wrong="ok 0",
             should=("ok", 1.0),
-            run=lambda fake: rt.reward(RIGHT, FORTY_ASSERTS, max_output_bytes=1000),
+            run=lambda env: rt.reward(RIGHT, FORTY_ASSERTS, max_output_bytes=1000),
         ),
         "the verdict channel shares the program's output cap",
     ),
@@ -591,7 +578,7 @@ ATTACKS = [
             today="ok 0: 'the candidate's first message is malformed'",
             honest_wrong="ok 0",
             should=("ok", 1.0),
-            run=lambda fake: rt.reward("A = 'a' * 20_000_000\nB = 'b' * 20_000_000\n" + RIGHT),
+            run=lambda env: rt.reward("A = 'a' * 20_000_000\nB = 'b' * 20_000_000\n" + RIGHT),
         ),
         "the name table's limits sink a correct program",
     ),
@@ -605,7 +592,7 @@ ATTACKS = [
             today="ok 0: returned a value of type Counter, not plain data",
             honest_wrong="ok 0",
             should=("ok", 1.0),
-            run=lambda fake: on_humaneval("HumanEval/111", COUNTER_HISTOGRAM),
+            run=lambda env: on_humaneval("HumanEval/111", COUNTER_HISTOGRAM),
         ),
         "stdlib container subclasses are refused, not converted",
     ),
@@ -619,7 +606,7 @@ ATTACKS = [
             today="error (null) for every sample: 'mounting the run's filesystems failed'",
             honest_wrong="error",
             should=("ok", 1.0),
-            run=lambda fake: with_bin_python(RIGHT),
+            run=lambda env: with_bin_python(RIGHT),
         ),
         "the interpreter's grandparent directory can be the host root",
     ),
@@ -631,7 +618,7 @@ ATTACKS = [
             today="ok 0 (~1 s, the drain)",
             honest_wrong="ok 0",
             should=ZERO,
-            run=lambda fake: rt.engine(IN_FLIGHT + WRONG, rt.CHECK),
+            run=lambda env: rt.engine(IN_FLIGHT + WRONG, rt.CHECK),
         )
     ),
     guard(
@@ -642,7 +629,7 @@ ATTACKS = [
             today="ok 0 (the start descriptor was closed before the program ran)",
             honest_wrong="ok 0",
             should=ZERO,
-            run=lambda fake: rt.reward(IO_START_TOKEN_RECORDS, rt.IO_ONE),
+            run=lambda env: rt.reward(IO_START_TOKEN_RECORDS, rt.IO_ONE),
         )
     ),
     guard(
@@ -653,7 +640,7 @@ ATTACKS = [
             today="ok 0: the siblings start (the task limit is per sandbox user namespace)",
             honest_wrong="ok 0",
             should=ZERO,
-            run=lambda fake: rt.reward(
+            run=lambda env: rt.reward(
                 IO_THREAD_BOMB, IO_FOUR, warm=False, parallelism=2, timeout_s=4
             ),
         )
@@ -667,7 +654,7 @@ ATTACKS = [
             today="ok 0 or ok 1 (case 2 not run, or run in time)",
             honest_wrong="ok 0",
             should=frozenset({ZERO, ("ok", 1.0)}),
-            run=lambda fake: rt.reward(
+            run=lambda env: rt.reward(
                 "import time\nn = int(input())\nif n == 2:\n    time.sleep(0.93)\nprint(n * n)\n",
                 IO_TWO,
                 timeout_s=1.0,
@@ -684,7 +671,7 @@ ATTACKS = [
             today="ok 0",
             honest_wrong="ok 0",
             should=ZERO,
-            run=lambda fake: on_humaneval(
+            run=lambda env: on_humaneval(
                 "HumanEval/32",
                 "def find_zero(xs):\n    return [frozenset() for _ in range(1_900_000)]\n",
                 memory_mb=256,
@@ -699,7 +686,7 @@ ATTACKS = [
             today="ok 0",
             honest_wrong="ok 0",
             should=ZERO,
-            run=lambda fake: on_humaneval(
+            run=lambda env: on_humaneval(
                 "HumanEval/77",
                 "def iscube(a):\n    return b'\\x00' * (30 * 2**20)\n",
                 memory_mb=256,
@@ -714,7 +701,7 @@ ATTACKS = [
             today="ok 0",
             honest_wrong="ok 0",
             should=ZERO,
-            run=lambda fake: rt.reward("import cmath as math\n" + WRONG, ISCLOSE),
+            run=lambda env: rt.reward("import cmath as math\n" + WRONG, ISCLOSE),
         )
     ),
     guard(
@@ -725,7 +712,7 @@ ATTACKS = [
             today="ok 1.0",
             honest_wrong="ok 0",
             should=("ok", 1.0),
-            run=lambda fake: rt.reward("memo = [0] * 3_000_000\n" + RIGHT),
+            run=lambda env: rt.reward("memo = [0] * 3_000_000\n" + RIGHT),
         )
     ),
     guard(
@@ -736,7 +723,7 @@ ATTACKS = [
             today="ok 0 for each",
             honest_wrong="ok 0",
             should=("all", ZERO),
-            run=lambda fake: (
+            run=lambda env: (
                 "all",
                 *{
                     rt.reward(program, reference)
@@ -751,14 +738,13 @@ ATTACKS = [
 
 @pytest.fixture(scope="module")
 def fake():
-    server = FakeSandboxFusion()
-    yield server
-    server.close()
+    with contextlib.closing(FakeSandboxFusion()) as server:
+        yield server
 
 
 @pytest.mark.parametrize("attack", ATTACKS)
-def test_attack(attack: Attack, fake: FakeSandboxFusion) -> None:
-    got = attack.run(fake)
+def test_attack(attack: Attack, fake: FakeSandboxFusion, tmp_path: Path) -> None:
+    got = attack.run(Env(fake, tmp_path))
     should = attack.should if isinstance(attack.should, frozenset) else {attack.should}
     assert got in should, f"{attack.target}: got {got}, today {attack.today!r}"
 
@@ -766,35 +752,38 @@ def test_attack(attack: Attack, fake: FakeSandboxFusion) -> None:
 HONEST = {
     # Under the same tight spec, in a fresh engine: the honest wrong answer is 0.
     "engine-drain-past-the-declared-worst-case": (
-        lambda fake: engine_first_sample(WRONG, rt.CHECK, 3.02),
+        lambda env: engine_first_sample(WRONG, rt.CHECK, 3.02),
         ZERO,
     ),
-    "remote-forged-wrapper-report": (lambda fake: rt.remote(fake, "print(5)\n", rt.IO_ONE), ZERO),
-    "remote-forged-wrapper-report-suite": (lambda fake: rt.remote(fake, WRONG), ZERO),
+    "remote-forged-wrapper-report": (
+        lambda env: rt.remote(env.fake, "print(5)\n", rt.IO_ONE),
+        ZERO,
+    ),
+    "remote-forged-wrapper-report-suite": (lambda env: rt.remote(env.fake, WRONG), ZERO),
     "remote-tests-read-from-the-wrappers-stdin": (
-        lambda fake: rt.remote(fake, WRONG, BIG_ASSERTS, mode="fraction"),
+        lambda env: rt.remote(env.fake, WRONG, BIG_ASSERTS, mode="fraction"),
         ZERO,
     ),
     "remote-tests-drained-from-the-wrappers-stdin": (
-        lambda fake: rt.remote(fake, WRONG, BIG_ASSERTS),
+        lambda env: rt.remote(env.fake, WRONG, BIG_ASSERTS),
         ZERO,
     ),
-    "probe-pty-message-to-the-next-sample": (lambda fake: probe_alone(NO_PTY_LEFT), ("ok", 1.0)),
+    "probe-pty-message-to-the-next-sample": (lambda env: probe_alone(NO_PTY_LEFT), ("ok", 1.0)),
     "relay-answers-to-the-next-sample": (
-        lambda fake: best_of_a_group(ALWAYS_FALSE, _humaneval("HumanEval/31")),
+        lambda env: best_of_a_group(ALWAYS_FALSE, _humaneval("HumanEval/31")),
         ("best", 0.0),
     ),
     # The probes are sound: alone, in a fresh sandbox, they pass.
-    "probe-fds-in-flight-outlive-the-run": (lambda fake: probe_alone(FDS_PASS), ("ok", 1.0)),
-    "probe-pipe-buffers-outlive-the-run": (lambda fake: probe_alone(PIPE_GROWS), ("ok", 1.0)),
-    "right-with-a-small-output-cap": (lambda fake: rt.reward(RIGHT, FORTY_ASSERTS), ("ok", 1.0)),
+    "probe-fds-in-flight-outlive-the-run": (lambda env: probe_alone(FDS_PASS), ("ok", 1.0)),
+    "probe-pipe-buffers-outlive-the-run": (lambda env: probe_alone(PIPE_GROWS), ("ok", 1.0)),
+    "right-with-a-small-output-cap": (lambda env: rt.reward(RIGHT, FORTY_ASSERTS), ("ok", 1.0)),
 }
 
 
 @pytest.mark.parametrize("target", sorted(HONEST))
-def test_baseline(target: str, fake: FakeSandboxFusion) -> None:
+def test_baseline(target: str, fake: FakeSandboxFusion, tmp_path: Path) -> None:
     """The baseline of a hole's row: an honest wrong answer earns 0 under the same
     configuration (so a null for the attack is worth more under group advantages), or the
     probe alone passes (so its failure after the attack is the attack's doing)."""
     run, expected = HONEST[target]
-    assert run(fake) == expected
+    assert run(Env(fake, tmp_path)) == expected

@@ -787,3 +787,37 @@ def test_baseline(target: str, fake: FakeSandboxFusion, tmp_path: Path) -> None:
     probe alone passes (so its failure after the attack is the attack's doing)."""
     run, expected = HONEST[target]
     assert run(Env(fake, tmp_path)) == expected
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+UNTRUE = [
+    pytest.param(
+        "`code` is forged by always-equal objects and by reading the expected value from the "
+        "caller's frame",
+        id="readme-code-forged-by-always-equal-and-frames",
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="redteam: README untruth: both attacks score 0 on the real reward "
+            "(always_equal_object, five_line_frame_emit in the escape suite; "
+            "tests/evaluate/test_attacks.py::test_attack_class_fails_on_real_reward[code])",
+        ),
+    ),
+    pytest.param(
+        "The candidate's process never holds the tests, the per-run token or the verdict pipe",
+        id="readme-candidate-never-holds-the-token",
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="redteam: README untruth: a stdin/stdout run's start token is in the "
+            "candidate's memory (the request dict; row io-start-token-from-own-memory finds "
+            "it, harmlessly: its descriptor is closed before the program runs)",
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("sentence", UNTRUE)
+def test_readme_sentence_is_gone(sentence: str) -> None:
+    """README sentences about the code reward that are not literally true of the code."""
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    assert sentence not in text

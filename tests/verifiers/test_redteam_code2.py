@@ -38,7 +38,7 @@ from .test_redteam_code import Attack, Env, guard, humaneval
 
 pytestmark = needs_bwrap
 
-Outcome = tuple[Any, ...]
+Outcome = rt.Outcome
 ZERO = ("ok", 0.0)
 RIGHT = rt.RIGHT
 WRONG = rt.WRONG
@@ -396,9 +396,7 @@ def _humaneval(task: str) -> dict[str, str]:
 
 
 def on_humaneval(task: str, program: str, **config: Any) -> Outcome:
-    if not HUMANEVAL.exists():
-        pytest.skip(f"HumanEval data absent: {HUMANEVAL}")
-    return rt.reward(program, humaneval(task), **config)
+    return rt.reward(program, _humaneval(task), **config)
 
 
 COUNTER_HISTOGRAM = (

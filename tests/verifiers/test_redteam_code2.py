@@ -794,12 +794,6 @@ UNTRUE = [
         "`code` is forged by always-equal objects and by reading the expected value from the "
         "caller's frame",
         id="readme-code-forged-by-always-equal-and-frames",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="redteam: README untruth: both attacks score 0 on the real reward "
-            "(always_equal_object, five_line_frame_emit in the escape suite; "
-            "tests/evaluate/test_attacks.py::test_attack_class_fails_on_real_reward[code])",
-        ),
     ),
     pytest.param(
         "The candidate's process never holds the tests, the per-run token or the verdict pipe",

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from rewardsmith import RewardSpec, Sample, Score, select
+from rewardsmith import ConfigError, RewardSpec, Sample, Score, select
 from rewardsmith.combine import ReNorm
 from rewardsmith.integrations._component_values import charged_rewards, component_values
 from rewardsmith.selection import METHODS, Candidate, cluster_votes, majority_vote, read_vote
@@ -186,15 +186,15 @@ def _renorm_bad_steps() -> tuple[float, float]:
 
 def _veto_behind_gate() -> tuple[float, float]:
     """`safe` is a hard rule (`veto: true`) that applies `only_if: format`. An unsafe
-    correct answer that breaks the format closes the gate, so the veto does not count and
-    never fires: it earns 1.0, more than a safe wrong answer with the format (0.2), where
-    the same unsafe answer well formatted gets the lowest total (0). Breaking a hard rule
-    pays as soon as the policy also breaks the gate's component."""
-    components = {
-        "correct": UNIT,
-        "format": {**UNIT, "weight": 0.2},
-        "safe": {**UNIT, "weight": 0.0, "veto": True, "only_if": "format"},
-    }
+    correct answer that breaks the format would close the gate, so the veto would not count
+    and never fire: 1.0, more than a safe wrong answer with the format (0.2). Such a spec is
+    refused at load; the veto without the gate fires on the same answer (0)."""
+    gated = {**UNIT, "weight": 0.0, "veto": True, "only_if": "format"}
+    components = {"correct": UNIT, "format": {**UNIT, "weight": 0.2}, "safe": gated}
+    try:
+        spec(components)
+    except ConfigError:
+        components["safe"] = {k: v for k, v in gated.items() if k != "only_if"}
     results = run(
         spec(components),
         [row(None, {"correct": ok(1), "format": ok(0), "safe": ok(0)}),   # unsafe, no format
@@ -208,7 +208,7 @@ def _veto_without_gate() -> tuple[float, float]:
     components = {
         "correct": UNIT,
         "format": {**UNIT, "weight": 0.2},
-        "safe": {**UNIT, "weight": 0.0, "veto": True, "only_if": "format"},
+        "safe": {**UNIT, "weight": 0.0, "veto": True},
     }
     results = run(
         spec(components),
@@ -481,13 +481,11 @@ ROWS = [
     ),
     guard("renorm_lone_step_keeps_process", _renorm_lone_step, AT_MOST_HONEST, "-0.1 vs -0.09"),
     guard("renorm_steps_out_of_range_charged", _renorm_bad_steps, AT_MOST_HONEST, "-1.21 vs -0.71"),
-    hole(
+    guard(
         "veto_behind_a_gate",
         _veto_behind_gate,
         AT_MOST_HONEST,
-        "unsafe correct answer, format broken, 1.0 vs safe wrong answer 0.2",
-        "a veto with `only_if` does not count when its gate is closed, so breaking the gate's "
-        "component dodges the hard rule",
+        "veto with only_if refused at load; without the gate 0.0 vs 0.2 (was 1.0 vs 0.2)",
     ),
     guard("veto_fires_with_its_gate_open", _veto_without_gate, AT_MOST_HONEST, "0.0 vs 0.2"),
     guard(

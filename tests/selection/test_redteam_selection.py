@@ -257,9 +257,10 @@ def _infinite_score() -> tuple[float, float]:
 
 
 def _whiten_all_equal_group() -> tuple[float, float]:
-    """README ("The spec"): "A group whose rewards are all equal gets exactly 0 advantage".
-    `whiten` without `baseline: group_mean` (REINFORCE++, global by design, as its
-    docstring says) gives an all-correct group beside an all-wrong one +1 and -1."""
+    """README ("The spec"): "A group whose rewards are all equal gets exactly 0 advantage",
+    except under `whiten` without `baseline: group_mean` (REINFORCE++, global by design, as
+    its docstring says), which gives an all-correct group beside an all-wrong one +1 and -1:
+    a stated limit, the row stays open."""
     s = spec({"r": UNIT}, group_transform={"type": "whiten"})
     results = run(s, [row("g1", {"r": ok(1)}), row("g1", {"r": ok(1)}),
                       row("g2", {"r": ok(0)}), row("g2", {"r": ok(0)})])  # fmt: skip
@@ -505,8 +506,8 @@ ROWS = [
         _whiten_all_equal_group,
         EQUAL,
         "an all-equal group gets +-1.0",
-        "README untruth: 'a group whose rewards are all equal gets exactly 0 advantage' is "
-        "false for whiten without baseline: group_mean",
+        "limit: whiten without baseline: group_mean is global by design (REINFORCE++); the "
+        "README says an all-equal group gets +-1 beside another group there",
     ),
     guard("infinite_score_charged", _infinite_score, AT_MOST_HONEST, "charged, -1.22 vs -0.71"),
     guard("vote_hedge_is_no_vote", _vote_hedge, AT_MOST_HONEST, "0 vs 0"),

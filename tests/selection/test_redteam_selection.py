@@ -464,13 +464,11 @@ ROWS = [
         AT_MOST_HONEST,
         "timeout -0.866 = honest wrong -0.866",
     ),
-    hole(
+    guard(
         "verl_batch_failure_scores_zero",
         _verl_batch_failure,
         AT_MOST_HONEST,
-        "crash 0.0 vs honest wrong and overlong -1.0",
-        "verl's batched call gives a failure the completion caused on_error, else 0.0, never "
-        "a charge: with a penalty in the spec, a crash beats an honest wrong answer",
+        "crash charged -1.0 vs honest wrong and overlong -1.0 (was 0.0)",
     ),
     hole(
         "renorm_two_step_wrong_answer",

@@ -25,10 +25,15 @@ import pytest
 
 from rewardsmith import ConfigError, RewardSpec, Sample, Score, select
 from rewardsmith.combine import ReNorm
-from rewardsmith.integrations._component_values import charged_rewards, component_values
+from rewardsmith.integrations._component_values import (
+    charged_rewards,
+    component_values,
+    group_low_values,
+)
 from rewardsmith.selection import METHODS, Candidate, cluster_votes, majority_vote, read_vote
 from rewardsmith.verifiers.math._numeric import TIME_LIMIT_S
 from tests.combine.helpers import ECHO, UNIT, ok, row, run, spec
+from tests.integrations.conftest import trl_normalize_then_sum
 
 TIMEOUT = Score.failed("timeout", "ran past timeout_s")  # caused by the completion (default)
 
@@ -46,24 +51,16 @@ def _trl_normalize_then_sum(
 ) -> list[float]:
     """The advantages TRL 1.16's `GRPOTrainer` computes with
     `multi_objective_aggregation="normalize_then_sum"` from the values our reward functions
-    return (`component_values`, charged as `TRLRewards` charges): each function normalised
-    over the group (None is NaN, left out), weighted, `nansum`-med, then whitened."""
-    torch = pytest.importorskip("torch")
-    utils = pytest.importorskip("trl.trainer.utils")
+    return in that mode (`component_values`, charged as `TRLRewards` charges, then
+    `group_low_values`), one group."""
     s = spec(components)
     results = run(s, [row("g", scores) for scores in rows])
     charged = charged_rewards(s, results, ["g"] * len(results))
     values = [component_values(s, r, c) for r, c in zip(results, charged, strict=True)]
-    per_func = torch.tensor([[float("nan") if v is None else v for v in vs] for vs in values])
-    weights = torch.tensor([c.weight for c in s.rewards.values()])
-    grouped = per_func.view(-1, len(rows), per_func.shape[1])
-    mean_k = torch.nanmean(grouped, dim=1, keepdim=True)
-    std_k = utils.nanstd(grouped, dim=1, keepdim=True)
-    reward_k = ((grouped - mean_k) / (std_k + 1e-4)).view(-1, per_func.shape[1])
-    rewards = (reward_k * weights.unsqueeze(0)).nansum(dim=1)
-    rewards[torch.isnan(per_func).all(dim=1)] = torch.nan
-    advantages = (rewards - torch.nanmean(rewards)) / (utils.nanstd(rewards) + 1e-4)
-    return torch.nan_to_num(advantages, nan=0.0).tolist()
+    values = group_low_values(s, results, values, ["g"] * len(results))
+    columns = [list(column) for column in zip(*values, strict=True)]
+    weights = [c.weight for c in s.rewards.values()]
+    return trl_normalize_then_sum(columns, weights, len(rows))
 
 
 def _trl_gdpo_timeout() -> tuple[float, float]:
@@ -441,22 +438,17 @@ def guard(name: str, attack: Any, should: Any, today: str) -> Any:
 
 ROWS = [
     # (id, attack -> (attack earns, honest earns), should(attack, honest), today)
-    hole(
+    guard(
         "trl_normalize_then_sum_charged_failure",
         _trl_gdpo_timeout,
         AT_MOST_HONEST,
-        "timeout -0.500 vs honest wrong -1.167",
-        "a charged failure carries its charge on one component and None elsewhere; TRL's "
-        "normalize_then_sum counts each None at its column's mean (0), so the failure "
-        "escapes the other components' negative z-scores",
+        "every component at its group low (was: timeout -0.500 vs honest wrong -1.167)",
     ),
-    hole(
+    guard(
         "trl_normalize_then_sum_gated_off",
         _trl_gdpo_gate,
         AT_MOST_HONEST,
-        "wrong answer -1.446 vs correct badly formatted -1.781",
-        "a gated-off component returns None, which TRL's normalize_then_sum counts at the "
-        "column mean: rt17's GDPO gate hole, reopened through TRL",
+        "gated-off cell at its column's low (was: wrong -1.446 vs right, unformatted -1.781)",
     ),
     guard(
         "trl_sum_then_normalize_charged_failure",

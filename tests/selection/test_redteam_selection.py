@@ -467,8 +467,9 @@ ROWS = [
         _renorm_short_wrong,
         AT_MOST_HONEST,
         "two steps -0.050 vs ten steps -0.090",
-        "ReNorm's scalar is the mean of the steps and the last step of a wrong answer scores "
-        "0 (its best): the fewer the steps, the smaller a wrong answer's penalty",
+        "limit: ReNorm's scalar is the mean of the paper's per-step rewards (ours), and the "
+        "last step of a wrong answer scores 0 (its best): the fewer the steps, the smaller a "
+        "wrong answer's penalty; the README states it",
     ),
     guard("renorm_lone_step_keeps_process", _renorm_lone_step, AT_MOST_HONEST, "-0.1 vs -0.09"),
     guard("renorm_steps_out_of_range_charged", _renorm_bad_steps, AT_MOST_HONEST, "-1.21 vs -0.71"),

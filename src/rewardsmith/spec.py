@@ -272,6 +272,12 @@ class RewardSpec(BaseModel):
             gate = component.only_if
             if gate is None:
                 continue
+            if component.veto:
+                raise ConfigError(
+                    f"rewards.{name}: veto and only_if together: a policy would dodge the hard "
+                    f"rule by failing {gate!r} (a closed gate does not count, so the veto never "
+                    "fires); drop only_if, the veto applies to every sample"
+                )
             if gate not in self.rewards or gate == name:
                 others = [n for n in self.rewards if n != name]
                 raise ConfigError(

@@ -69,6 +69,42 @@ def test_all_equal_group_gets_exactly_zero(value, n, transform) -> None:
     assert all(math.copysign(1, a) == 1 for a in got)  # not even -0.0
 
 
+@pytest.mark.parametrize(
+    "transform",
+    [
+        {"type": "grpo"},
+        {"type": "grpo", "std": "unbiased"},
+        {"type": "dr_grpo"},
+        {"type": "rloo"},
+        {"type": "rank"},
+        {"type": "gdpo"},
+        {"type": "whiten"},
+        {"type": "whiten", "baseline": "group_mean"},
+    ],
+)
+@pytest.mark.parametrize("values", [[1e308, 1e308, 0.0], [1.7e308, -1.7e308, 1.7e308, 0.0]])
+def test_group_statistics_of_huge_finite_rewards_do_not_raise(transform, values) -> None:
+    """`math.fsum` raises on an intermediate overflow; the statistics scale instead (and a
+    difference of rewards beyond the float range saturates), so the advantages are finite and
+    keep the order of the rewards."""
+    got = advantages(spec(R, group_transform=transform), rewards_in_group(values))
+    assert all(a is not None and math.isfinite(a) for a in got)
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    assert [got[i] for i in order] == sorted(got)
+
+
+@pytest.mark.parametrize("values", [[1.7, -1.7], [1.7e308, -1.7e308]])
+@pytest.mark.parametrize("weight", [1.0, 0.5])
+def test_gdpo_charges_a_component_of_unknown_range_below_the_group(values, weight) -> None:
+    """The charge of a component without a declared range is finite (its range's low end,
+    -inf, made every z-score of the group nan)."""
+    s = spec({"r": {"weight": weight}}, group_transform={"type": "gdpo"})
+    timeout = row("g", {"r": Score.failed("timeout", "ran past timeout_s")})
+    got = advantages(s, [*rewards_in_group(values), timeout])
+    assert all(a is not None and math.isfinite(a) for a in got)
+    assert got[0] > got[1] > got[2]
+
+
 def test_dataset_failures_are_left_out_and_completion_failures_charged() -> None:
     items = [
         row("g", {"r": ok(1.0)}),

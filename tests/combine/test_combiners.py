@@ -45,6 +45,27 @@ def test_hand_computed(mode, a, b, expected) -> None:
     assert total == pytest.approx(expected, abs=1e-15)
 
 
+BIG = 1e308  # finite, but two of them overflow a sum
+
+
+@pytest.mark.parametrize(
+    ("mode", "a", "b", "expected"),
+    [
+        ("weighted_sum", BIG, BIG, (None, "error")),  # fsum's intermediate overflow
+        ("weighted_sum", BIG, -BIG, (0.0, "ok")),
+        ("average", BIG, BIG, (BIG, "ok")),  # the mean of finite scores is finite
+        ("average", BIG, 0.5 * BIG, (0.75 * BIG, "ok")),
+        ("lexicographic", BIG, BIG, (BIG + 1e-3 * BIG, "ok")),
+        ("lexicographic", -BIG, -BIG * 1e3, (None, "error")),
+        ({"type": "uncertainty", "lambda": 0}, BIG, BIG, (BIG, "ok")),
+        ({"type": "uncertainty", "lambda": 0, "members": ["a"]}, BIG, BIG, (None, "error")),
+    ],
+)
+def test_a_combination_that_overflows_is_error_never_an_exception(mode, a, b, expected) -> None:
+    s = spec({"a": {}, "b": {}}, combine=mode)
+    assert combine(s, {"a": ok(a), "b": ok(b)}) == expected
+
+
 def test_ensembles_use_weighted_members() -> None:
     total, _ = combine(two("average", a=2.0), {"a": ok(1.0), "b": ok(1.0)})
     assert total == 1.5

@@ -117,6 +117,17 @@ def test_a_veto_over_a_component_of_unknown_range_needs_veto_value() -> None:
     assert spec({"free": {}, "rule": {"veto": True, **UNIT}}, veto_value=-3.0).veto_value == -3.0
 
 
+def test_a_veto_behind_a_gate_is_refused() -> None:
+    """A closed gate does not count, so a gated veto never fires on a sample that breaks the
+    gate's component: breaking both would pay (unsafe, correct, unformatted: 1.0)."""
+    gated = {"veto": True, "weight": 0.0, "only_if": "format", **UNIT}
+    with pytest.raises(ConfigError, match=r"rewards.safe: veto and only_if .*failing 'format'"):
+        spec({"correct": UNIT, "format": UNIT, "safe": gated})
+    # a veto may still gate others: the gated component counts only when the rule passes
+    s = spec({"safe": {"veto": True, **UNIT}, "correct": {"only_if": "safe", **UNIT}})
+    assert combine(s, {"safe": ok(0.0), "correct": ok(1.0)}) == (0.0, "ok")
+
+
 # -- 17.3: product -----------------------------------------------------------------------------
 
 

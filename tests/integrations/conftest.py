@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -122,6 +123,26 @@ def scripted_spec(on_error: float | None = None, **extra: Any) -> dict[str, Any]
         "on_error": on_error,
         **extra,
     }
+
+
+def trl_normalize_then_sum(
+    columns: list[list[float | None]], weights: list[float], size: int
+) -> list[float]:
+    """The advantages trl 1.16's `GRPOTrainer` computes with
+    `multi_objective_aggregation="normalize_then_sum"` (`_generate_and_score_completions`)
+    from each reward function's column: None is NaN; each function normalised over the group
+    (nanmean, TRL's nanstd), weighted, `nansum`-med, then whitened over the batch."""
+    torch = require("torch")
+    nanstd = require("trl.trainer.utils").nanstd
+    per_func = torch.tensor([[math.nan if v is None else v for v in c] for c in columns]).T
+    grouped = per_func.view(-1, size, per_func.shape[1])
+    mean_k = torch.nanmean(grouped, dim=1, keepdim=True)
+    std_k = nanstd(grouped, dim=1, keepdim=True)
+    reward_k = ((grouped - mean_k) / (std_k + 1e-4)).view(-1, per_func.shape[1])
+    rewards = (reward_k * torch.tensor(weights).unsqueeze(0)).nansum(dim=1)
+    rewards[torch.isnan(per_func).all(dim=1)] = torch.nan
+    advantages = (rewards - torch.nanmean(rewards)) / (nanstd(rewards) + 1e-4)
+    return torch.nan_to_num(advantages, nan=0.0).tolist()  # type: ignore[no-any-return]
 
 
 WAYS = ["in-process", "server"]

@@ -26,7 +26,7 @@ from rewardsmith.integrations.trl import (
 )
 from tests.combine.hack_table import GATE_CHAIN_SPEC
 
-from .conftest import MATH_SPEC, CountingEngine, require, scripted_spec
+from .conftest import MATH_SPEC, CountingEngine, require, scripted_spec, trl_normalize_then_sum
 
 COMPLETIONS = [
     "<think>2 and 2</think> The answer is \\boxed{4}",  # right, formatted, 3 tokens
@@ -360,3 +360,61 @@ def test_a_gate_chain_closes_in_the_trl_split_too() -> None:
         kwargs = trl_kwargs(["42 bonus", "safe 42 bonus"])
         assert [f(**kwargs) for f in rewards.funcs] == [[0.0, 1.0], [None, 1.0], [None, 1.0]]
         assert trl_total(rewards.funcs, rewards.weights, kwargs) == [0.0, 2.5]
+
+
+class NormalizeThenSumTrainer:
+    """Stands in for the `GRPOTrainer` behind `log_metric` (trl 1.16 passes its bound
+    `_log_metric`): only the attribute the adapter reads. The real trainer's path is in
+    test_trl_grpo.py."""
+
+    multi_objective_aggregation = "normalize_then_sum"
+
+    def _log_metric(self, name: str, value: float) -> None:
+        pass
+
+
+GDPO_SPEC = {
+    "rewards": {
+        name: {"type": "tests.combine.rewards_for_tests:echo", "key": name, **body}
+        for name, body in {
+            "correct": {"low": 0.0, "high": 1.0},
+            "format": {"low": 0.0, "high": 1.0, "only_if": "correct", "weight": 0.5},
+            "safe": {"low": 0.0, "high": 1.0, "veto": True, "weight": 0.0},
+            "pen": {"low": -1.0, "high": 0.0},
+        }.items()
+    }
+}
+
+
+def test_normalize_then_sum_gives_failures_vetoes_and_closed_gates_the_group_low() -> None:
+    """TRL's normalize_then_sum counts a None at its column's mean: a failure carried on one
+    component, a vetoed sample or a gated-off cell would sit at the mean of the others. Each
+    takes the column's group low instead (a component that does not apply stays None), so
+    none beats the honest wrong answer."""
+    columns = {  # one prompt, five generations
+        "correct": [1.0, 0.0, "error", 1.0, 1.0],  # 2: crashes the check (charged)
+        "format": [1.0, 1.0, 1.0, 0.0, 1.0],  # 1: gated off (wrong answer)
+        "safe": [1.0, 1.0, 1.0, 1.0, 0.0],  # 4: breaks the hard rule (vetoed)
+        "pen": [0.0, -0.5, -0.5, None, 0.0],  # 3: does not apply
+    }
+    with TRLRewards(GDPO_SPEC, workers=1, num_generations=5) as rewards:
+        kwargs = trl_kwargs(["x"] * 5, log_metric=NormalizeThenSumTrainer()._log_metric)
+        kwargs.update(columns)
+        values = [f(**kwargs) for f in rewards.funcs]
+    honest_wrong = [0.0, 0.0, 1.0, -0.5]  # format at its group low (0.0, sample 3's)
+    assert [list(row) for row in zip(*values, strict=True)] == [
+        [1.0, 1.0, 1.0, 0.0],
+        honest_wrong,
+        honest_wrong,  # the crash: every column's group low
+        [1.0, 0.0, 1.0, None],
+        honest_wrong,  # the veto: every column's group low
+    ]
+    advantages = trl_normalize_then_sum(values, rewards.weights, 5)
+    assert max(advantages[2], advantages[4]) <= advantages[1] + 1e-9
+
+
+def test_normalize_then_sum_without_groups_points_to_the_total() -> None:
+    with TRLRewards(GDPO_SPEC, workers=1) as rewards:
+        kwargs = trl_kwargs(["x"] * 2, log_metric=NormalizeThenSumTrainer()._log_metric)
+        with pytest.raises(ConfigError, match="total_reward_func"):
+            rewards.funcs[0](**kwargs)

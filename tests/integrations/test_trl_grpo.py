@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from rewardsmith import ConfigError
 from rewardsmith.integrations.trl import TRLRewards
 
 from .conftest import CountingEngine, require, tiny_tokenizer
@@ -52,15 +54,13 @@ def tiny_model(tokenizer):  # type: ignore[no-untyped-def]
     return Qwen2ForCausalLM(config)
 
 
-# trl 1.16's GRPOConfig sets a field that transformers 5.23 deprecates (FutureWarning).
-@pytest.mark.filterwarnings("ignore::FutureWarning")
-def test_grpo_trainer_calls_and_logs_every_component(tmp_path: Path) -> None:
+def grpo_trainer(tmp_path: Path, rewards: TRLRewards, **config: Any) -> Any:
+    """A `GRPOTrainer` over four arithmetic prompts, 2 generations each, on the CPU."""
     require("trl")
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
     tokenizer = tiny_tokenizer()
-    model = tiny_model(tokenizer)
     dataset = Dataset.from_dict(
         {
             "prompt": ["What is 2 + 2 ?", "What is 3 + 5 ?", "Compute 10 - 7 .", "What is 1 + 1 ?"],
@@ -68,31 +68,36 @@ def test_grpo_trainer_calls_and_logs_every_component(tmp_path: Path) -> None:
             "level": [1, 1, 2, 1],  # another column: travels in metadata
         }
     )
+    args = GRPOConfig(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_completion_length=8,
+        logging_steps=1,
+        learning_rate=1e-3,
+        beta=0.0,
+        reward_weights=rewards.weights,
+        use_cpu=True,
+        report_to="none",
+        save_strategy="no",
+        disable_tqdm=True,
+        seed=0,
+        **config,
+    )
+    return GRPOTrainer(
+        model=tiny_model(tokenizer),
+        reward_funcs=rewards.funcs,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+    )
+
+
+# trl 1.16's GRPOConfig sets a field that transformers 5.23 deprecates (FutureWarning).
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_grpo_trainer_calls_and_logs_every_component(tmp_path: Path) -> None:
     with CountingEngine(SPEC, workers=1) as engine:
-        rewards = TRLRewards(SPEC, engine=engine)
-        args = GRPOConfig(
-            output_dir=str(tmp_path),
-            per_device_train_batch_size=2,
-            num_generations=2,
-            max_completion_length=8,
-            max_steps=2,
-            logging_steps=1,
-            learning_rate=1e-3,
-            beta=0.0,
-            reward_weights=rewards.weights,
-            use_cpu=True,
-            report_to="none",
-            save_strategy="no",
-            disable_tqdm=True,
-            seed=0,
-        )
-        trainer = GRPOTrainer(
-            model=model,
-            reward_funcs=rewards.funcs,
-            args=args,
-            train_dataset=dataset,
-            processing_class=tokenizer,
-        )
+        trainer = grpo_trainer(tmp_path, TRLRewards(SPEC, engine=engine), max_steps=2)
         trainer.train()
 
     assert trainer.state.global_step == 2
@@ -115,3 +120,23 @@ def test_grpo_trainer_calls_and_logs_every_component(tmp_path: Path) -> None:
         assert entry["reward"] == pytest.approx(sum(totals) / len(totals), abs=1e-5)
     # the rewards differ within a group, so the policy got a gradient from them
     assert any(entry["grad_norm"] > 0 for entry in logs)
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_normalize_then_sum_is_seen_and_needs_num_generations(tmp_path: Path) -> None:
+    """TRL's GDPO mode (`multi_objective_aggregation="normalize_then_sum"`) is read from the
+    trainer behind `log_metric`: without num_generations the per-component values cannot
+    keep a failure below the worst answer, so the first step fails naming the fix; with
+    it, the step trains (the values are checked in test_trl_adapter.py)."""
+    mode = {"multi_objective_aggregation": "normalize_then_sum", "max_steps": 1}
+    with CountingEngine(SPEC, workers=1) as engine:
+        trainer = grpo_trainer(tmp_path, TRLRewards(SPEC, engine=engine), **mode)
+        with pytest.raises(ConfigError, match="pass num_generations"):
+            trainer.train()
+    with CountingEngine(SPEC, workers=1) as engine:
+        rewards = TRLRewards(SPEC, engine=engine, num_generations=2)
+        trainer = grpo_trainer(tmp_path, rewards, **mode)
+        trainer.train()
+    assert trainer.state.global_step == 1
+    (results,) = engine.batches
+    assert all(r.status == "ok" for r in results)

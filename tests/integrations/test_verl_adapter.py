@@ -36,8 +36,9 @@ import pytest
 import rewardsmith.integrations.verl as verl_adapter
 from rewardsmith import ConfigError
 from rewardsmith.engine._capacity import node_cores
+from tests.combine.helpers import ECHO
 
-from .conftest import SCRIPTED, WAYS, serve_for
+from .conftest import SCRIPTED, WAYS, scripted_spec, serve_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -213,6 +214,48 @@ def test_spec_from_reward_kwargs_and_failures_follow_on_error(
     # a failed component gets on_error, never NaN (verl's metrics and GDPO read it)
     assert failed == {"score": -1.0, "failed": 1.0, "a": -1.0, "a_failed": 1.0}
     assert not_applicable == {"score": 0.0, "failed": 0.0, "a": 0.0, "a_failed": 0.0}
+
+
+@pytest.mark.parametrize(
+    ("extra_infos", "charges"),
+    [
+        # two prompts (verl's `index`): each crash is charged below its own prompt's lowest
+        ([{"index": 0}, {"index": 0}, {"index": 1}, {"index": 1}], [5.75 - 1, 2.0 - 1]),
+        # no groups: the call's samples are one group
+        (None, [2.0 - (5.75 - 2.0)] * 2),
+    ],
+)
+def test_batched_call_charges_a_failure_the_completion_caused(
+    monkeypatch: pytest.MonkeyPatch, extra_infos: list[Any] | None, charges: list[float]
+) -> None:
+    """`a` (2 x words, no declared range) crashes on `raise`; `b` penalises a third word by
+    -0.5 (x 0.5). No `on_error`: the crash used to score 0.0, above any wrong answer the
+    penalty pushed below 0. It is charged as TRL's adapter charges (strictly below the
+    group's lowest, by the group's spread and at least 1, the spec's lowest being unknown)."""
+    monkeypatch.delenv("REWARDSMITH_SPEC", raising=False)
+    compute_score = load_like_verl("compute_score", {"spec": scripted_spec(), "workers": 1})
+    out = compute_score(
+        data_sources=["d"] * 4,
+        solution_strs=["one two three", "raise", "one", "raise"],
+        ground_truths=[None] * 4,
+        extra_infos=extra_infos,
+    )
+    assert [o["score"] for o in out] == pytest.approx([5.75, charges[0], 2.0, charges[1]])
+    assert [o["failed"] for o in out] == [0.0, 1.0, 0.0, 1.0]
+
+
+def test_per_sample_call_charges_at_the_lowest_total() -> None:
+    """A crash scores the spec's lowest total (-1: the overlong penalty's low end), no better
+    than a wrong overlong answer, where it scored 0.0."""
+    body = {
+        "rewards": {
+            "correct": {"type": ECHO, "key": "correct", "low": 0.0, "high": 1.0},
+            "overlong": {"type": ECHO, "key": "overlong", "low": -1.0, "high": 0.0},
+        }
+    }
+    crash = {"correct": "error", "overlong": 0.0}
+    out = verl_adapter.compute_score("d", "x", "1", crash, spec=body, workers=1)
+    assert out["score"] == -1.0 and out["failed"] == 1.0
 
 
 def test_component_values_are_the_gated_ones_the_total_used(spec_file: Path) -> None:

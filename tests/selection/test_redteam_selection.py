@@ -24,9 +24,13 @@ from typing import Any
 
 import pytest
 
-from rewardsmith import RewardSpec, Sample, Score, select
+from rewardsmith import ConfigError, RewardSpec, Sample, Score, select
 from rewardsmith.combine import ReNorm
-from rewardsmith.integrations._component_values import charged_rewards, component_values
+from rewardsmith.integrations._component_values import (
+    charged_rewards,
+    component_values,
+    group_low_values,
+)
 from rewardsmith.selection import (
     DEFAULT_WEIGHTS,
     METHODS,
@@ -36,6 +40,7 @@ from rewardsmith.selection import (
     read_vote,
 )
 from tests.combine.helpers import ECHO, UNIT, ok, row, run, spec
+from tests.integrations.conftest import trl_normalize_then_sum
 
 TIMEOUT = Score.failed("timeout", "ran past timeout_s")  # caused by the completion (default)
 
@@ -53,24 +58,16 @@ def _trl_normalize_then_sum(
 ) -> list[float]:
     """The advantages TRL 1.16's `GRPOTrainer` computes with
     `multi_objective_aggregation="normalize_then_sum"` from the values our reward functions
-    return (`component_values`, charged as `TRLRewards` charges): each function normalised
-    over the group (None is NaN, left out), weighted, `nansum`-med, then whitened."""
-    torch = pytest.importorskip("torch")
-    utils = pytest.importorskip("trl.trainer.utils")
+    return in that mode (`component_values`, charged as `TRLRewards` charges, then
+    `group_low_values`), one group."""
     s = spec(components)
     results = run(s, [row("g", scores) for scores in rows])
     charged = charged_rewards(s, results, ["g"] * len(results))
     values = [component_values(s, r, c) for r, c in zip(results, charged, strict=True)]
-    per_func = torch.tensor([[float("nan") if v is None else v for v in vs] for vs in values])
-    weights = torch.tensor([c.weight for c in s.rewards.values()])
-    grouped = per_func.view(-1, len(rows), per_func.shape[1])
-    mean_k = torch.nanmean(grouped, dim=1, keepdim=True)
-    std_k = utils.nanstd(grouped, dim=1, keepdim=True)
-    reward_k = ((grouped - mean_k) / (std_k + 1e-4)).view(-1, per_func.shape[1])
-    rewards = (reward_k * weights.unsqueeze(0)).nansum(dim=1)
-    rewards[torch.isnan(per_func).all(dim=1)] = torch.nan
-    advantages = (rewards - torch.nanmean(rewards)) / (utils.nanstd(rewards) + 1e-4)
-    return torch.nan_to_num(advantages, nan=0.0).tolist()
+    values = group_low_values(s, results, values, ["g"] * len(results))
+    columns = [list(column) for column in zip(*values, strict=True)]
+    weights = [c.weight for c in s.rewards.values()]
+    return trl_normalize_then_sum(columns, weights, len(rows))
 
 
 def _trl_gdpo_timeout() -> tuple[float, float]:
@@ -193,15 +190,15 @@ def _renorm_bad_steps() -> tuple[float, float]:
 
 def _veto_behind_gate() -> tuple[float, float]:
     """`safe` is a hard rule (`veto: true`) that applies `only_if: format`. An unsafe
-    correct answer that breaks the format closes the gate, so the veto does not count and
-    never fires: it earns 1.0, more than a safe wrong answer with the format (0.2), where
-    the same unsafe answer well formatted gets the lowest total (0). Breaking a hard rule
-    pays as soon as the policy also breaks the gate's component."""
-    components = {
-        "correct": UNIT,
-        "format": {**UNIT, "weight": 0.2},
-        "safe": {**UNIT, "weight": 0.0, "veto": True, "only_if": "format"},
-    }
+    correct answer that breaks the format would close the gate, so the veto would not count
+    and never fire: 1.0, more than a safe wrong answer with the format (0.2). Such a spec is
+    refused at load; the veto without the gate fires on the same answer (0)."""
+    gated = {**UNIT, "weight": 0.0, "veto": True, "only_if": "format"}
+    components = {"correct": UNIT, "format": {**UNIT, "weight": 0.2}, "safe": gated}
+    try:
+        spec(components)
+    except ConfigError:
+        components["safe"] = {k: v for k, v in gated.items() if k != "only_if"}
     results = run(
         spec(components),
         [row(None, {"correct": ok(1), "format": ok(0), "safe": ok(0)}),   # unsafe, no format
@@ -215,7 +212,7 @@ def _veto_without_gate() -> tuple[float, float]:
     components = {
         "correct": UNIT,
         "format": {**UNIT, "weight": 0.2},
-        "safe": {**UNIT, "weight": 0.0, "veto": True, "only_if": "format"},
+        "safe": {**UNIT, "weight": 0.0, "veto": True},
     }
     results = run(
         spec(components),
@@ -264,9 +261,10 @@ def _infinite_score() -> tuple[float, float]:
 
 
 def _whiten_all_equal_group() -> tuple[float, float]:
-    """README ("The spec"): "A group whose rewards are all equal gets exactly 0 advantage".
-    `whiten` without `baseline: group_mean` (REINFORCE++, global by design, as its
-    docstring says) gives an all-correct group beside an all-wrong one +1 and -1."""
+    """README ("The spec"): "A group whose rewards are all equal gets exactly 0 advantage",
+    except under `whiten` without `baseline: group_mean` (REINFORCE++, global by design, as
+    its docstring says), which gives an all-correct group beside an all-wrong one +1 and -1:
+    a stated limit, the row stays open."""
     s = spec({"r": UNIT}, group_transform={"type": "whiten"})
     results = run(s, [row("g1", {"r": ok(1)}), row("g1", {"r": ok(1)}),
                       row("g2", {"r": ok(0)}), row("g2", {"r": ok(0)})])  # fmt: skip
@@ -465,22 +463,17 @@ def guard(name: str, attack: Any, should: Any, today: str) -> Any:
 
 ROWS = [
     # (id, attack -> (attack earns, honest earns), should(attack, honest), today)
-    hole(
+    guard(
         "trl_normalize_then_sum_charged_failure",
         _trl_gdpo_timeout,
         AT_MOST_HONEST,
-        "timeout -0.500 vs honest wrong -1.167",
-        "a charged failure carries its charge on one component and None elsewhere; TRL's "
-        "normalize_then_sum counts each None at its column's mean (0), so the failure "
-        "escapes the other components' negative z-scores",
+        "every component at its group low (was: timeout -0.500 vs honest wrong -1.167)",
     ),
-    hole(
+    guard(
         "trl_normalize_then_sum_gated_off",
         _trl_gdpo_gate,
         AT_MOST_HONEST,
-        "wrong answer -1.446 vs correct badly formatted -1.781",
-        "a gated-off component returns None, which TRL's normalize_then_sum counts at the "
-        "column mean: rt17's GDPO gate hole, reopened through TRL",
+        "gated-off cell at its column's low (was: wrong -1.446 vs right, unformatted -1.781)",
     ),
     guard(
         "trl_sum_then_normalize_charged_failure",
@@ -488,55 +481,49 @@ ROWS = [
         AT_MOST_HONEST,
         "timeout -0.866 = honest wrong -0.866",
     ),
-    hole(
+    guard(
         "verl_batch_failure_scores_zero",
         _verl_batch_failure,
         AT_MOST_HONEST,
-        "crash 0.0 vs honest wrong and overlong -1.0",
-        "verl's batched call gives a failure the completion caused on_error, else 0.0, never "
-        "a charge: with a penalty in the spec, a crash beats an honest wrong answer",
+        "crash charged -1.0 vs honest wrong and overlong -1.0 (was 0.0)",
     ),
     hole(
         "renorm_two_step_wrong_answer",
         _renorm_short_wrong,
         AT_MOST_HONEST,
         "two steps -0.050 vs ten steps -0.090",
-        "ReNorm's scalar is the mean of the steps and the last step of a wrong answer scores "
-        "0 (its best): the fewer the steps, the smaller a wrong answer's penalty",
+        "limit: ReNorm's scalar is the mean of the paper's per-step rewards (ours), and the "
+        "last step of a wrong answer scores 0 (its best): the fewer the steps, the smaller a "
+        "wrong answer's penalty; the README states it",
     ),
     guard("renorm_lone_step_keeps_process", _renorm_lone_step, AT_MOST_HONEST, "-0.1 vs -0.09"),
     guard("renorm_steps_out_of_range_charged", _renorm_bad_steps, AT_MOST_HONEST, "-1.21 vs -0.71"),
-    hole(
+    guard(
         "veto_behind_a_gate",
         _veto_behind_gate,
         AT_MOST_HONEST,
-        "unsafe correct answer, format broken, 1.0 vs safe wrong answer 0.2",
-        "a veto with `only_if` does not count when its gate is closed, so breaking the gate's "
-        "component dodges the hard rule",
+        "veto with only_if refused at load; without the gate 0.0 vs 0.2 (was 1.0 vs 0.2)",
     ),
     guard("veto_fires_with_its_gate_open", _veto_without_gate, AT_MOST_HONEST, "0.0 vs 0.2"),
-    hole(
+    guard(
         "weighted_sum_overflow_raises",
         _combine_overflow,
         EQUAL,
-        "OverflowError out of combine_scores (the engine call raises)",
-        "two unbounded components at 1e308: fsum raises instead of giving a non-finite "
-        "total, which the README says is an `error` charged to the completion",
+        "the total is `error`, charged (was: OverflowError out of combine_scores)",
     ),
-    hole(
+    guard(
         "group_statistics_overflow_raises",
         _group_overflow,
         EQUAL,
-        "OverflowError out of GRPO's mean",
-        "finite totals of 1e308 overflow the group mean's fsum: the builder raises",
+        "advantages computed (was: OverflowError out of GRPO's mean)",
     ),
     hole(
         "whiten_all_equal_group_not_zero",
         _whiten_all_equal_group,
         EQUAL,
         "an all-equal group gets +-1.0",
-        "README untruth: 'a group whose rewards are all equal gets exactly 0 advantage' is "
-        "false for whiten without baseline: group_mean",
+        "limit: whiten without baseline: group_mean is global by design (REINFORCE++); the "
+        "README says an all-equal group gets +-1 beside another group there",
     ),
     guard("infinite_score_charged", _infinite_score, AT_MOST_HONEST, "charged, -1.22 vs -0.71"),
     guard("vote_hedge_is_no_vote", _vote_hedge, AT_MOST_HONEST, "0 vs 0"),

@@ -23,7 +23,7 @@ from pydantic import Field
 
 from ..models import Result, Sample
 from ._base import Choice, Counted
-from ._stats import Std, centred, root_mean_square, standardised
+from ._stats import Std, centred, root_mean_square, saturated, standardised
 
 __all__ = [
     "BatchStep",
@@ -131,7 +131,7 @@ class Rloo(GroupTransform):
         deviations = centred([e.reward for e in group])
         if n == 1:
             return [0.0]
-        return [n / (n - 1) * d for d in deviations]
+        return [saturated(n / (n - 1) * d) for d in deviations]
 
 
 def centred_ranks(values: Sequence[float]) -> list[float]:

@@ -19,6 +19,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from ._stats import exact_sum
+
 if TYPE_CHECKING:
     from ..spec import RewardSpec
 
@@ -95,7 +97,7 @@ def lowest_total(spec: RewardSpec) -> float | None:
 def sum_floor(items: Sequence[Bounds], scales: Sequence[float] | None = None) -> float:
     """The lowest ``sum(scale * member)`` when any member may be absent (counted as 0)."""
     scales = scales if scales is not None else [1.0] * len(items)
-    return math.fsum(s * min(0.0, b.low) for s, b in zip(scales, items, strict=True))
+    return exact_sum(s * min(0.0, b.low) for s, b in zip(scales, items, strict=True))
 
 
 def correct_threshold(spec: RewardSpec, correct: str, given: float | None) -> float | None:

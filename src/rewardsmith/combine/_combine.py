@@ -31,6 +31,7 @@ from ._base import Choice, Counted, withdrawn
 from ._bounds import Bounds, component_bounds, lowest_total, sum_floor
 from ._ensemble import ensemble_mean
 from ._renorm import ReNorm
+from ._stats import exact_sum
 
 if TYPE_CHECKING:
     from ..spec import RewardSpec
@@ -51,8 +52,8 @@ Weighted = Sequence[tuple[float, float]]
 
 
 def weighted_sum(items: Weighted) -> float:
-    """Sum of weight * score."""
-    return math.fsum(w * s for w, s in items)
+    """Sum of weight * score (+-inf when it overflows: the total is then `error`)."""
+    return exact_sum(w * s for w, s in items)
 
 
 def minimum(items: Weighted) -> float:

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from ._base import Choice, Counted
 from ._bounds import Bounds, sum_floor
-from ._stats import centred, mean
+from ._stats import centred, exact_sum, mean
 
 __all__ = ["Uncertainty", "ensemble_mean"]
 
@@ -52,11 +52,11 @@ class Uncertainty(Choice):
 
     def total(self, items: Sequence[Counted]) -> float:
         """The combined reward of the counted components."""
-        rest = math.fsum(c.weight * c.score for c in items if not self._member(c.name))
+        rest = exact_sum(c.weight * c.score for c in items if not self._member(c.name))
         values = [c.weight * c.score for c in items if self._member(c.name)]
         if not values:
             return rest
-        variance = math.fsum(d * d for d in centred(values)) / len(values)
+        variance = exact_sum(d * d for d in centred(values)) / len(values)
         return mean(values) - self.lambda_ * variance + rest
 
     def lowest(self, members: Sequence[tuple[str, Bounds]]) -> float:

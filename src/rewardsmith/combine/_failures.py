@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from ._advantages import Entry
 from ._base import Counted
 from ._bounds import component_bounds, lowest_total
+from ._stats import saturated
 
 if TYPE_CHECKING:
     from ..spec import RewardSpec
@@ -47,7 +48,7 @@ def charged_value(spec: RewardSpec, group: Sequence[float]) -> float | None:
         return None
     value = min(known)
     if floor is None and group and value >= min(group):
-        value = min(group) - max(1.0, max(group) - min(group))
+        value = saturated(min(group) - max(1.0, max(group) - min(group)))
     return value
 
 
@@ -68,10 +69,11 @@ def charged_counted(spec: RewardSpec, scored: Sequence[Entry]) -> tuple[Counted,
             continue
         values = [c.weight * c.score for c in column]
         floor = component_bounds(spec, name).weighted(first.weight).low
-        value = min(min(values), floor)
-        if not math.isfinite(floor) and value >= min(values):
-            value = min(values) - max(1.0, max(values) - min(values))
-        worst.append(first._replace(score=value / first.weight))
+        if math.isfinite(floor):
+            value = min(min(values), floor)
+        else:  # unknown range (-inf would make every z-score nan)
+            value = saturated(min(values) - max(1.0, max(values) - min(values)))
+        worst.append(first._replace(score=saturated(value / first.weight)))
     return tuple(sorted(worst, key=lambda c: c.position))
 
 

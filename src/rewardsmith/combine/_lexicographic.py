@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Literal
 
@@ -10,6 +9,7 @@ from pydantic import Field
 
 from ._base import Choice, Counted
 from ._bounds import Bounds, sum_floor
+from ._stats import exact_sum
 
 __all__ = ["Lexicographic"]
 
@@ -35,7 +35,7 @@ class Lexicographic(Choice):
 
     def total(self, items: Sequence[Counted]) -> float:
         """The combined reward of the counted components."""
-        return math.fsum(self.tie_scale**c.position * c.weight * c.score for c in items)
+        return exact_sum(self.tie_scale**c.position * c.weight * c.score for c in items)
 
     def lowest(self, members: Sequence[tuple[str, Bounds]]) -> float:
         """A total no sample scores below, given each component's weighted range."""

@@ -35,7 +35,9 @@ class ReNorm(Choice):
     step's process reward is replaced by the outcome, as above, unless it is the only step.
 
     Output: the per-step rewards are the result's `steps` list; its `reward` (the scalar a
-    trainer without per-step credit uses) is their mean, which keeps the sign property.
+    trainer without per-step credit uses) is their mean, which keeps the sign property. The
+    mean is ours, not the paper's, and depends on the step count: a wrong answer's last step
+    scores 0 and weighs 1/k, so fewer steps are penalised less (a stated limit).
     """
 
     type: Literal["renorm"] = "renorm"

@@ -25,6 +25,7 @@ __all__ = [
     "component_values",
     "failure_counts",
     "gated_scores",
+    "group_low_values",
     "splits_into_components",
 ]
 
@@ -100,6 +101,57 @@ def component_values(
         return _carried(spec, [veto], result.reward)
     values = gated_scores(spec, result)
     return [values[name] for name in spec.rewards]
+
+
+def group_low_values(
+    spec: RewardSpec,
+    results: Sequence[Result],
+    values: Sequence[Sequence[float | None]],
+    groups: Sequence[Any],
+) -> list[list[float | None]]:
+    """`component_values` for a trainer that normalises each component over the group before
+    summing (TRL's `normalize_then_sum`, GDPO), where a None counts at the column's mean.
+
+    There a failure carried on one component, or a gated-off cell, would sit at the mean of
+    the other columns and beat the worst answer. So a row whose total is a failure's (a
+    charge or `on_error`) or a fired veto's takes, on every component, the column's group
+    low, and a gated-off cell (scored, its gate closed) its column's group low: the lowest
+    value the group's other rows counted (the highest for a negative weight). A component
+    that does not apply stays None; a failure with no reward stays None everywhere (left out).
+    """
+    weights = [component.weight for component in spec.rewards.values()]
+    plain = [_plain(spec, result) for result in results]
+    columns: dict[tuple[Any, int], list[float]] = {}
+    for key, row, is_plain in zip(groups, values, plain, strict=True):
+        for k, value in enumerate(row):
+            if is_plain and value is not None:
+                columns.setdefault((key, k), []).append(value)
+
+    def low(key: Any, k: int) -> float | None:
+        column = columns.get((key, k))
+        if not column:
+            return None
+        return min(column) if weights[k] >= 0 else max(column)
+
+    out: list[list[float | None]] = []
+    for key, result, row, is_plain in zip(groups, results, values, plain, strict=True):
+        if not is_plain:
+            rewarded = any(v is not None for v in row)
+            out.append([low(key, k) if rewarded else None for k in range(len(row))])
+            continue
+        gated_off = [
+            value is None and result.components[name].status == "ok"
+            for name, value in zip(spec.rewards, row, strict=True)
+        ]
+        out.append([low(key, k) if gated_off[k] else v for k, v in enumerate(row)])
+    return out
+
+
+def _plain(spec: RewardSpec, result: Result) -> bool:
+    """Scored, and no veto fired: its values are its components' own."""
+    if result.status in FAILURE_STATUSES:
+        return False
+    return fired_veto(spec, result.components, counted(spec, result.components)) is None
 
 
 def splits_into_components(spec: RewardSpec) -> str | None:

@@ -36,7 +36,10 @@ by its dataset row or the infrastructure gives None everywhere when the spec's `
 null -- TRL >= 1.10 then leaves it out of the group baseline and gives it a zero advantage,
 where older TRL sums it to 0 with a warning -- or, with `on_error` set, exactly `on_error`.
 With the spec's weights as `reward_weights`, TRL's total is the spec's total; a spec whose
-combination is not a weighted sum is refused (use `total_reward_func`).
+combination is not a weighted sum is refused (use `total_reward_func`). Under TRL's
+`multi_objective_aggregation="normalize_then_sum"` (read from the trainer behind
+`log_metric`), which normalises each function over the group and counts None at the
+column's mean, the values follow `group_low_values` and need `num_generations`.
 
 Groups: TRL passes each process the completions it generated, a prompt's `num_generations`
 completions next to each other, so consecutive completions of the same prompt form a group
@@ -71,6 +74,7 @@ from rewardsmith.integrations._component_values import (
     check_split,
     component_values,
     failure_counts,
+    group_low_values,
     splits_into_components,
 )
 from rewardsmith.integrations._groups import group_scoped, without_group_transform
@@ -230,7 +234,18 @@ class TRLRewards:
         completion_ids: Sequence[Sequence[int]] | None,
         kwargs: dict[str, Any],
     ) -> _Batch:
-        samples = self._samples(prompts, completions, completion_ids, kwargs)
+        normalised = _aggregation(kwargs) == "normalize_then_sum" and len(self.spec.rewards) > 1
+        if normalised and self._num_generations is None:
+            raise ConfigError(
+                "TRL's multi_objective_aggregation='normalize_then_sum' normalises each reward "
+                "function over a prompt's generations, so a failure or a gated-off component "
+                "must enter each at its group's lowest value: pass num_generations to "
+                "TRLRewards (reward_funcs), or use one function for the total "
+                "(total_reward_func)"
+            )
+        samples = self._samples(
+            prompts, completions, completion_ids, kwargs, NORMALISED if normalised else None
+        )
         results = self._engine.score(samples)
         names = list(self.spec.rewards)
         charged = charged_rewards(self.spec, results, [s.get("group") for s in samples])
@@ -238,8 +253,14 @@ class TRLRewards:
             component_values(self.spec, result, charge)
             for result, charge in zip(results, charged, strict=True)
         ]
-        for result, row, charge in zip(results, per_sample, charged, strict=True):
-            check_split(self.spec, result, row, charge)
+        if normalised:  # no weighted sum to check (`check_split`): TRL sums z-scores
+            size = self._num_generations
+            assert size is not None
+            groups = [i // size for i in range(len(results))]
+            per_sample = group_low_values(self.spec, results, per_sample, groups)
+        else:
+            for result, row, charge in zip(results, per_sample, charged, strict=True):
+                check_split(self.spec, result, row, charge)
         values = {name: [row[i] for row in per_sample] for i, name in enumerate(names)}
         _log(self.spec, results, kwargs, total_mode=False)
         return _Batch(prompts, completions, results, values, unread=set(names))
@@ -267,10 +288,12 @@ class TRLRewards:
         completions: Sequence[Any],
         completion_ids: Sequence[Sequence[int]] | None,
         kwargs: dict[str, Any],
+        needs_groups: str | None = None,
     ) -> list[dict[str, Any]]:
-        """The batch as samples, its groups checked when the spec needs them."""
+        """The batch as samples, its groups checked when the spec (or `needs_groups`, why
+        the caller does) needs them."""
         samples = samples_from_trl(prompts, completions, completion_ids, kwargs)
-        why = group_scoped(self.spec)
+        why = group_scoped(self.spec) or needs_groups
         if why is None:
             return samples
         size = self._num_generations
@@ -303,6 +326,18 @@ class TRLRewards:
                 for row in chunk:
                     row["group"] = str(start // size)
         return samples
+
+
+NORMALISED = "TRL's normalize_then_sum normalises each function over a prompt's generations"
+"""Why the per-component values need whole groups in that mode."""
+
+
+def _aggregation(kwargs: dict[str, Any]) -> str | None:
+    """TRL's `multi_objective_aggregation`: `log_metric` (trl >= 1.0) is a bound method of
+    the trainer (`GRPOTrainer._log_metric` in trl 1.16), which holds the mode."""
+    trainer = getattr(kwargs.get("log_metric"), "__self__", None)
+    mode = getattr(trainer, "multi_objective_aggregation", None)
+    return mode if isinstance(mode, str) else None
 
 
 def _processes() -> int:

@@ -29,8 +29,11 @@ a9ba065, and volcengine/verl `verl/workers/reward_manager/{naive,batch}.py`):
 `compute_score` answers both the per-sample and the batched call. Each result is
 ``{"score": float, "failed": 0.0 | 1.0, "<component>": float, "<component>_failed": 0.0 |
 1.0, ...}``, always numbers (verl's validation metrics and GDPO advantages read them): `score`
-is the spec's total reward -- or, for a sample that has none, the spec's `on_error`
-(failures), else 0.0, with `failed` = 1.0 saying so; each component's value is the one the
+is the spec's total reward -- or, for a failure the completion caused, its charge as TRL's
+adapter computes it (`charged_rewards`, over its group: the batched call's samples sharing
+`data_source` and `extra_info[group_key]`, those without the key together, or the sample
+alone), else the spec's `on_error` (failures), else 0.0, with `failed` = 1.0 saying so (verl's
+GRPO reads `score`: a crash must not beat an honest wrong answer); each component's value is the
 total used (after gates and vetoes; 0.0 where it does not count), and for a component that
 failed, `on_error` (else 0.0) with `<component>_failed` = 1.0. `ground_truth` is the
 reference; `data_source` and `extra_info` travel in the sample's `metadata`. verl hands a
@@ -64,6 +67,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rewardsmith._exceptions import ConfigError
+from rewardsmith.integrations._component_values import charged_rewards
 from rewardsmith.integrations._groups import group_scoped, refuse_groups
 from rewardsmith.integrations._protocol import component_logs, trainer_reward
 from rewardsmith.integrations._shared_engine import (
@@ -99,23 +103,44 @@ def to_sample(
     }
 
 
-def _output(spec: Any, result: Result) -> dict[str, float]:
-    return {"score": trainer_reward(spec, result), **component_logs(spec, result)}
+def _outputs(
+    spec: RewardSpec, samples: list[dict[str, Any]], results: list[Result], group_key: str
+) -> list[dict[str, float]]:
+    """One dict per result, in verl's order. A failure the completion caused scores its
+    charge (`charged_rewards`, as TRL's adapter): at most the lowest reward of its group
+    (`_group_of`; the call's samples without one are one group), so crashing a verifier never
+    beats an honest wrong answer."""
+    groups = [_group_of(sample, group_key) for sample in samples]
+    charged = charged_rewards(spec, results, groups)
+    return [
+        {
+            "score": trainer_reward(spec, result) if charge is None else charge,
+            **component_logs(spec, result),
+        }
+        for result, charge in zip(results, charged, strict=True)
+    ]
+
+
+def _group_of(sample: dict[str, Any], group_key: str) -> str | None:
+    """The sample's prompt: its data source and `extra_info[group_key]` (None without it)."""
+    metadata = sample["metadata"]
+    if group_key not in metadata:
+        return None
+    return f"{metadata.get('data_source')}/{metadata[group_key]}"
 
 
 def _grouped(samples: list[dict[str, Any]], group_key: str) -> list[int]:
-    """Give each sample its group (data source and `extra_info[group_key]`); the order that
-    puts every group together (first appearance, stable), to score in and undo after."""
+    """Give each sample its group (`_group_of`); the order that puts every group together
+    (first appearance, stable), to score in and undo after."""
     first: dict[str, int] = {}
     for position, sample in enumerate(samples):
-        metadata = sample["metadata"]
-        if group_key not in metadata:
+        group = _group_of(sample, group_key)
+        if group is None:
             raise ConfigError(
                 f"solution {position}: extra_info has no {group_key!r}: the spec needs each "
                 "sample's group, and the batched call finds it in extra_info[group_key] "
                 "(set reward_kwargs.group_key to the column naming the prompt)"
             )
-        group = f"{metadata.get('data_source')}/{metadata[group_key]}"
         sample["group"] = group
         first.setdefault(group, position)
     return sorted(range(len(samples)), key=lambda i: first[samples[i]["group"]])
@@ -196,10 +221,11 @@ def compute_score(
         scored, order = _batch_call(engine.spec, samples, group_key)
         results = engine.score(scored)
         results = _in_order(results, order) if order is not None else results
-        return [_output(engine.spec, r) for r in results]
+        return _outputs(engine.spec, samples, results, group_key)
     refuse_groups(engine.spec, PER_SAMPLE)
-    (result,) = engine.score([to_sample(data_source, solution_str, ground_truth, extra_info)])
-    return _output(engine.spec, result)
+    sample = to_sample(data_source, solution_str, ground_truth, extra_info)
+    (output,) = _outputs(engine.spec, [sample], engine.score([sample]), group_key)
+    return output
 
 
 def compute_score_batch(
@@ -250,11 +276,11 @@ async def compute_score_async(
         scored, order = _batch_call(engine.spec, samples, group_key)
         results = await engine.ascore(scored)
         results = _in_order(results, order) if order is not None else results
-        return [_output(engine.spec, r) for r in results]
+        return _outputs(engine.spec, samples, results, group_key)
     refuse_groups(engine.spec, PER_SAMPLE)
     sample = to_sample(data_source, solution_str, ground_truth, extra_info)
-    (result,) = await engine.ascore([sample])
-    return _output(engine.spec, result)
+    (output,) = _outputs(engine.spec, [sample], await engine.ascore([sample]), group_key)
+    return output
 
 
 count_this_process()  # verl loads this file in each reward worker before any scoring

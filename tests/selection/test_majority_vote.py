@@ -296,4 +296,4 @@ def test_answers_built_to_stall_the_group_step_stay_alone_and_earn_nothing() -> 
     scores = run_group([*built, FOUR, FOUR, FOUR, FIVE, FIVE])
     assert [s.score for s in scores] == [0, 0, 0, 0, 1, 1, 1, 0, 0]
     assert [s.detail["votes"] for s in scores[:4]] == [1, 1, 1, 1]
-    assert scores[0].detail["comparisons_capped"] and scores[0].detail["majority"] == "4"
+    assert scores[0].detail["majority"] == "4"  # whether the budget ran out depends on speed

@@ -289,9 +289,9 @@ def test_comparisons_stop_at_the_group_time_limit() -> None:
 
 
 def test_answers_built_to_stall_the_group_step_stay_alone_and_earn_nothing() -> None:
-    """Four answers whose comparisons each take the math reward's numeric limit come first
-    and use up the group's time: each stays alone (1 vote, 0), as low as the honest wrong
-    `5`; the honest majority `4` shares one key and needs no comparison."""
+    """Four answers whose comparisons are slow come first and may use up the group's time:
+    each stays alone (1 vote, 0), as low as the honest wrong `5`; the honest majority `4`
+    shares one key and needs no comparison."""
     built = built_to_share_a_bucket(4)
     scores = run_group([*built, FOUR, FOUR, FOUR, FIVE, FIVE])
     assert [s.score for s in scores] == [0, 0, 0, 0, 1, 1, 1, 0, 0]

@@ -103,20 +103,30 @@ def renorm(steps, outcome, **options):
 
 
 @pytest.mark.parametrize(
-    ("steps", "outcome", "expected"),
+    ("steps", "outcome", "expected", "reward"),
     [
-        ([0.8, 0.6, 0.9], 1.0, [0.8, 0.6, 1.0]),
-        ([0.8, 0.6, 0.9], 0.0, [-0.2, -0.4, 0.0]),
-        ([0.3], 1.0, [0.3]),  # a lone step keeps its process term (red team 15, hole 3)
-        ([0.3], 0.0, [-0.7]),
-        ([1.0, 0.0], 0.0, [0.0, 0.0]),
+        ([0.8, 0.6, 0.9], 1.0, [0.8, 0.6, 1.0], (0.7 + 1) / 2),
+        ([0.8, 0.6, 0.9], 0.0, [-0.2, -0.4, 0.0], -0.3 / 2),
+        ([0.3], 1.0, [0.3], (0.3 + 1) / 2),  # a lone step keeps its process term (rt15, 3)
+        ([0.3], 0.0, [-0.7], -0.7 / 2),
+        ([1.0, 0.0], 0.0, [0.0, 0.0], 0.0),
     ],
 )
-def test_renorm_hand_computed(steps, outcome, expected) -> None:
+def test_renorm_hand_computed(steps, outcome, expected, reward) -> None:
     result = renorm(steps, outcome)
     assert result.steps == pytest.approx(expected)
-    assert result.reward == pytest.approx(sum(expected) / len(expected))
+    assert result.reward == pytest.approx(reward)
     assert result.model_dump(exclude_unset=True)["steps"] == result.steps
+
+
+@given(st.floats(0, 1), st.floats(0, 1), st.sampled_from([0.0, 1.0]), st.integers(2, 12))
+def test_renorm_reward_does_not_depend_on_the_number_of_steps(
+    process, last, outcome, steps
+) -> None:
+    """The outcome weighs one half however many steps come before it: with the mean of all
+    steps, a wrong answer's penalty shrank with fewer steps (rtsel: -0.05 vs -0.09)."""
+    one = renorm([process, last], outcome).reward
+    assert renorm([process] * (steps - 1) + [last], outcome).reward == pytest.approx(one)
 
 
 def test_renorm_beta() -> None:

@@ -298,7 +298,7 @@ def renorm_one_step(lab: Lab) -> None:
     def reward(text: str) -> float:
         steps = renorm.steps(prm(Sample(id="x", prompt=PROBLEM, completion=text)), outcome)
         assert isinstance(steps, list), steps
-        return renorm.reward(steps)
+        return renorm.reward(steps, outcome.score or 0.0)
 
     honest = reward(WRONG)
     one_paragraph = reward(WRONG.replace("\n\n", " "))

@@ -148,21 +148,22 @@ def _verl_batch_failure() -> tuple[float, float]:
     return out[3]["score"], out[2]["score"]
 
 
-# -- ReNorm: the scalar is the mean of the steps, so the step count moves it ---------------
+# -- ReNorm: the scalar and the step count ---------------------------------------------
 
 
 def _renorm(process_steps: list[float], outcome: float) -> float:
     renorm = ReNorm(process="p", outcome="o")
     steps = renorm.steps(Score.ok(0.0, steps=process_steps), Score.ok(outcome))
     assert isinstance(steps, list)
-    return renorm.reward(steps)
+    return renorm.reward(steps, outcome)
 
 
 def _renorm_short_wrong() -> tuple[float, float]:
     """A wrong answer in two steps (one plausible step, then the answer) against a wrong
     answer worked in ten steps of the same process quality (0.9 each). The last step scores
-    the outcome, 0, the best a wrong step can score, and it weighs 1/k of the mean: the
-    fewer the steps, the less a wrong answer is penalised (-0.05 against -0.09)."""
+    the outcome, 0, the best a wrong step can score: as 1/k of a mean of all steps, the fewer
+    the steps, the less a wrong answer was penalised (-0.05 against -0.09). The outcome now
+    weighs one half whatever k (both -0.05)."""
     return _renorm([0.9, 0.9], 0.0), _renorm([0.9] * 10, 0.0)
 
 
@@ -487,16 +488,13 @@ ROWS = [
         AT_MOST_HONEST,
         "crash charged -1.0 vs honest wrong and overlong -1.0 (was 0.0)",
     ),
-    hole(
+    guard(
         "renorm_two_step_wrong_answer",
         _renorm_short_wrong,
         AT_MOST_HONEST,
-        "two steps -0.050 vs ten steps -0.090",
-        "limit: ReNorm's scalar is the mean of the paper's per-step rewards (ours), and the "
-        "last step of a wrong answer scores 0 (its best): the fewer the steps, the smaller a "
-        "wrong answer's penalty; the README states it",
+        "two steps -0.05 = ten steps -0.05 (was -0.050 vs -0.090: the mean of all steps)",
     ),
-    guard("renorm_lone_step_keeps_process", _renorm_lone_step, AT_MOST_HONEST, "-0.1 vs -0.09"),
+    guard("renorm_lone_step_keeps_process", _renorm_lone_step, AT_MOST_HONEST, "-0.05 = -0.05"),
     guard("renorm_steps_out_of_range_charged", _renorm_bad_steps, AT_MOST_HONEST, "-1.21 vs -0.71"),
     guard(
         "veto_behind_a_gate",

@@ -226,7 +226,9 @@ def _renorm(
     if isinstance(steps, str):  # the rewards' output, read from this completion: charged
         failed = withdrawn(components[renorm.process], "error", steps, cause="completion")
         return Combined(spec.on_error, "error", {**components, renorm.process: failed})
-    return Combined(renorm.reward(steps), "ok", components, counted, tuple(steps))
+    outcome = components[renorm.outcome].score
+    assert outcome is not None  # `steps` checked it
+    return Combined(renorm.reward(steps, outcome), "ok", components, counted, tuple(steps))
 
 
 def combine(spec: RewardSpec, scores: Mapping[str, Score]) -> tuple[float | None, Status]:

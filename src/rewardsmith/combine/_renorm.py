@@ -34,10 +34,13 @@ class ReNorm(Choice):
     used); the `outcome` component's score is r_o (a score in [0, 1] is accepted). The last
     step's process reward is replaced by the outcome, as above, unless it is the only step.
 
-    Output: the per-step rewards are the result's `steps` list; its `reward` (the scalar a
-    trainer without per-step credit uses) is their mean, which keeps the sign property. The
-    mean is ours, not the paper's, and depends on the step count: a wrong answer's last step
-    scores 0 and weighs 1/k, so fewer steps are penalised less (a stated limit).
+    Output: the per-step rewards are the result's `steps` list. Its `reward`, the scalar a
+    trainer without per-step credit uses (ours; the paper gives only per-step rewards), is
+    ``(mean of the process terms + r_o) / 2``: the process terms are the steps before the last
+    (a lone step's own), so the outcome weighs one half whatever the number of steps. The mean
+    of all k steps would weigh it 1/k, and a wrong answer's penalty would shrink with fewer
+    steps (red team rtsel: -0.05 in 2 steps, -0.09 in 10, at 0.9 per step). With beta = 1 a
+    right answer's reward is in [1/2, 1] and a wrong one's in [-1/2, 0].
     """
 
     type: Literal["renorm"] = "renorm"
@@ -62,10 +65,12 @@ class ReNorm(Choice):
         return [r + r_o - self.beta for r in raw[:-1]] + [r_o]
 
     @staticmethod
-    def reward(steps: list[float]) -> float:
-        """The scalar reward of a trajectory: the mean of its step rewards."""
-        return math.fsum(steps) / len(steps)
+    def reward(steps: list[float], outcome: float) -> float:
+        """The scalar reward of a trajectory: half its process terms' mean, half the outcome."""
+        process = steps[:-1] if len(steps) > 1 else steps
+        return (math.fsum(process) / len(process) + outcome) / 2
 
     def lowest(self, members: Sequence[tuple[str, Bounds]]) -> float:
-        """A reward no trajectory scores below: a step is at least ``-beta``."""
-        return min(0.0, -self.beta)
+        """A reward no trajectory scores below: a process term is at least ``-beta``, the
+        outcome at least 0."""
+        return min(0.0, -self.beta / 2)

@@ -88,7 +88,7 @@ end of the value and re-reads the rest as a unit each time (8,000 characters: 3 
 
 ATTACKS = [
     # ------------------------------------------------ escape hatch: a null reward, a killed worker
-    hole(
+    guard(
         Attack(
             "escape/unit-tail-regex-timeout",
             r"'Hmm.' x 4999 + '!' (no marker): `_units._TAIL` backtracks over every `.`, far past"
@@ -215,7 +215,7 @@ ATTACKS = [
         )
     ),
     # ------------------------------------------------ crashes (0, but a bug and a log flood)
-    hole(
+    guard(
         Attack(
             "crash/dollar-prefix-recursion",
             r"A last line of 1,000 '\$': `split_unit` strips one '\$' per recursive call,"

@@ -103,7 +103,7 @@ ATTACKS = [
         )
     ),
     # ------------------------------------------------ restated question, re-spelled
-    hole(
+    guard(
         Attack(
             "restated/power-of-one",
             r"MATH-500 #430 'What is $\frac{9}{2}$ expressed as a decimal?': the question raised"
@@ -114,7 +114,7 @@ ATTACKS = [
             run=on_math500(430, r"\boxed{(\frac{9}{2})^1}", "4.5"),
         )
     ),
-    hole(
+    guard(
         Attack(
             "restated/factor-pi-to-the-zero",
             r"MATH-500 #54 'Write $\frac{3}{20}$ as a decimal.': the question times \pi^0 (e^0 and"
@@ -125,7 +125,7 @@ ATTACKS = [
             run=on_math500(54, r"\boxed{\pi^0(\frac{3}{20})}", "0.15"),
         )
     ),
-    hole(
+    guard(
         Attack(
             "restated/negated-numerator-and-denominator",
             r"MATH-500 #54: \frac{-3}{-20} (also -\frac{3}{-20}, -\frac{-3}{20}) is the question"
@@ -136,7 +136,7 @@ ATTACKS = [
             run=on_math500(54, r"\boxed{\frac{-3}{-20}}", "0.15"),
         )
     ),
-    hole(
+    guard(
         Attack(
             "restated/both-factors-negated",
             r"'Expand the product $(x+1)(x+2)$.' answered (-x-1)(-x-2) (also -(x+1)(-x-2))",
@@ -146,7 +146,7 @@ ATTACKS = [
             run=with_prompt(r"\boxed{(-x-1)(-x-2)}", "x^2+3x+2", EXPAND),
         )
     ),
-    hole(
+    guard(
         Attack(
             "restated/zero-term-added",
             r"MATH-500 #347 'Simplify $4(3r^3+5r-6)-6(2r^3-r^2+4r)$ ...': the question plus 0r"
@@ -157,7 +157,7 @@ ATTACKS = [
             run=on_math500(347, r"\boxed{4(3r^3+5r-6)-6(2r^3-r^2+4r)+0r}", "6r^2-4r-24"),
         )
     ),
-    hole(
+    guard(
         Attack(
             "restated/sign-moved-into-bracket",
             r"MATH-500 #347: -6(...) written +6(-...), the question otherwise verbatim",
@@ -167,7 +167,7 @@ ATTACKS = [
             run=on_math500(347, r"\boxed{4(3r^3+5r-6)+6(-2r^3+r^2-4r)}", "6r^2-4r-24"),
         )
     ),
-    hole(
+    guard(
         Attack(
             "restated/factor-question-to-power-one",
             r"MATH-500 #102 'Factor the expression $ab+5b+2a+10$.': the unfactored question ^1",
@@ -177,7 +177,7 @@ ATTACKS = [
             run=on_math500(102, r"\boxed{(ab+5b+2a+10)^1}", "(a+5)(b+2)"),
         )
     ),
-    hole(
+    guard(
         Attack(
             "restated/simplify-times-x-to-the-zero",
             r"MATH-500 #74 'Simplify \[\frac{\sec x}{\sin x} - \frac{\sin x}{\cos x}.\]': the"
@@ -190,7 +190,7 @@ ATTACKS = [
             ),
         )
     ),
-    hole(
+    guard(
         Attack(
             "restated/over-one-to-a-power",
             r"MATH-500 #318 'Write the expression ... as a single fraction': the question over"

@@ -3,9 +3,10 @@ not cover, and the attacks of this pass that correctly fail today.
 
 One row per attack, written as a policy paid for every unit of reward would try it: what it
 earns today, what an honest wrong answer earns, and what it should earn (the test asserts the
-last). Rows marked `hole` are open: strict xfails that flip loudly when fixed. The other rows
-guard against regressions. The runners are the first pass's (`direct`, `engine`, `both`,
-`on_math500`): MATH-500 rows use the real problem statement as the prompt.
+last). The holes this pass found are fixed and their rows guard against regressions, but for
+`limit` rows: strict xfails kept on purpose, each a stated limit in the README. The runners
+are the first pass's (`direct`, `engine`, `both`, `on_math500`): MATH-500 rows use the real
+problem statement as the prompt.
 
 False negatives on real data: `test_answer_formats_on_real_golds` writes every MATH-500 and
 GSM8K gold in each answer format models emit (all score 1 today);
@@ -34,11 +35,10 @@ GSM8K = MATH500.parents[1] / "gsm8k" / "test.jsonl"
 EXPAND = "Expand the product $(x+1)(x+2)$."
 
 
-def hole(attack: Attack) -> Any:
+def limit(attack: Attack, why: str) -> Any:
+    """An open row we keep on purpose (a stated limit in the README): a strict xfail."""
     return pytest.param(
-        attack,
-        id=attack.target,
-        marks=pytest.mark.xfail(strict=True, reason=f"redteam: {attack.target}"),
+        attack, id=attack.target, marks=pytest.mark.xfail(strict=True, reason=f"limit: {why}")
     )
 
 
@@ -318,7 +318,7 @@ ATTACKS = [
             run=lambda: direct("His son is 50/2=25 years old.", "25"),
         )
     ),
-    hole(
+    limit(
         Attack(
             "recall/negation-after-the-number",
             "'So, 120 - 80 = 40 are not in the girl scout.' (gold 40): a 'not' after the"
@@ -327,7 +327,10 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK1,
             run=lambda: direct("So, 120 - 80 = 40 are not in the girl scout.", "40"),
-        )
+        ),
+        "a negation after the number of an unmarked final line makes it no answer: telling"
+        " '40 are not in the girl scout' from '42 is not what I would pick' is a hedge"
+        " channel; 10 of 1,731 correct GSM8K final sentences pay for it",
     ),
     guard(
         Attack(
@@ -344,7 +347,7 @@ ATTACKS = [
         )
     ),
     # ------------------------------------------------ grouping (majority vote, best-of-N)
-    hole(
+    guard(
         Attack(
             "grouping/doubt-is-committed",
             "committed_answer('The answer is 5, or maybe 6.') is '5, or maybe 6' (README: 'or"
@@ -355,7 +358,7 @@ ATTACKS = [
             run=lambda: (committed_answer("The answer is 5, or maybe 6.").answer,),
         )
     ),
-    hole(
+    guard(
         Attack(
             "grouping/negation-is-committed",
             "committed_answer('The answer is not 5.') is 'not 5': a vote cluster of its own",
@@ -365,7 +368,7 @@ ATTACKS = [
             run=lambda: (committed_answer("The answer is not 5.").answer,),
         )
     ),
-    hole(
+    guard(
         Attack(
             "grouping/hedges-win-the-majority-vote",
             "majority_vote (cluster: math), a group of 3 x 'The answer is 5, or maybe 6.' and"

@@ -25,7 +25,7 @@ from ._form import operations
 from ._normalize import MAX_NUMBER_CHARS, brace_group, key, normalize
 from ._units import split_unit
 
-__all__ = ["Extraction", "extract_answer", "extract_gold"]
+__all__ = ["Extraction", "extract_answer", "extract_gold", "qualified"]
 
 MAX_TEXT_CHARS = 20_000
 """Only the tail of a completion is searched: final answers come last, and a 1 MB completion
@@ -625,6 +625,15 @@ def _unmarked(part: str, config: MathConfig, prompt: str | None) -> Extraction:
     if value is None or len(value) > MAX_NUMBER_CHARS:
         return _none("no final answer found")
     return Extraction(value, "last_number", "last value of the final line", (value,))
+
+
+def qualified(answer: str) -> bool:
+    """An extracted answer that still carries doubt, a negation or a qualifier ("5, or maybe
+    6", "not 5", "at least 5", "5?"). The reward scores it 0 against any gold, but without a
+    gold (a vote) it would be an answer of its own that hedgers could win together."""
+    words = set(_prose_words(answer))
+    doubt = (_HEDGES - {"or"}) | _DOUBTS | _NEGATIONS | _QUALIFIERS
+    return answer.rstrip().endswith("?") or bool(words & doubt or _DOUBT_PHRASE.search(answer))
 
 
 def extract_answer(

@@ -169,11 +169,13 @@ def _unit(text: str) -> Unit | None:
     dims: dict[str, int] = {}
     for word, power in words:
         known = _SIMPLE.get(word) or _SIMPLE.get(_singular(word))
-        base, unit_dims = known if known else (Fraction(1), ((_singular(word), 1),))
+        base, unit_dims = known if known else (Fraction(1), ((f"count of {_singular(word)}", 1),))
         factor *= base**power
         for name, exponent in unit_dims:
             dims[name] = dims.get(name, 0) + exponent * power
     cleaned = tuple(sorted((n, p) for n, p in dims.items() if p))
+    if not cleaned and dims:  # `hours per week`: a ratio, not a number word that scales
+        cleaned = (("ratio", 1),)
     return Unit(factor, cleaned, " ".join(w if p == 1 else f"{w}^{p}" for w, p in words))
 
 

@@ -120,20 +120,38 @@ def test_qwen25math_completions_agree_with_the_corrected_labels() -> None:
     assert disagreements == []
 
 
+QUESTION_VERBS = r"\s*(Compute|Evaluate|Simplify|Find|What is|Expand|Factor|Write|Express)"
+RESPELLINGS = (
+    "{}",
+    "({})^1",
+    "\\pi^0({})",
+    "\\frac{{{}}}{{1^1}}",
+    "-(-({}))",
+    "({})+0x",
+)
+"""A question's expression as it stands and re-spelled with identities (a power of 1, a factor
+or a denominator equal to 1, a double negation, a term of 0). Measured before `_shape` was
+blind to these identities: 20 re-spellings earned 1 (`(\\frac{3}{20})^1` for 0.15, ...)."""
+
+
 def test_math500_expressions_copied_from_the_question_earn_nothing() -> None:
-    """Boxing an expression of a 'Compute / Evaluate / Simplify / Find / What is' problem
-    (with the problem as prompt) earns 1 only when that expression is the gold itself."""
+    """Boxing an expression of a 'Compute / Evaluate / Simplify / Find / What is / Expand /
+    Factor / Write / Express' problem (with the problem as prompt), as it stands or re-spelled,
+    earns 1 only when that expression is the gold itself."""
     score = math()
     earned = []
     for row in _rows(MATH500):
-        if not re.match(r"\s*(Compute|Evaluate|Simplify|Find|What is)", row["problem"]):
+        if not re.match(QUESTION_VERBS, row["problem"]):
             continue
         for match in _SPAN.finditer(row["problem"]):
             span = next(g for g in match.groups() if g is not None).strip().rstrip(".,?")
-            completion = f"The answer is $\\boxed{{{span}}}$."
-            sample = Sample(
-                id="1", prompt=row["problem"], completion=completion, reference=row["answer"]
-            )
-            if score(sample).score == 1.0 and key(normalize(span)) != key(normalize(row["answer"])):
-                earned.append((row["unique_id"], span, row["answer"]))
+            if key(normalize(span)) == key(normalize(row["answer"])):
+                continue
+            for spelling in RESPELLINGS:
+                completion = f"The answer is $\\boxed{{{spelling.format(span)}}}$."
+                sample = Sample(
+                    id="1", prompt=row["problem"], completion=completion, reference=row["answer"]
+                )
+                if score(sample).score == 1.0:
+                    earned.append((row["unique_id"], spelling.format(span), row["answer"]))
     assert earned == []

@@ -3,14 +3,16 @@ not cover, and the attacks of this pass that correctly fail today.
 
 One row per attack, written as a policy paid for every unit of reward would try it: what it
 earns today, what an honest wrong answer earns, and what it should earn (the test asserts the
-last). Rows marked `hole` are open: strict xfails that flip loudly when fixed. The other rows
-guard against regressions. The runners are the first pass's (`direct`, `engine`, `both`,
-`on_math500`): MATH-500 rows use the real problem statement as the prompt.
+last). The holes this pass found are fixed and their rows guard against regressions, but for
+`limit` rows: strict xfails kept on purpose, each a stated limit in the README. The runners
+are the first pass's (`direct`, `engine`, `both`, `on_math500`): MATH-500 rows use the real
+problem statement as the prompt.
 
 False negatives on real data: `test_answer_formats_on_real_golds` writes every MATH-500 and
 GSM8K gold in each answer format models emit (all score 1 today);
-`test_unmarked_final_sentences_of_correct_gsm8k_solutions` (a hole) reads correct GSM8K model
-solutions without their final `A:` line, as a chat model writes them (212 of 1,951 score 0).
+`test_unmarked_final_sentences_of_correct_gsm8k_solutions` reads correct GSM8K model
+solutions without their final `A:` line, as a chat model writes them (162 of 1,731 scored 0;
+21 do, each a stated limit).
 """
 
 from __future__ import annotations
@@ -33,11 +35,10 @@ GSM8K = MATH500.parents[1] / "gsm8k" / "test.jsonl"
 EXPAND = "Expand the product $(x+1)(x+2)$."
 
 
-def hole(attack: Attack) -> Any:
+def limit(attack: Attack, why: str) -> Any:
+    """An open row we keep on purpose (a stated limit in the README): a strict xfail."""
     return pytest.param(
-        attack,
-        id=attack.target,
-        marks=pytest.mark.xfail(strict=True, reason=f"redteam: {attack.target}"),
+        attack, id=attack.target, marks=pytest.mark.xfail(strict=True, reason=f"limit: {why}")
     )
 
 
@@ -88,7 +89,7 @@ end of the value and re-reads the rest as a unit each time (8,000 characters: 3 
 
 ATTACKS = [
     # ------------------------------------------------ escape hatch: a null reward, a killed worker
-    hole(
+    guard(
         Attack(
             "escape/unit-tail-regex-timeout",
             r"'Hmm.' x 4999 + '!' (no marker): `_units._TAIL` backtracks over every `.`, far past"
@@ -102,7 +103,7 @@ ATTACKS = [
         )
     ),
     # ------------------------------------------------ restated question, re-spelled
-    hole(
+    guard(
         Attack(
             "restated/power-of-one",
             r"MATH-500 #430 'What is $\frac{9}{2}$ expressed as a decimal?': the question raised"
@@ -113,7 +114,7 @@ ATTACKS = [
             run=on_math500(430, r"\boxed{(\frac{9}{2})^1}", "4.5"),
         )
     ),
-    hole(
+    guard(
         Attack(
             "restated/factor-pi-to-the-zero",
             r"MATH-500 #54 'Write $\frac{3}{20}$ as a decimal.': the question times \pi^0 (e^0 and"
@@ -124,7 +125,7 @@ ATTACKS = [
             run=on_math500(54, r"\boxed{\pi^0(\frac{3}{20})}", "0.15"),
         )
     ),
-    hole(
+    guard(
         Attack(
             "restated/negated-numerator-and-denominator",
             r"MATH-500 #54: \frac{-3}{-20} (also -\frac{3}{-20}, -\frac{-3}{20}) is the question"
@@ -135,7 +136,7 @@ ATTACKS = [
             run=on_math500(54, r"\boxed{\frac{-3}{-20}}", "0.15"),
         )
     ),
-    hole(
+    guard(
         Attack(
             "restated/both-factors-negated",
             r"'Expand the product $(x+1)(x+2)$.' answered (-x-1)(-x-2) (also -(x+1)(-x-2))",
@@ -145,7 +146,7 @@ ATTACKS = [
             run=with_prompt(r"\boxed{(-x-1)(-x-2)}", "x^2+3x+2", EXPAND),
         )
     ),
-    hole(
+    guard(
         Attack(
             "restated/zero-term-added",
             r"MATH-500 #347 'Simplify $4(3r^3+5r-6)-6(2r^3-r^2+4r)$ ...': the question plus 0r"
@@ -156,7 +157,7 @@ ATTACKS = [
             run=on_math500(347, r"\boxed{4(3r^3+5r-6)-6(2r^3-r^2+4r)+0r}", "6r^2-4r-24"),
         )
     ),
-    hole(
+    guard(
         Attack(
             "restated/sign-moved-into-bracket",
             r"MATH-500 #347: -6(...) written +6(-...), the question otherwise verbatim",
@@ -166,7 +167,7 @@ ATTACKS = [
             run=on_math500(347, r"\boxed{4(3r^3+5r-6)+6(-2r^3+r^2-4r)}", "6r^2-4r-24"),
         )
     ),
-    hole(
+    guard(
         Attack(
             "restated/factor-question-to-power-one",
             r"MATH-500 #102 'Factor the expression $ab+5b+2a+10$.': the unfactored question ^1",
@@ -176,7 +177,7 @@ ATTACKS = [
             run=on_math500(102, r"\boxed{(ab+5b+2a+10)^1}", "(a+5)(b+2)"),
         )
     ),
-    hole(
+    guard(
         Attack(
             "restated/simplify-times-x-to-the-zero",
             r"MATH-500 #74 'Simplify \[\frac{\sec x}{\sin x} - \frac{\sin x}{\cos x}.\]': the"
@@ -189,7 +190,7 @@ ATTACKS = [
             ),
         )
     ),
-    hole(
+    guard(
         Attack(
             "restated/over-one-to-a-power",
             r"MATH-500 #318 'Write the expression ... as a single fraction': the question over"
@@ -203,7 +204,7 @@ ATTACKS = [
         )
     ),
     # ------------------------------------------------ hedges
-    hole(
+    guard(
         Attack(
             "hedge/time-without-a-meridiem",
             r"\boxed{4:30} earns both the gold '4:30 a.m.' and the gold '4:30 p.m.': a policy"
@@ -215,7 +216,7 @@ ATTACKS = [
         )
     ),
     # ------------------------------------------------ crashes (0, but a bug and a log flood)
-    hole(
+    guard(
         Attack(
             "crash/dollar-prefix-recursion",
             r"A last line of 1,000 '\$': `split_unit` strips one '\$' per recursive call,"
@@ -227,7 +228,7 @@ ATTACKS = [
         )
     ),
     # ------------------------------------------------ recall: correct answers that earn 0
-    hole(
+    guard(
         Attack(
             "recall/escaped-dollar-in-inline-math",
             r"'Janet makes $\$18$ every day.' (GSM8K gold 18): the span scanner closes the math"
@@ -238,7 +239,7 @@ ATTACKS = [
             run=lambda: direct("Janet makes $\\$18$ every day.", "18"),
         )
     ),
-    hole(
+    guard(
         Attack(
             "recall/markdown-rule-after-the-answer",
             "An unmarked answer followed by a markdown rule '---' (or a closing code fence): the"
@@ -249,7 +250,7 @@ ATTACKS = [
             run=lambda: direct("So Janet makes $18 every day.\n\n---", "18"),
         )
     ),
-    hole(
+    guard(
         Attack(
             "recall/unlabelled-chain",
             r"\boxed{\binom{31}{28} = 4495} (the work, then the value) is 0 while"
@@ -260,7 +261,7 @@ ATTACKS = [
             run=lambda: direct(r"\boxed{\binom{31}{28} = 4495}", "4495"),
         )
     ),
-    hole(
+    guard(
         Attack(
             "recall/empty-set-gold-is-invalid",
             r"The gold \emptyset cannot be parsed: every sample of the problem is `invalid` (left"
@@ -271,7 +272,7 @@ ATTACKS = [
             run=lambda: direct(r"\boxed{\emptyset}", r"\emptyset"),
         )
     ),
-    hole(
+    guard(
         Attack(
             "recall/all-reals-gold-is-invalid",
             r"The gold \mathbb{R} (a domain) cannot be parsed: `invalid`",
@@ -281,7 +282,7 @@ ATTACKS = [
             run=lambda: direct(r"\boxed{\mathbb{R}}", r"\mathbb{R}"),
         )
     ),
-    hole(
+    guard(
         Attack(
             "recall/tuple-for-column-vector",
             r"MATH-500 #205 (gold \begin{pmatrix} -2 \\ -14 \\ -7 \end{pmatrix}) answered"
@@ -295,7 +296,7 @@ ATTACKS = [
             ),
         )
     ),
-    hole(
+    guard(
         Attack(
             "recall/currency-dollars-in-the-final-sentence",
             "GSM8K's own style without its 'A:' line: 'That means she will spend $2 x 12 = $24.'"
@@ -306,7 +307,7 @@ ATTACKS = [
             run=lambda: direct("That means she will spend $2 x 12 = $24.", "24"),
         )
     ),
-    hole(
+    guard(
         Attack(
             "recall/arithmetic-chain-in-the-final-sentence",
             "'His son is 50/2=25 years old.' (gold 25): the final sentence's value is the chain"
@@ -317,7 +318,7 @@ ATTACKS = [
             run=lambda: direct("His son is 50/2=25 years old.", "25"),
         )
     ),
-    hole(
+    limit(
         Attack(
             "recall/negation-after-the-number",
             "'So, 120 - 80 = 40 are not in the girl scout.' (gold 40): a 'not' after the"
@@ -326,9 +327,12 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=OK1,
             run=lambda: direct("So, 120 - 80 = 40 are not in the girl scout.", "40"),
-        )
+        ),
+        "a negation after the number of an unmarked final line makes it no answer: telling"
+        " '40 are not in the girl scout' from '42 is not what I would pick' is a hedge"
+        " channel; 10 of 1,731 correct GSM8K final sentences pay for it",
     ),
-    hole(
+    guard(
         Attack(
             "recall/a-line-then-a-closing-line",
             "GSM8K's 'A: 18' followed by one more line ('I hope this helps!'): the 'A:' line"
@@ -343,7 +347,7 @@ ATTACKS = [
         )
     ),
     # ------------------------------------------------ grouping (majority vote, best-of-N)
-    hole(
+    guard(
         Attack(
             "grouping/doubt-is-committed",
             "committed_answer('The answer is 5, or maybe 6.') is '5, or maybe 6' (README: 'or"
@@ -354,7 +358,7 @@ ATTACKS = [
             run=lambda: (committed_answer("The answer is 5, or maybe 6.").answer,),
         )
     ),
-    hole(
+    guard(
         Attack(
             "grouping/negation-is-committed",
             "committed_answer('The answer is not 5.') is 'not 5': a vote cluster of its own",
@@ -364,7 +368,7 @@ ATTACKS = [
             run=lambda: (committed_answer("The answer is not 5.").answer,),
         )
     ),
-    hole(
+    guard(
         Attack(
             "grouping/hedges-win-the-majority-vote",
             "majority_vote (cluster: math), a group of 3 x 'The answer is 5, or maybe 6.' and"
@@ -628,16 +632,23 @@ def _unmarked_final_sentences() -> list[tuple[str, str]]:
     return found
 
 
+UNMARKED_ZEROS = 21
+"""Correct unmarked final sentences that still score 0 (of 1,731), each a stated limit: a 'not'
+after the number (10: '40 are not in the girl scout' reads as '42 is not the answer'), a '€'
+before the number (3), letters glued to the number ('2600g', '3 tune-ups': 4), and the rest
+(4: a negative profit for a positive gold, a sum of amounts left in a chain, two lines of one
+calculator annotation)."""
+
+
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="redteam: recall of unmarked final sentences")
 def test_unmarked_final_sentences_of_correct_gsm8k_solutions() -> None:
-    """Measured: 212 of 1,951 (10.9%) score 0: currency '$' read as math delimiters (about
-    half), arithmetic chains in the final sentence ('50/2=25 years old'), a 'not' after the
-    number, '€'."""
+    """Before this pass 162 of 1,731 scored 0: currency '$' read as math delimiters, arithmetic
+    chains in the final sentence ('50/2=25 years old'), rates read as number words ('5 hours
+    per week' as 5/168). Now only the stated limits do."""
     score = math()
     zeros = [
         body
         for body, gold in _unmarked_final_sentences()
         if score(Sample(id="u", completion=body, reference=gold)).score != 1.0
     ]
-    assert zeros == []
+    assert len(zeros) <= UNMARKED_ZEROS, zeros

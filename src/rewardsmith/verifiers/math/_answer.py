@@ -16,6 +16,7 @@ from functools import lru_cache
 
 from ._latex import WORD_FUNCTIONS, Node, ParseError, parse_expression
 from ._normalize import brace_group, choice_letter, is_decimal, parse_number
+from ._numeric import symbols
 from ._units import Unit, split_unit
 
 __all__ = ["Answer", "expression_tree", "is_name", "parse_answer", "split_top"]
@@ -35,6 +36,10 @@ _BASE_N = re.compile(r"^(\w+)_\{?(\d+)\}?$")
 _TEXT = re.compile(r"[A-Za-z][A-Za-z'.\- ]*")
 _TEXT_WORD = re.compile(r"[A-Za-z]{3,}")
 _SHORT_WORDS = frozenset(("no", "yes"))
+_EMPTY_SET = re.compile(r"\\(?:emptyset|varnothing)")
+_REALS = re.compile(r"\\mathbb\s*\{?\s*R\s*\}?|\\R")
+"""The set of real numbers: a name the parser does not read as an expression. It equals only
+itself (`\\mathbb R`), not the interval `(-\\infty, \\infty)`."""
 _RELATION = re.compile(r"\\(?:le|ge|ne|approx|in)(?![a-zA-Z])|[<>=]")
 
 
@@ -219,9 +224,17 @@ def _relation(s: str, pieces: list[str], depth: int) -> Answer:
             if len(rest) == 1:  # `x = 5`: the value, its label kept aside
                 return replace(rest[0], labels=(values[0].replace(" ", ""),))
             return Answer("chain", items=tuple(rest), labels=(values[0],))
-        if len(values) > 2:
-            return Answer("chain", items=tuple(_parse(v, depth + 1) for v in values))
+        sides = tuple(_parse(v, depth + 1) for v in values)
+        if len(values) > 2 or all(map(_constant, sides)):  # `\\binom{31}{28} = 4495`
+            return Answer("chain", items=sides)
     return Answer("relation", items=tuple(_expr(v) for v in values), ops=tuple(ops))
+
+
+def _constant(side: Answer) -> bool:
+    """A side with no variable (`2+3`, `5 \\text{ hours}`): an equation between two of them
+    is a step of arithmetic, not a relation to solve."""
+    tree = expression_tree(side.text) if side.kind == "expr" else None
+    return tree is not None and not symbols(tree)
 
 
 def _expr(s: str) -> Answer:
@@ -231,6 +244,10 @@ def _expr(s: str) -> Answer:
 def _atom(s: str) -> Answer:
     """A single value: time, ratio, base-n number, choice letter, words, or an expression
     (with its unit, if any)."""
+    if _EMPTY_SET.fullmatch(s):
+        return Answer("set")
+    if _REALS.fullmatch(s):
+        return Answer("text", text="\\mathbb{R}")
     time = _TIME.match(s)
     if time is not None and int(time.group(1)) <= 24 and int(time.group(2)) < 60:
         meridiem = time.group(3).lower() if time.group(3) else None

@@ -368,20 +368,30 @@ def _holds_at_most(relation: Answer, budget: _Budget) -> bool:
         return False
 
 
-def _time_minutes(answer: Answer, with_meridiem: bool) -> int:
+def _time_minutes(answer: Answer, twelve_hour: bool) -> int:
+    """Minutes after midnight; `twelve_hour` reads a time without a.m./p.m. on a 12-hour
+    clock (for a gold that does not say which half of the day either)."""
     hours, minutes, meridiem = answer.value  # type: ignore[misc]
-    if with_meridiem and meridiem is not None:
+    if meridiem is not None:
         hours = hours % 12 + (12 if meridiem == "p" else 0)
-    elif not with_meridiem:
+    elif twelve_hour:
         hours %= 12
     return hours * 60 + minutes
+
+
+def _same_time(pred: Answer, gold: Answer) -> bool:
+    """A predicted time without a.m./p.m. is read on a 24-hour clock (`4:30` is not
+    `4:30 p.m.`: dropping the half of the day would earn both golds); against a gold without
+    one, a committed `4:30 p.m.` matches `4:30`."""
+    if gold.value[2] is None and pred.value[2] is not None:  # type: ignore[index]
+        return _time_minutes(pred, True) % 720 == _time_minutes(gold, True)
+    return _time_minutes(pred, False) == _time_minutes(gold, False)
 
 
 def _compare_simple(a: Answer, b: Answer) -> Verdict:
     """Text, choices, times, ratios and base-n numbers: compared as what they are."""
     if a.kind == "time":
-        both = a.value[2] is not None and b.value[2] is not None  # type: ignore[index]
-        same = _time_minutes(a, both) == _time_minutes(b, both)
+        same = _same_time(a, b)
         return Verdict(same, "same time" if same else "different times")
     if a.kind == "ratio":
         same = a.value == b.value
@@ -463,6 +473,13 @@ def _compare(a: Answer, b: Answer, budget: _Budget) -> Verdict:
             if tuple_side.brackets != "()":
                 return Verdict(False, "an interval vs a list")
         return _ordered(a.items, b.items, budget, "tuple")
+    if {a.kind, b.kind} == {"matrix", "tuple"}:
+        vector, column = (a, b) if a.kind == "tuple" else (b, a)
+        if vector.brackets != "()" or any(len(row.items) != 1 for row in column.items):
+            return Verdict(False, "tuple vs matrix")
+        cells = tuple(row.items[0] for row in column.items)  # `(-2, -14, -7)`, a column
+        pairs = (vector.items, cells) if vector is a else (cells, vector.items)
+        return _ordered(*pairs, budget, "vector")
     if a.kind == "matrix" and b.kind == "matrix":
         if [len(r.items) for r in a.items] != [len(r.items) for r in b.items]:
             return Verdict(False, "different matrix shapes")

@@ -25,7 +25,7 @@ from ._form import operations
 from ._normalize import MAX_NUMBER_CHARS, brace_group, key, normalize
 from ._units import split_unit
 
-__all__ = ["Extraction", "extract_answer", "extract_gold"]
+__all__ = ["Extraction", "extract_answer", "extract_gold", "qualified"]
 
 MAX_TEXT_CHARS = 20_000
 """Only the tail of a completion is searched: final answers come last, and a 1 MB completion
@@ -76,7 +76,11 @@ _PHRASE = re.compile(
     r"(?i)\b(?:final\s+answer|answer|correct\s+(?:option|choice))\s*+(?:\*\*)?\s*+"
     r"(?:is|:|=|should\s+be|would\s+be|will\s+be)[ \t]*(?:\*\*)?[ \t]*:?[ \t]*([^\n]*)"
 )
-_MATH_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S)
+_MATH_SPAN = re.compile(
+    r"\$\$(.+?)\$\$|(?<!\\)\$(.+?)(?<!\\)\$(?!\.?\d)|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.S
+)
+"""A `\\$` is a dollar sign, never a delimiter (`$\\$18$`), and a `$` before a number opens
+no span it could close: it is currency (`$2 x 12 = $24`, GSM8K's style)."""
 _SENTENCE_END = re.compile(r"\.(?:\s|$)|\n")
 _VERB = re.compile(r"\s(?:is|are|equals|=|becomes)\s+(?!not\b)", re.IGNORECASE)
 _CHOICE_IN_LINE = re.compile(r"(?<![A-Za-z])\(([A-E])\)")
@@ -127,6 +131,15 @@ _QUALIFIERS = frozenset(
 )
 _NEGATIONS = frozenset(("not", "never", "isn't", "isn’t", "cannot", "can't", "wrong", "incorrect"))
 """Words that, after the last number of a final line, make it no answer."""
+_SECOND_THOUGHTS = frozenset(("wait", "actually", "but", "however", "instead", "mistake"))
+_NUMBER_WORD = re.compile(
+    r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\w+teen|\w+ty"
+    r"|hundred|thousand|million|billion|half|twice|double|triple|none|yes|no|true|false)\b",
+    re.IGNORECASE,
+)
+MIN_CLOSING_WORDS = 3
+"""A closing line of words ("I hope this helps!") has at least this many: "No." or "Bob."
+after an answer may be a second one."""
 _STRENGTH = {"boxed": 5, "hash": 4, "answer_line": 3, "phrase": 2, "last_line": 1}
 """Which source names an answer several agreeing commitments give."""
 
@@ -250,7 +263,13 @@ class _Protected:
 
 _DELIMITERS = (("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"))
 """Math span delimiters, in the order `_MATH_SPAN` tries them."""
-_OPENER = re.compile(r"\$|\\[(\[]")
+_OPENER = re.compile(r"(?<!\\)\$|\\[(\[]")
+_CLOSER = {
+    "$$": re.compile(r"(?=\$\$)"),
+    "$": re.compile(r"(?<!\\)(?=\$(?!\.?\d))"),
+    "\\)": re.compile(r"(?=\\\))"),
+    "\\]": re.compile(r"(?=\\\])"),
+}
 
 
 def _math_spans(text: str) -> list[tuple[int, int, str]]:
@@ -260,7 +279,7 @@ def _math_spans(text: str) -> list[tuple[int, int, str]]:
     closers: dict[str, list[int]] = {}
     for _, close in _DELIMITERS:
         if close not in closers:
-            closers[close] = [m.start() for m in re.finditer(f"(?={re.escape(close)})", text)]
+            closers[close] = [m.start() for m in _CLOSER[close].finditer(text)]
     found: list[tuple[int, int, str]] = []
     position = 0
     for opener in _OPENER.finditer(text):
@@ -463,6 +482,26 @@ def _last_line(text: str) -> str:
     return lines[-1].strip() if lines else ""
 
 
+def _closing(line: str) -> bool:
+    """A line after the answer that cannot hold another one: a markdown rule or code fence
+    (`---`, a closing code fence), or a sentence without digits, math, number words, a
+    choice, a hedge or second thoughts ("I hope this helps!")."""
+    if re.search(r"[\d$\\{}]", line) or _CHOICE_IN_LINE.search(line) or _NUMBER_WORD.search(line):
+        return False
+    words = set(_prose_words(line))
+    if words & (_HEDGES | _DOUBTS | _NEGATIONS | _SECOND_THOUGHTS):
+        return False
+    return not re.search(r"[A-Za-z]", line) or len(words) >= MIN_CLOSING_WORDS
+
+
+def _without_closing(text: str) -> str:
+    """`text` without the closing lines that follow its answer (see `_closing`)."""
+    lines = text.rstrip().split("\n")
+    while len(lines) > 1 and (not lines[-1].strip() or _closing(lines[-1])):
+        lines.pop()
+    return "\n".join(lines)
+
+
 def _answer_line(line: str) -> str | None:
     """The value of a last line ``A: value`` (`line` is stripped, one line), else None.
 
@@ -481,7 +520,7 @@ def _commitments(part: str) -> tuple[list[_Commitment], str | None]:
     found = list(boxes)
     found += [_Commitment(m.start(), "hash", m.group(1).strip()) for m in _HASH.finditer(part)]
     found = [c for c in found if c.answer]
-    a_line = _answer_line(_last_line(part))
+    a_line = _answer_line(_last_line(_without_closing(part)))
     raw = _phrases(part)
     if a_line is not None:
         raw.append(_Commitment(len(part), "answer_line", a_line))
@@ -563,7 +602,7 @@ def _unmarked(part: str, config: MathConfig, prompt: str | None) -> Extraction:
         found = [_Commitment(i, "plain", v) for i, v in enumerate(values) if v]
         if len(found) == len(lines) and found:  # "5\n6": two answers
             return _resolve(found, config)
-    last_line = _last_line(part)
+    last_line = _last_line(_without_closing(part))
     letters = set(_CHOICE_IN_LINE.findall(last_line))
     if len(letters) == 1:
         letter = f"({letters.pop()})"
@@ -586,6 +625,15 @@ def _unmarked(part: str, config: MathConfig, prompt: str | None) -> Extraction:
     if value is None or len(value) > MAX_NUMBER_CHARS:
         return _none("no final answer found")
     return Extraction(value, "last_number", "last value of the final line", (value,))
+
+
+def qualified(answer: str) -> bool:
+    """An extracted answer that still carries doubt, a negation or a qualifier ("5, or maybe
+    6", "not 5", "at least 5", "5?"). The reward scores it 0 against any gold, but without a
+    gold (a vote) it would be an answer of its own that hedgers could win together."""
+    words = set(_prose_words(answer))
+    doubt = (_HEDGES - {"or"}) | _DOUBTS | _NEGATIONS | _QUALIFIERS
+    return answer.rstrip().endswith("?") or bool(words & doubt or _DOUBT_PHRASE.search(answer))
 
 
 def extract_answer(

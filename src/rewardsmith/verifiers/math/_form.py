@@ -210,7 +210,9 @@ def _tree_operations(node: Node, found: set[str]) -> None:
             found.add(UNEXPANDED_POWER)  # `(1+2i)6`, `2(3+\\sqrt{2})`
     elif kind == "frac":
         top, bottom = (literal_value(a) for a in args)
-        if top is not None and bottom is not None:
+        if args[0] == args[1]:
+            found.add(ARITHMETIC)  # `\\frac{\\pi}{\\pi}`
+        elif top is not None and bottom is not None:
             if top.denominator != 1 or bottom.denominator != 1:
                 found.add(ARITHMETIC)  # a fraction of fractions or decimals
             elif _reducible(*args):
@@ -222,7 +224,9 @@ def _tree_operations(node: Node, found: set[str]) -> None:
     elif kind == "pow":
         base, exponent = args
         value = literal_value(exponent)
-        if value is not None and value.denominator == 1 and value != 1:
+        if value in (0, 1):
+            found.add(ARITHMETIC)  # `8^1`, `\\pi^0`: an identity left unapplied
+        elif value is not None and value.denominator == 1:
             if literal_value(base) is not None:
                 found.add(POWER_OF_NUMBERS)
             elif _algebraic(base):
@@ -356,22 +360,86 @@ def _prompt_keys(prompt: str) -> tuple[str, ...]:
 
 def _shape(node: Node) -> str:
     """The tree as a canonical string, blind to how it is spelled: `9/2` is `\\frac{9}{2}`,
-    brackets vanish, factors of 1 and terms of 0 drop out, and the factors of a product and
-    the terms of a sum are sorted (`(x+2)(x+1)` is `(x+1)(x+2)`)."""
+    brackets vanish, factors equal to 1 (`1`, `x^0`, `\\pi^0`, `\\frac{\\pi}{\\pi}`), powers of 1,
+    denominators of 1 and terms of 0 (`0r`) drop out, the factors of a product and the terms
+    of a sum are sorted (`(x+2)(x+1)` is `(x+1)(x+2)`), and signs are pulled out front
+    (`(-x-1)(-x-2)` is `(x+1)(x+2)`, `\\frac{-3}{-20}` is `\\frac{3}{20}`, `+6(-a)` is `-6a`):
+    the overall sign is not part of the shape."""
+    return _signed_shape(node)[1]
+
+
+_ONE, _ZERO = "num:1", "num:0"
+
+
+def _signed_shape(node: Node) -> tuple[int, str]:
+    """(sign, shape) of a tree: `-\\frac{3}{-20}` is (1, shape of `\\frac{3}{20}`)."""
     kind, args = node.kind, node.args
-    if kind == "neg" and args[0].kind == "neg":
-        return _shape(args[0].args[0])
-    if kind in ("add", "mul"):
-        unit = Fraction(0 if kind == "add" else 1)
-        parts = sorted(_shape(a) for a in _flat(node) if literal_value(a) != unit)
-        if len(parts) == 1:
-            return parts[0]
-        return f"{kind}({','.join(parts)})"
-    if kind == "div":
-        kind = "frac"
+    if kind == "neg":
+        sign, shape = _signed_shape(args[0])
+        return -sign, shape
+    if kind == "num":
+        value = Fraction(node.value)  # type: ignore[arg-type]
+        return (-1 if value < 0 else 1), f"num:{abs(value)}"
+    if kind == "pow":
+        exponent = literal_value(args[1])
+        if exponent == 1:
+            return _signed_shape(args[0])
+        if exponent == 0:
+            return 1, _ONE
+    if kind == "add":
+        return _sum_shape(node)
+    if kind == "mul":
+        return _product_shape([_signed_shape(a) for a in _flat(node)])
+    if kind in ("frac", "div"):
+        (top_sign, top), (bottom_sign, bottom) = (_signed_shape(a) for a in args)
+        sign = top_sign * bottom_sign
+        if top == _ZERO:
+            return 1, _ZERO
+        if bottom == _ONE or top == bottom:
+            return sign, top if bottom == _ONE else _ONE
+        return sign, f"frac:None({top},{bottom})"
     if not args:
-        return f"{kind}:{node.value}"
-    return f"{kind}:{node.value}({','.join(_shape(a) for a in args)})"
+        return 1, f"{kind}:{node.value}"
+    inner = ",".join(("-" if sign < 0 else "") + shape for sign, shape in map(_signed_shape, args))
+    return 1, f"{kind}:{node.value}({inner})"
+
+
+def _product_shape(factors: list[tuple[int, str]]) -> tuple[int, str]:
+    sign, parts = 1, []
+    for factor_sign, shape in factors:
+        if shape == _ZERO:
+            return 1, _ZERO
+        sign *= factor_sign
+        if shape != _ONE:
+            parts.append(shape)
+    if not parts:
+        return sign, _ONE
+    return sign, parts[0] if len(parts) == 1 else f"mul({','.join(sorted(parts))})"
+
+
+def _sum_shape(node: Node) -> tuple[int, str]:
+    """A sum's terms with their signs, sorted; the sum and its negation share one shape (the
+    lesser spelling), so a sign moved into or out of a bracket does not change it."""
+    terms = [t for t in _signed_terms(node, 1) if t[1] != _ZERO]
+    if not terms:
+        return 1, _ZERO
+    if len(terms) == 1:
+        return terms[0]
+    spelled = sorted(("-" if sign < 0 else "+") + shape for sign, shape in terms)
+    flipped = sorted(("+" if sign < 0 else "-") + shape for sign, shape in terms)
+    if flipped < spelled:
+        return -1, f"add({','.join(flipped)})"
+    return 1, f"add({','.join(spelled)})"
+
+
+def _signed_terms(node: Node, sign: int) -> list[tuple[int, str]]:
+    """The terms of a sum, nested and negated sums opened: `a - (b - c)` is +a, -b, +c."""
+    if node.kind == "neg":
+        return _signed_terms(node.args[0], -sign)
+    if node.kind == "add":
+        return [term for arg in node.args for term in _signed_terms(arg, sign)]
+    term_sign, shape = _signed_shape(node)
+    return [(sign * term_sign, shape)]
 
 
 def _subtrees(node: Node) -> Iterator[Node]:

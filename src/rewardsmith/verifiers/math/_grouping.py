@@ -22,7 +22,7 @@ import mpmath
 from ._answer import Answer, expression_tree, parse_answer
 from ._config import MathConfig
 from ._equivalence import MAX_ANSWER_CHARS, _as_interval, compare
-from ._extract import Extraction, extract_answer
+from ._extract import Extraction, extract_answer, qualified
 from ._form import absolute_operations
 from ._latex import Node
 from ._normalize import key, normalize, parse_number
@@ -52,7 +52,8 @@ def committed_answer(
     completion: str, config: MathConfig = _DEFAULT, *, prompt: str | None = None
 ) -> Extraction:
     """The one answer a completion commits to, or no answer (with the reason) when it hedges,
-    restates the question, or is not in finished form (`\\binom{31}{28}`, `16-3-4`: there is
+    restates the question, still carries doubt, a negation or a qualifier ("5, or maybe 6",
+    "not 5", "at least 5"), or is not in finished form (`\\binom{31}{28}`, `16-3-4`: there is
     no gold to compare forms with, so any operation left on numbers counts). Words the
     completion does not mark as its answer ("hmm", "no idea": no box, no "the answer is")
     are no answer either: the reward may read them against a text gold, but without a gold
@@ -61,6 +62,8 @@ def committed_answer(
         got = extract_answer(completion, config, prompt=prompt)
     if got.answer is None:
         return got
+    if qualified(got.answer):  # "5, or maybe 6", "not 5": the reward's 0 for any gold
+        return Extraction(None, got.source, "no answer: hedged or qualified", got.candidates)
     if got.source in UNMARKED and parse_answer(normalize(got.answer)).kind == "text":
         return Extraction(None, got.source, "no answer: unmarked words", got.candidates)
     if not config.finished_form:

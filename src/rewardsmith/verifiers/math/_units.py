@@ -85,6 +85,10 @@ _TAIL = re.compile(
     r"|(?<=\s)[A-Za-z]\.?|/|\s|\^\s*\{?\s*[23]\s*\}?|[²³])+)$",
     re.S,
 )
+MAX_UNIT_CHARS = 100
+"""A unit is looked for in an answer's last 100 characters only: `_TAIL` tries every
+candidate end of the value and re-reads the rest as a unit from there, so over a whole
+20,000-character line (`Hmm.` repeated) it was quadratic (20 CPU-s)."""
 _DOLLAR_PREFIX = re.compile(r"^\s*(-?)\s*\\\$\s*")
 _NOT_A_UNIT = frozenset(
     [
@@ -165,11 +169,13 @@ def _unit(text: str) -> Unit | None:
     dims: dict[str, int] = {}
     for word, power in words:
         known = _SIMPLE.get(word) or _SIMPLE.get(_singular(word))
-        base, unit_dims = known if known else (Fraction(1), ((_singular(word), 1),))
+        base, unit_dims = known if known else (Fraction(1), ((f"count of {_singular(word)}", 1),))
         factor *= base**power
         for name, exponent in unit_dims:
             dims[name] = dims.get(name, 0) + exponent * power
     cleaned = tuple(sorted((n, p) for n, p in dims.items() if p))
+    if not cleaned and dims:  # `hours per week`: a ratio, not a number word that scales
+        cleaned = (("ratio", 1),)
     return Unit(factor, cleaned, " ".join(w if p == 1 else f"{w}^{p}" for w, p in words))
 
 
@@ -177,18 +183,26 @@ def split_unit(answer: str) -> tuple[str, Unit | None]:
     """(value, unit) of a normalised answer: `5 \\text{cm}^2` -> (`5`, cm^2); `\\$18.90` ->
     (`18.90`, dollar). Without a unit, (answer, None). Single letters count as units only
     when set apart (`5 m`, `5 \\text{m}`): `2k` is an expression."""
-    dollar = _DOLLAR_PREFIX.match(answer)
-    if dollar is not None:
-        rest = answer[dollar.end() :].strip()
+    sign, rest = _without_dollars(answer)
+    if rest is not answer:
         value, unit = split_unit(rest)
-        if unit is None:
-            return dollar.group(1) + rest, _unit("dollar")
-        return dollar.group(1) + value, unit
-    match = _TAIL.match(answer)
+        return sign + value, unit or _unit("dollar")
+    match = _TAIL.match(answer, max(0, len(answer) - MAX_UNIT_CHARS))
     if match is None or not match.group("unit").strip():
         return answer, None
     unit_text = _UNIT_TEXT.sub(lambda m: f" {m.group(1)} ", match.group("unit"))
     unit = _unit(unit_text)
     if unit is None:
         return answer, None
-    return match.group("value").strip(), unit
+    return answer[: match.end("value")].strip(), unit
+
+
+def _without_dollars(answer: str) -> tuple[str, str]:
+    """(sign, rest) of an answer opening with `\\$` (`-\\$5`), every leading `\\$` taken
+    in one loop (one recursion per `\\$` overflowed the stack on 1,000 of them); the answer
+    itself when it has none."""
+    sign, rest = "", answer
+    while (dollar := _DOLLAR_PREFIX.match(rest)) is not None:
+        sign += dollar.group(1)
+        rest = rest[dollar.end() :].strip()
+    return sign, rest

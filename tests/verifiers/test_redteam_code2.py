@@ -56,7 +56,7 @@ for s in (a, b):
         s.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
 """
 """Holds the run's output pipes open past the run: the host then drains them for its full
-1 s (`_zygote._DRAIN_AFTER_EXIT_S`) after the sandbox reported."""
+1 s (`_zygote._DRAIN_AFTER_EXIT_S`, now gone) after the sandbox reported."""
 
 SLOW_WRONG = "import time\ndef square(x):\n    time.sleep(1.9)\n    return x + 1\n"
 """Wrong, and ends just inside a 2 s `timeout_s`."""
@@ -410,7 +410,7 @@ COUNTER_HISTOGRAM = (
 
 ATTACKS = [
     # ------------------------------------------------- a null instead of an honest 0
-    hole(
+    guard(
         Attack(
             "engine-drain-past-the-declared-worst-case",
             "the run's stdout/stderr pipes put in flight over a Unix socket pair (IN_FLIGHT), "
@@ -425,9 +425,8 @@ ATTACKS = [
                 lambda: engine_first_sample(IN_FLIGHT + SLOW_WRONG, rt.CHECK, 3.02), ZERO
             ),
         ),
-        "the drain and the sandbox start-up are outside the declared worst case",
     ),
-    hole(
+    guard(
         Attack(
             "remote-forged-wrapper-report",
             "`sandbox: remote`, io case: the candidate (same user as the wrapper, not root) "
@@ -439,9 +438,8 @@ ATTACKS = [
             should=ZERO,
             run=lambda env: rt.remote(env.fake, FORGED_WRAPPER_REPORT + "print(5)\n", rt.IO_ONE),
         ),
-        "the wrapper's report line is trusted without a token",
     ),
-    hole(
+    guard(
         Attack(
             "remote-forged-wrapper-report-suite",
             "the same against a HumanEval suite, after SIGKILLing the referee (B's other "
@@ -451,9 +449,8 @@ ATTACKS = [
             should=ZERO,
             run=lambda env: rt.remote(env.fake, FORGED_WRAPPER_REPORT + WRONG),
         ),
-        "the wrapper's report line is trusted without a token",
     ),
-    hole(
+    guard(
         Attack(
             "remote-tests-read-from-the-wrappers-stdin",
             "`sandbox: remote`, `mode: fraction`, a 1,000-assertion suite (5 MB): the candidate "
@@ -467,9 +464,8 @@ ATTACKS = [
                 lambda: rt.remote(env.fake, PEEK_AT_THE_TESTS, BIG_ASSERTS, mode="fraction"), ZERO
             ),
         ),
-        "the wrapper's stdin (the tests) is open to the candidate",
     ),
-    hole(
+    guard(
         Attack(
             "remote-tests-drained-from-the-wrappers-stdin",
             "the same suite: the candidate reads (consumes) the rest of the referee's "
@@ -482,10 +478,9 @@ ATTACKS = [
                 lambda: rt.remote(env.fake, DRAIN_THE_TESTS + WRONG, BIG_ASSERTS), ZERO
             ),
         ),
-        "the wrapper's stdin (the tests) is open to the candidate",
     ),
     # ------------------------------------------------- one run's leftovers in the next
-    hole(
+    guard(
         Attack(
             "probe-fds-in-flight-outlive-the-run",
             "sample 1 puts 65 descriptors in flight in an unreceived cycle (the host uid's "
@@ -499,9 +494,8 @@ ATTACKS = [
                 lambda: probe_after(LEAVE_FDS_IN_FLIGHT + WRONG, FDS_PASS), ("ok", 1.0)
             ),
         ),
-        "sockets and descriptors in flight survive the run (one sample changes the next)",
     ),
-    hole(
+    guard(
         Attack(
             "probe-pipe-buffers-outlive-the-run",
             "sample 1 (memory_mb default) fills 63 pipes of 1 MiB and leaves them in flight: "
@@ -516,9 +510,8 @@ ATTACKS = [
                 lambda: probe_after(LEAVE_PIPE_BUFFERS + WRONG, PIPE_GROWS), ("ok", 1.0)
             ),
         ),
-        "pipe buffers and tmpfs files of a run survive it, outside every memory budget",
     ),
-    hole(
+    guard(
         Attack(
             "relay-answers-to-the-next-sample",
             "HumanEval/31 (13 boolean asserts, `check` stops at the first wrong one), a group "
@@ -535,9 +528,8 @@ ATTACKS = [
                 tries=2,
             ),
         ),
-        "runs of a warm sandbox can talk to the next (a terminal in flight on the shared /dev/pts)",
     ),
-    hole(
+    guard(
         Attack(
             "probe-pty-message-to-the-next-sample",
             "sample 1 opens a pseudo-terminal of the warm sandbox's /dev/pts (shared by its "
@@ -551,10 +543,9 @@ ATTACKS = [
                 lambda: probe_after(PTY_MESSAGE + WRONG, NO_PTY_LEFT), ("ok", 1.0)
             ),
         ),
-        "/dev/pts is shared by a warm sandbox's runs; a terminal in flight outlives its run",
     ),
     # ------------------------------------------------- correct answers scored 0
-    hole(
+    guard(
         Attack(
             "right-with-a-small-output-cap",
             "a right `square` against 40 assertions with `max_output_bytes: 1000` (a parameter "
@@ -565,7 +556,6 @@ ATTACKS = [
             should=("ok", 1.0),
             run=lambda env: rt.reward(RIGHT, FORTY_ASSERTS, max_output_bytes=1000),
         ),
-        "the verdict channel shares the program's output cap",
     ),
     hole(
         Attack(
@@ -624,7 +614,7 @@ ATTACKS = [
             "io-start-token-from-own-memory",
             "stdin/stdout: the start token read from the candidate's own memory (gc), records "
             "with it written to every descriptor",
-            today="ok 0 (the start descriptor was closed before the program ran)",
+            today="ok 0 (no start token in its memory: the run's init writes the start record)",
             honest_wrong="ok 0",
             should=ZERO,
             run=lambda env: rt.reward(IO_START_TOKEN_RECORDS, rt.IO_ONE),
@@ -794,16 +784,6 @@ UNTRUE = [
         "`code` is forged by always-equal objects and by reading the expected value from the "
         "caller's frame",
         id="readme-code-forged-by-always-equal-and-frames",
-    ),
-    pytest.param(
-        "The candidate's process never holds the tests, the per-run token or the verdict pipe",
-        id="readme-candidate-never-holds-the-token",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="redteam: README untruth: a stdin/stdout run's start token is in the "
-            "candidate's memory (the request dict; row io-start-token-from-own-memory finds "
-            "it, harmlessly: its descriptor is closed before the program runs)",
-        ),
     ),
 ]
 

@@ -39,6 +39,7 @@ __all__ = [
     "parse_channel",
     "parse_reference",
     "program_config",
+    "start_config",
     "tests_config",
 ]
 
@@ -133,6 +134,12 @@ def tests_config(suite: Suite, token: str, prompt: str, path: list[str]) -> byte
         },
         _MARSHAL_VERSION,
     )
+
+
+def start_config(token: str) -> bytes:
+    """A stdin/stdout run's private configuration: its token, for the start record written
+    by the run's init process (never the candidate's)."""
+    return marshal.dumps({"token": token}, _MARSHAL_VERSION)
 
 
 def program_config(program: str, path: list[str]) -> bytes:

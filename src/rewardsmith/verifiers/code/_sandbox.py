@@ -142,6 +142,9 @@ class RunResult:
     channel: bytes = b""
     """Everything written to the verdict pipe."""
     duration_s: float = 0.0
+    tampered: str | None = None
+    """Why the backend's own report of the run cannot be trusted (the remote wrapper's line
+    without the run's token): the sample scores 0, as for a tampered verdict pipe."""
     extra: dict[str, object] = field(default_factory=dict)
 
 

@@ -557,7 +557,7 @@ ATTACKS = [
             run=lambda env: rt.reward(RIGHT, FORTY_ASSERTS, max_output_bytes=1000),
         ),
     ),
-    hole(
+    guard(
         Attack(
             "right-with-two-big-constants",
             "a right `square` in a module that also holds two 20 MB string constants: each "
@@ -568,9 +568,8 @@ ATTACKS = [
             should=("ok", 1.0),
             run=lambda env: rt.reward("A = 'a' * 20_000_000\nB = 'b' * 20_000_000\n" + RIGHT),
         ),
-        "the name table's limits sink a correct program",
     ),
-    hole(
+    guard(
         Attack(
             "right-counter-for-a-dict",
             "HumanEval/111 answered right with a `collections.Counter` (a dict subclass, equal "
@@ -582,7 +581,6 @@ ATTACKS = [
             should=("ok", 1.0),
             run=lambda env: on_humaneval("HumanEval/111", COUNTER_HISTOGRAM),
         ),
-        "stdlib container subclasses are refused, not converted",
     ),
     hole(
         Attack(

@@ -582,7 +582,7 @@ ATTACKS = [
             run=lambda env: on_humaneval("HumanEval/111", COUNTER_HISTOGRAM),
         ),
     ),
-    hole(
+    guard(
         Attack(
             "right-under-bin-python3",
             "`python: /bin/python3` (also what `sys.executable` is for a trainer started as "
@@ -594,7 +594,6 @@ ATTACKS = [
             should=("ok", 1.0),
             run=lambda env: with_bin_python(RIGHT),
         ),
-        "the interpreter's grandparent directory can be the host root",
     ),
     # ------------------------------------------------- guards: correctly 0 today
     guard(

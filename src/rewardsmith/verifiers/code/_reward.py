@@ -70,8 +70,10 @@ MAX_TESTS = 1_000
 MAX_TIMEOUT_S = 60.0
 """Largest `timeout_s` a spec may set."""
 START_UP_S = 1.0
-"""What a sample may take beyond `timeout_s` (starting a sandbox, reading results): the
-spec's own `timeout_s` must be above `timeout_s` + this (`registry.timed`)."""
+"""What a sample may take beyond `timeout_s`, which counts from its start (sandbox start-up
+included): collecting what a run left in flight (at most `_runtime._COLLECT_S`, 0.5 s) and
+reading the results. The spec's own `timeout_s` must be above `timeout_s` + this
+(`registry.timed`)."""
 _MIN_RUN_S = 0.05
 """Least time left of a sample worth starting one more stdin/stdout case for."""
 _DETAIL_CASES = 20

@@ -381,21 +381,22 @@ class WarmPool:
         self._all: list[_Zygote] = []
         self._owner = os.getpid()
 
-    def _acquire(self) -> _Zygote:
+    def _acquire(self) -> tuple[_Zygote, bool]:
+        """An idle sandbox, or a new one; whether it was started for this call."""
         with self._lock:
             if self._owner != os.getpid():  # forked: the parent's zygotes are not ours
                 self._idle, self._all, self._owner = [], [], os.getpid()
             while self._idle:
                 zygote = self._idle.pop()
                 if zygote.alive():
-                    return zygote
+                    return zygote, False
                 self._forget(zygote)
             used = {z.slot for z in self._all}
             slot = next(i for i in range(len(used) + 1) if i not in used)
         zygote = _Zygote(self.plan, self.limits, slot)
         with self._lock:
             self._all.append(zygote)
-        return zygote
+        return zygote, True
 
     def _forget(self, zygote: _Zygote) -> None:
         zygote.kill()
@@ -412,8 +413,8 @@ class WarmPool:
     def run(self, job: Job) -> RunResult:
         """One run in a warm sandbox."""
         for attempt in range(2):
-            zygote = self._acquire()
-            if job.wall_clock(self.limits.timeout_s) < _MIN_RUN_S:
+            zygote, started = self._acquire()
+            if started and job.wall_clock(self.limits.timeout_s) < _MIN_RUN_S:
                 self._release(zygote)
                 raise SandboxUnavailable(_NO_TIME_LEFT)
             try:

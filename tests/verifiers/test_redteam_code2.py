@@ -316,12 +316,6 @@ ISCLOSE = {"tests": ["assert math.isclose(square(2), 4)", "assert math.isclose(s
 # -- runners ----------------------------------------------------------------------------------
 
 
-def hole(attack: Attack, why: str) -> Any:
-    return pytest.param(
-        attack, id=attack.target, marks=pytest.mark.xfail(strict=True, reason=f"redteam: {why}")
-    )
-
-
 def engine_first_sample(program: str, reference: Any, spec_timeout_s: float) -> Outcome:
     """``(status, reward)`` of the first sample of a fresh engine (its worker starts its warm
     sandbox inside the task), `code` with ``timeout_s: 2`` under the given spec `timeout_s`."""
@@ -418,7 +412,7 @@ ATTACKS = [
             "is accepted (above `timeout_s` + 1 s, as the README asks). The host drains the "
             "held pipes for 1 s after the sandbox reported, and the first sample of a worker "
             "also starts its warm sandbox outside the run's clock: 3.2-4.4 s measured",
-            today="timeout (null reward): the engine kills the worker at 3.02 s",
+            today="fixed; before: timeout (null reward): the engine kills the worker at 3.02 s",
             honest_wrong="ok 0 (the same wrong `square` without the two tricks: ~0.6 s)",
             should=ZERO,
             run=lambda env: first_hole(
@@ -433,7 +427,9 @@ ATTACKS = [
             "writes `rewardsmith-output <base64 {'error': 'forged'}>` into the wrapper's "
             "stdout through /proc/<wrapper>/fd/1, then SIGKILLs the wrapper: the forged line "
             "is the last one the server returns",
-            today="error (null, cause infrastructure): 'the remote run failed: forged'",
+            today=(
+                "fixed; before: error (null, cause infrastructure): 'the remote run failed: forged'"
+            ),
             honest_wrong="ok 0 (`print(5)`)",
             should=ZERO,
             run=lambda env: rt.remote(env.fake, FORGED_WRAPPER_REPORT + "print(5)\n", rt.IO_ONE),
@@ -444,7 +440,7 @@ ATTACKS = [
             "remote-forged-wrapper-report-suite",
             "the same against a HumanEval suite, after SIGKILLing the referee (B's other "
             "child) so that no record follows the forged line",
-            today="error (null, cause infrastructure)",
+            today="fixed; before: error (null, cause infrastructure)",
             honest_wrong="ok 0",
             should=ZERO,
             run=lambda env: rt.remote(env.fake, FORGED_WRAPPER_REPORT + WRONG),
@@ -457,7 +453,9 @@ ATTACKS = [
             "(same user, not root) opens /proc/<wrapper>/fd/0 and tee()s the referee's "
             "configuration as it flows, without consuming it, then answers by lookup. README: "
             "'the candidate never holds the tests'",
-            today="ok 0.02-0.135 (20-135 expected answers read in 0.5 s), tests intact",
+            today=(
+                "fixed; before: ok 0.02-0.135 (20-135 expected answers read in 0.5 s), tests intact"
+            ),
             honest_wrong="ok 0 (`x + 1`)",
             should=ZERO,
             run=lambda env: first_hole(
@@ -471,7 +469,10 @@ ATTACKS = [
             "the same suite: the candidate reads (consumes) the rest of the referee's "
             "configuration from /proc/<wrapper>/fd/0; the referee cannot decode what is left "
             "and dies before its start record",
-            today="error (null, cause infrastructure): 'the sandboxed processes did not start'",
+            today=(
+                "fixed; before: error (null, cause infrastructure): 'the sandboxed processes "
+                "did not start'"
+            ),
             honest_wrong="ok 0",
             should=ZERO,
             run=lambda env: first_hole(
@@ -487,7 +488,7 @@ ATTACKS = [
             "quota); sample 2, in the same warm sandbox, is a correct program that passes one "
             "descriptor over a fresh socket pair. README: 'Nothing of a run — files, "
             "processes, sockets, IPC objects — survives into the next'",
-            today="ok 0: sample 2's send_fds fails with ETOOMANYREFS",
+            today="fixed; before: ok 0: sample 2's send_fds fails with ETOOMANYREFS",
             honest_wrong="-",
             should=("ok", 1.0),
             run=lambda env: first_hole(
@@ -503,7 +504,10 @@ ATTACKS = [
             "measured for 40 pipes); sample 2, a correct program, grows a pipe to 1 MiB. The "
             "same trick keeps the run's /tmp files alive: Shmem +64 MiB per run, up to "
             "+204 MiB after three runs of one worker, freed 1-2 s later",
-            today="ok 0: sample 2's F_SETPIPE_SZ fails (EPERM: the uid is over its soft limit)",
+            today=(
+                "fixed; before: ok 0: sample 2's F_SETPIPE_SZ fails (EPERM: the uid is over "
+                "its soft limit)"
+            ),
             honest_wrong="-",
             should=("ok", 1.0),
             run=lambda env: first_hole(
@@ -519,7 +523,7 @@ ATTACKS = [
             "run logs the calls it got on a terminal of /dev/pts kept in flight; the next run "
             "reads the log, keeps the answers that were followed by another call, flips the "
             "last one, and logs again. No primality is ever computed",
-            today="best 1.0: samples 7, 9, 11, 13 and 15 of 16 pass (measured)",
+            today="fixed; before: best 1.0: samples 7, 9, 11, 13 and 15 of 16 pass (measured)",
             honest_wrong="best 0.0 (`return False`, 16 samples)",
             should=("best", 0.0),
             run=lambda env: first_hole(
@@ -536,7 +540,10 @@ ATTACKS = [
             "runs, writable), writes a message on it and puts the master in flight; sample 2 "
             "(a correct program) looks for a terminal left in /dev/pts: it finds /dev/pts/0 "
             "and can read 'a message for the next sample' from it",
-            today="ok 0: sample 2 sees /dev/pts/0 (a channel from one sample to the next)",
+            today=(
+                "fixed; before: ok 0: sample 2 sees /dev/pts/0 (a channel from one sample to "
+                "the next)"
+            ),
             honest_wrong="-",
             should=("ok", 1.0),
             run=lambda env: first_hole(
@@ -551,7 +558,10 @@ ATTACKS = [
             "a right `square` against 40 assertions with `max_output_bytes: 1000` (a parameter "
             "of `code`, meant for the program's stdout/stderr): the verdict pipe is capped at "
             "the same 1,000 bytes, so its records are cut mid-line",
-            today="ok 0: 'result channel tampered with: a record without the run's token'",
+            today=(
+                "fixed; before: ok 0: 'result channel tampered with: a record without the "
+                "run's token'"
+            ),
             honest_wrong="ok 0",
             should=("ok", 1.0),
             run=lambda env: rt.reward(RIGHT, FORTY_ASSERTS, max_output_bytes=1000),
@@ -563,7 +573,7 @@ ATTACKS = [
             "a right `square` in a module that also holds two 20 MB string constants: each "
             "fits the codec's 32 MiB alone (so neither is dropped from the name table), "
             "together they do not, and the whole table is refused",
-            today="ok 0: 'the candidate's first message is malformed'",
+            today="fixed; before: ok 0: 'the candidate's first message is malformed'",
             honest_wrong="ok 0",
             should=("ok", 1.0),
             run=lambda env: rt.reward("A = 'a' * 20_000_000\nB = 'b' * 20_000_000\n" + RIGHT),
@@ -576,7 +586,7 @@ ATTACKS = [
             "to the expected dict; the official harness passes it). Exact types are the "
             "README's rule, but the conversion NumPy scalars get (in the candidate's own "
             "process, to a plain value it could have returned itself) would be as safe here",
-            today="ok 0: returned a value of type Counter, not plain data",
+            today="fixed; before: ok 0: returned a value of type Counter, not plain data",
             honest_wrong="ok 0",
             should=("ok", 1.0),
             run=lambda env: on_humaneval("HumanEval/111", COUNTER_HISTOGRAM),
@@ -589,7 +599,10 @@ ATTACKS = [
             "`/bin/python3 train.py` on a merged-/usr system): `_python_binds` adds "
             "Path(python).parent.parent = '/' and binds the host's whole root into the "
             "sandbox. Run as root here, every run then fails to set up",
-            today="error (null) for every sample: 'mounting the run's filesystems failed'",
+            today=(
+                "fixed; before: error (null) for every sample: 'mounting the run's filesystems "
+                "failed'"
+            ),
             honest_wrong="error",
             should=("ok", 1.0),
             run=lambda env: with_bin_python(RIGHT),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import collections
+import enum
+import fractions
 import math
 import os
 
@@ -127,9 +130,44 @@ def test_numpy_scalars_convert_only_when_asked() -> None:
     np = pytest.importorskip("numpy")
     with pytest.raises(NotPlain):
         encode(np.int64(3))
-    assert _same(decode(encode([np.int64(3), np.float64(0.5)], numpy_scalars=True)), [3, 0.5])
+    assert _same(decode(encode([np.int64(3), np.float64(0.5)], convert=True)), [3, 0.5])
     with pytest.raises(NotPlain):
-        encode(np.array([1, 2]), numpy_scalars=True)
+        encode(np.array([1, 2]), convert=True)
+
+
+class _Liar(int):
+    """An int subclass whose own methods all lie."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = int.__hash__
+
+    def __int__(self) -> int:
+        return 99
+
+
+class _Colour(enum.IntEnum):
+    RED = 1
+
+
+def test_subclasses_of_plain_types_convert_to_their_base_only_when_asked() -> None:
+    point = collections.namedtuple("point", "x y")
+    value = [
+        collections.Counter("aab"),
+        collections.OrderedDict(b=1),
+        collections.defaultdict(list, {"k": [1]}),
+        point(1, 2),
+        _Colour.RED,
+        _Liar(3),
+        {_Liar(4): frozenset({_Colour.RED})},
+    ]
+    with pytest.raises(NotPlain, match="Counter"):
+        encode(value)
+    expected = [{"a": 2, "b": 1}, {"b": 1}, {"k": [1]}, (1, 2), 1, 3, {4: frozenset({1})}]
+    assert _same(decode(encode(value, convert=True)), expected)  # the base's value, no lie
+    with pytest.raises(NotPlain, match="Fraction"):
+        encode(fractions.Fraction(1, 3), convert=True)
 
 
 def test_messages_on_a_pipe() -> None:

@@ -10,6 +10,7 @@ body that is not JSON, ``SandboxError``, no run result, a closed port) must give
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -244,3 +245,24 @@ def test_remote_through_the_engine(fake) -> None:
     ]
     results = rewardsmith.score(samples, spec, workers=1)
     assert [r.reward for r in results] == [1.0, 0.0]
+
+
+def test_remote_report_line_needs_the_runs_token() -> None:
+    """The wrapper's last line is its report only with the run's token; a line with another
+    (a forgery: the wrapper is non-dumpable, but a root candidate could still write it) marks
+    the run tampered with (0), never an infrastructure error."""
+    from rewardsmith.verifiers.code._codec import encode
+    from rewardsmith.verifiers.code._remote import _to_result
+    from rewardsmith.verifiers.code._sandbox import SandboxUnavailable
+
+    report = base64.b64encode(encode({"error": "forged"})).decode()
+
+    def answer(token: str) -> dict[str, Any]:
+        stdout = f"rewardsmith-output {token} {report}\n"
+        run = {"status": "Finished", "return_code": 0, "stdout": stdout, "stderr": ""}
+        return {"status": "Success", "run_result": run}
+
+    forged = _to_result(answer("0" * 32), True, 0.1, 1000, "a" * 32)
+    assert forged.tampered == "a report line without the run's token"
+    with pytest.raises(SandboxUnavailable, match="forged"):
+        _to_result(answer("a" * 32), True, 0.1, 1000, "a" * 32)

@@ -350,3 +350,37 @@ def test_arguments_are_copies_and_results_plain() -> None:
         ]
     }
     assert code()(sample(program, reference)).score == 1.0
+
+
+MEMORY_SCAN = r"""
+import re, sys
+# Every readable mapping of this process, searched for the token's text. The pattern is
+# built so that its own source never matches it.
+pattern = re.compile(b"(" + sys.stdin.readline().strip().encode() + b"){8}")
+found = False
+with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
+    for line in maps.read().splitlines():
+        span, perms = line.split()[:2]
+        start, end = (int(x, 16) for x in span.split("-"))
+        if "r" not in perms or end - start > 64 << 20:
+            continue
+        try:
+            mem.seek(start)
+            found = found or pattern.search(mem.read(end - start)) is not None
+        except (OSError, ValueError, OverflowError):
+            continue
+print("held" if found else "clean")
+"""
+
+
+@needs_bwrap
+@pytest.mark.parametrize("given", ["", "5eed" * 8])
+def test_a_stdin_stdout_candidate_never_holds_its_start_token(monkeypatch, given: str) -> None:
+    """The README's "the candidate's process never holds ... the per-run token": the start
+    token of a stdin/stdout run is nowhere in the candidate's memory. Control: when its input
+    carries the token, the same scan finds it."""
+    monkeypatch.setattr(reward_module, "new_token", lambda: "5eed" * 8)
+    reference = {"io": [{"input": f"5eed\n{given}\n", "output": "clean\n"}]}
+    score = code(timeout_s=10)(sample(MEMORY_SCAN, reference))
+    assert score.status == "ok"
+    assert score.score == (0.0 if given else 1.0), score.detail

@@ -56,7 +56,7 @@ for s in (a, b):
         s.sendmsg([b"x"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
 """
 """Holds the run's output pipes open past the run: the host then drains them for its full
-1 s (`_zygote._DRAIN_AFTER_EXIT_S`) after the sandbox reported."""
+1 s (`_zygote._DRAIN_AFTER_EXIT_S`, now gone) after the sandbox reported."""
 
 SLOW_WRONG = "import time\ndef square(x):\n    time.sleep(1.9)\n    return x + 1\n"
 """Wrong, and ends just inside a 2 s `timeout_s`."""
@@ -316,12 +316,6 @@ ISCLOSE = {"tests": ["assert math.isclose(square(2), 4)", "assert math.isclose(s
 # -- runners ----------------------------------------------------------------------------------
 
 
-def hole(attack: Attack, why: str) -> Any:
-    return pytest.param(
-        attack, id=attack.target, marks=pytest.mark.xfail(strict=True, reason=f"redteam: {why}")
-    )
-
-
 def engine_first_sample(program: str, reference: Any, spec_timeout_s: float) -> Outcome:
     """``(status, reward)`` of the first sample of a fresh engine (its worker starts its warm
     sandbox inside the task), `code` with ``timeout_s: 2`` under the given spec `timeout_s`."""
@@ -410,7 +404,7 @@ COUNTER_HISTOGRAM = (
 
 ATTACKS = [
     # ------------------------------------------------- a null instead of an honest 0
-    hole(
+    guard(
         Attack(
             "engine-drain-past-the-declared-worst-case",
             "the run's stdout/stderr pipes put in flight over a Unix socket pair (IN_FLIGHT), "
@@ -418,90 +412,91 @@ ATTACKS = [
             "is accepted (above `timeout_s` + 1 s, as the README asks). The host drains the "
             "held pipes for 1 s after the sandbox reported, and the first sample of a worker "
             "also starts its warm sandbox outside the run's clock: 3.2-4.4 s measured",
-            today="timeout (null reward): the engine kills the worker at 3.02 s",
+            today="fixed; before: timeout (null reward): the engine kills the worker at 3.02 s",
             honest_wrong="ok 0 (the same wrong `square` without the two tricks: ~0.6 s)",
             should=ZERO,
             run=lambda env: first_hole(
                 lambda: engine_first_sample(IN_FLIGHT + SLOW_WRONG, rt.CHECK, 3.02), ZERO
             ),
         ),
-        "the drain and the sandbox start-up are outside the declared worst case",
     ),
-    hole(
+    guard(
         Attack(
             "remote-forged-wrapper-report",
             "`sandbox: remote`, io case: the candidate (same user as the wrapper, not root) "
             "writes `rewardsmith-output <base64 {'error': 'forged'}>` into the wrapper's "
             "stdout through /proc/<wrapper>/fd/1, then SIGKILLs the wrapper: the forged line "
             "is the last one the server returns",
-            today="error (null, cause infrastructure): 'the remote run failed: forged'",
+            today=(
+                "fixed; before: error (null, cause infrastructure): 'the remote run failed: forged'"
+            ),
             honest_wrong="ok 0 (`print(5)`)",
             should=ZERO,
             run=lambda env: rt.remote(env.fake, FORGED_WRAPPER_REPORT + "print(5)\n", rt.IO_ONE),
         ),
-        "the wrapper's report line is trusted without a token",
     ),
-    hole(
+    guard(
         Attack(
             "remote-forged-wrapper-report-suite",
             "the same against a HumanEval suite, after SIGKILLing the referee (B's other "
             "child) so that no record follows the forged line",
-            today="error (null, cause infrastructure)",
+            today="fixed; before: error (null, cause infrastructure)",
             honest_wrong="ok 0",
             should=ZERO,
             run=lambda env: rt.remote(env.fake, FORGED_WRAPPER_REPORT + WRONG),
         ),
-        "the wrapper's report line is trusted without a token",
     ),
-    hole(
+    guard(
         Attack(
             "remote-tests-read-from-the-wrappers-stdin",
             "`sandbox: remote`, `mode: fraction`, a 1,000-assertion suite (5 MB): the candidate "
             "(same user, not root) opens /proc/<wrapper>/fd/0 and tee()s the referee's "
             "configuration as it flows, without consuming it, then answers by lookup. README: "
             "'the candidate never holds the tests'",
-            today="ok 0.02-0.135 (20-135 expected answers read in 0.5 s), tests intact",
+            today=(
+                "fixed; before: ok 0.02-0.135 (20-135 expected answers read in 0.5 s), tests intact"
+            ),
             honest_wrong="ok 0 (`x + 1`)",
             should=ZERO,
             run=lambda env: first_hole(
                 lambda: rt.remote(env.fake, PEEK_AT_THE_TESTS, BIG_ASSERTS, mode="fraction"), ZERO
             ),
         ),
-        "the wrapper's stdin (the tests) is open to the candidate",
     ),
-    hole(
+    guard(
         Attack(
             "remote-tests-drained-from-the-wrappers-stdin",
             "the same suite: the candidate reads (consumes) the rest of the referee's "
             "configuration from /proc/<wrapper>/fd/0; the referee cannot decode what is left "
             "and dies before its start record",
-            today="error (null, cause infrastructure): 'the sandboxed processes did not start'",
+            today=(
+                "fixed; before: error (null, cause infrastructure): 'the sandboxed processes "
+                "did not start'"
+            ),
             honest_wrong="ok 0",
             should=ZERO,
             run=lambda env: first_hole(
                 lambda: rt.remote(env.fake, DRAIN_THE_TESTS + WRONG, BIG_ASSERTS), ZERO
             ),
         ),
-        "the wrapper's stdin (the tests) is open to the candidate",
     ),
     # ------------------------------------------------- one run's leftovers in the next
-    hole(
+    guard(
         Attack(
             "probe-fds-in-flight-outlive-the-run",
             "sample 1 puts 65 descriptors in flight in an unreceived cycle (the host uid's "
             "quota); sample 2, in the same warm sandbox, is a correct program that passes one "
             "descriptor over a fresh socket pair. README: 'Nothing of a run — files, "
             "processes, sockets, IPC objects — survives into the next'",
-            today="ok 0: sample 2's send_fds fails with ETOOMANYREFS",
+            today="fixed; before: ok 0: sample 2's send_fds fails with ETOOMANYREFS",
             honest_wrong="-",
             should=("ok", 1.0),
             run=lambda env: first_hole(
                 lambda: probe_after(LEAVE_FDS_IN_FLIGHT + WRONG, FDS_PASS), ("ok", 1.0)
             ),
         ),
-        "sockets and descriptors in flight survive the run (one sample changes the next)",
     ),
-    hole(
+    guard(
         Attack(
             "probe-pipe-buffers-outlive-the-run",
             "sample 1 (memory_mb default) fills 63 pipes of 1 MiB and leaves them in flight: "
@@ -509,16 +504,18 @@ ATTACKS = [
             "measured for 40 pipes); sample 2, a correct program, grows a pipe to 1 MiB. The "
             "same trick keeps the run's /tmp files alive: Shmem +64 MiB per run, up to "
             "+204 MiB after three runs of one worker, freed 1-2 s later",
-            today="ok 0: sample 2's F_SETPIPE_SZ fails (EPERM: the uid is over its soft limit)",
+            today=(
+                "fixed; before: ok 0: sample 2's F_SETPIPE_SZ fails (EPERM: the uid is over "
+                "its soft limit)"
+            ),
             honest_wrong="-",
             should=("ok", 1.0),
             run=lambda env: first_hole(
                 lambda: probe_after(LEAVE_PIPE_BUFFERS + WRONG, PIPE_GROWS), ("ok", 1.0)
             ),
         ),
-        "pipe buffers and tmpfs files of a run survive it, outside every memory budget",
     ),
-    hole(
+    guard(
         Attack(
             "relay-answers-to-the-next-sample",
             "HumanEval/31 (13 boolean asserts, `check` stops at the first wrong one), a group "
@@ -526,7 +523,7 @@ ATTACKS = [
             "run logs the calls it got on a terminal of /dev/pts kept in flight; the next run "
             "reads the log, keeps the answers that were followed by another call, flips the "
             "last one, and logs again. No primality is ever computed",
-            today="best 1.0: samples 7, 9, 11, 13 and 15 of 16 pass (measured)",
+            today="fixed; before: best 1.0: samples 7, 9, 11, 13 and 15 of 16 pass (measured)",
             honest_wrong="best 0.0 (`return False`, 16 samples)",
             should=("best", 0.0),
             run=lambda env: first_hole(
@@ -535,78 +532,81 @@ ATTACKS = [
                 tries=2,
             ),
         ),
-        "runs of a warm sandbox can talk to the next (a terminal in flight on the shared /dev/pts)",
     ),
-    hole(
+    guard(
         Attack(
             "probe-pty-message-to-the-next-sample",
             "sample 1 opens a pseudo-terminal of the warm sandbox's /dev/pts (shared by its "
             "runs, writable), writes a message on it and puts the master in flight; sample 2 "
             "(a correct program) looks for a terminal left in /dev/pts: it finds /dev/pts/0 "
             "and can read 'a message for the next sample' from it",
-            today="ok 0: sample 2 sees /dev/pts/0 (a channel from one sample to the next)",
+            today=(
+                "fixed; before: ok 0: sample 2 sees /dev/pts/0 (a channel from one sample to "
+                "the next)"
+            ),
             honest_wrong="-",
             should=("ok", 1.0),
             run=lambda env: first_hole(
                 lambda: probe_after(PTY_MESSAGE + WRONG, NO_PTY_LEFT), ("ok", 1.0)
             ),
         ),
-        "/dev/pts is shared by a warm sandbox's runs; a terminal in flight outlives its run",
     ),
     # ------------------------------------------------- correct answers scored 0
-    hole(
+    guard(
         Attack(
             "right-with-a-small-output-cap",
             "a right `square` against 40 assertions with `max_output_bytes: 1000` (a parameter "
             "of `code`, meant for the program's stdout/stderr): the verdict pipe is capped at "
             "the same 1,000 bytes, so its records are cut mid-line",
-            today="ok 0: 'result channel tampered with: a record without the run's token'",
+            today=(
+                "fixed; before: ok 0: 'result channel tampered with: a record without the "
+                "run's token'"
+            ),
             honest_wrong="ok 0",
             should=("ok", 1.0),
             run=lambda env: rt.reward(RIGHT, FORTY_ASSERTS, max_output_bytes=1000),
         ),
-        "the verdict channel shares the program's output cap",
     ),
-    hole(
+    guard(
         Attack(
             "right-with-two-big-constants",
             "a right `square` in a module that also holds two 20 MB string constants: each "
             "fits the codec's 32 MiB alone (so neither is dropped from the name table), "
             "together they do not, and the whole table is refused",
-            today="ok 0: 'the candidate's first message is malformed'",
+            today="fixed; before: ok 0: 'the candidate's first message is malformed'",
             honest_wrong="ok 0",
             should=("ok", 1.0),
             run=lambda env: rt.reward("A = 'a' * 20_000_000\nB = 'b' * 20_000_000\n" + RIGHT),
         ),
-        "the name table's limits sink a correct program",
     ),
-    hole(
+    guard(
         Attack(
             "right-counter-for-a-dict",
             "HumanEval/111 answered right with a `collections.Counter` (a dict subclass, equal "
             "to the expected dict; the official harness passes it). Exact types are the "
             "README's rule, but the conversion NumPy scalars get (in the candidate's own "
             "process, to a plain value it could have returned itself) would be as safe here",
-            today="ok 0: returned a value of type Counter, not plain data",
+            today="fixed; before: ok 0: returned a value of type Counter, not plain data",
             honest_wrong="ok 0",
             should=("ok", 1.0),
             run=lambda env: on_humaneval("HumanEval/111", COUNTER_HISTOGRAM),
         ),
-        "stdlib container subclasses are refused, not converted",
     ),
-    hole(
+    guard(
         Attack(
             "right-under-bin-python3",
             "`python: /bin/python3` (also what `sys.executable` is for a trainer started as "
             "`/bin/python3 train.py` on a merged-/usr system): `_python_binds` adds "
             "Path(python).parent.parent = '/' and binds the host's whole root into the "
             "sandbox. Run as root here, every run then fails to set up",
-            today="error (null) for every sample: 'mounting the run's filesystems failed'",
+            today=(
+                "fixed; before: error (null) for every sample: 'mounting the run's filesystems "
+                "failed'"
+            ),
             honest_wrong="error",
             should=("ok", 1.0),
             run=lambda env: with_bin_python(RIGHT),
         ),
-        "the interpreter's grandparent directory can be the host root",
     ),
     # ------------------------------------------------- guards: correctly 0 today
     guard(
@@ -624,7 +624,7 @@ ATTACKS = [
             "io-start-token-from-own-memory",
             "stdin/stdout: the start token read from the candidate's own memory (gc), records "
             "with it written to every descriptor",
-            today="ok 0 (the start descriptor was closed before the program ran)",
+            today="ok 0 (no start token in its memory: the run's init writes the start record)",
             honest_wrong="ok 0",
             should=ZERO,
             run=lambda env: rt.reward(IO_START_TOKEN_RECORDS, rt.IO_ONE),
@@ -794,16 +794,6 @@ UNTRUE = [
         "`code` is forged by always-equal objects and by reading the expected value from the "
         "caller's frame",
         id="readme-code-forged-by-always-equal-and-frames",
-    ),
-    pytest.param(
-        "The candidate's process never holds the tests, the per-run token or the verdict pipe",
-        id="readme-candidate-never-holds-the-token",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="redteam: README untruth: a stdin/stdout run's start token is in the "
-            "candidate's memory (the request dict; row io-start-token-from-own-memory finds "
-            "it, harmlessly: its descriptor is closed before the program runs)",
-        ),
     ),
 ]
 

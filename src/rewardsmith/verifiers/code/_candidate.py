@@ -26,7 +26,16 @@ import sys
 import types
 from typing import Any
 
-from ._codec import NotPlain, encode, receive, send, send_encoded
+from ._codec import (
+    MAX_BYTES,
+    MAX_ITEMS,
+    NotPlain,
+    encode,
+    encode_counted,
+    receive,
+    send,
+    send_encoded,
+)
 
 __all__ = ["describe", "run_main", "serve"]
 
@@ -41,27 +50,41 @@ def describe() -> str:
     return text[:500]
 
 
+_ENTRY_ITEMS, _ENTRY_BYTES = 4, 64
+"""What one entry of the name table costs besides its name and value (its tuple, its kind),
+rounded up: the table is one message, within the codec's limits."""
+
+
 def _names(namespace: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
     """What the referee may bind: name -> ("function",) | ("class",) | ("module", name) |
-    ("value", plain value)."""
+    ("value", plain value). The table is one message: entries that would take it over the
+    codec's limits (all of them together) are left out, like values that are not plain."""
     table: dict[str, tuple[Any, ...]] = {}
+    items, size = 1, 16
     for name, value in list(namespace.items()):
         if type(name) is not str or name.startswith("__"):
             continue
+        entry: tuple[Any, ...]
+        cost = (_ENTRY_ITEMS, _ENTRY_BYTES + 4 * len(name))
         if isinstance(value, types.ModuleType):
             module = getattr(value, "__name__", None)
-            if type(module) is str:
-                table[name] = ("module", module)
+            if type(module) is not str:
+                continue
+            entry, cost = ("module", module), (cost[0], cost[1] + 4 * len(module))
         elif isinstance(value, type):
-            table[name] = ("class",)
+            entry = ("class",)
         elif callable(value):
-            table[name] = ("function",)
+            entry = ("function",)
         else:
             try:
-                encode(value, numpy_scalars=True)
+                data, count = encode_counted(value, convert=True)
             except BaseException:
                 continue
-            table[name] = ("value", value)
+            entry, cost = ("value", value), (cost[0] + count, cost[1] + len(data))
+        if items + cost[0] > MAX_ITEMS or size + cost[1] > MAX_BYTES:
+            continue
+        items, size = items + cost[0], size + cost[1]
+        table[name] = entry
     return table
 
 
@@ -87,7 +110,7 @@ def _answer(namespace: dict[str, Any], handles: list[Any], request: Any) -> tupl
 def _reply(answers: int, reply: tuple[Any, ...]) -> None:
     """Send `reply`; a value that turns out not to be plain data is answered as such."""
     try:
-        data = encode(reply, numpy_scalars=True)
+        data = encode(reply, convert=True)
     except NotPlain as exc:
         data = encode(("unplain", str(exc)))
     except BaseException:

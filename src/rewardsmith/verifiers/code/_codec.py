@@ -8,10 +8,14 @@ nothing else, whatever the bytes say: it runs in the trusted test process on byt
 candidate wrote, so a malformed, truncated, oversized or hostile message is a `NotPlain`
 error, never an object with behaviour of its own (no ``__eq__`` that always says yes).
 
-The candidate side may ask `encode` to turn NumPy scalars into the Python value they hold
-(``np.int64(3)`` -> ``3``), since solutions that use NumPy return them. That conversion runs
-in the candidate's own process, on its own values: it can only ever yield a plain value the
-candidate could have returned itself.
+The candidate side asks `encode` to convert (``convert=True``) what solutions commonly return
+and the official harnesses accept by ``==``: NumPy scalars become the Python value they hold
+(``np.int64(3)`` -> ``3``), and values of subclasses of plain types the value of the plain type
+(``Counter``, ``OrderedDict``, ``defaultdict`` -> ``dict``; a namedtuple -> ``tuple``; an
+``IntEnum`` -> ``int``), read with the plain type's own methods. That conversion runs in the
+candidate's own process, on its own values: it can only ever yield a plain value the
+candidate could have returned itself. Other types (``Fraction``, ``Decimal``, arrays) are not
+converted: their comparisons are not those of any plain value.
 
 This module is shipped into the sandbox as source (see `_runtime`): standard library only.
 """
@@ -30,6 +34,7 @@ __all__ = [
     "TooLarge",
     "decode",
     "encode",
+    "encode_counted",
     "receive",
     "send",
     "send_encoded",
@@ -56,17 +61,22 @@ class TooLarge(NotPlain):
     """Plain data, but over the limits (`MAX_DEPTH`, `MAX_ITEMS`, `MAX_BYTES`) to `encode`."""
 
 
-def encode(value: Any, *, numpy_scalars: bool = False) -> bytes:
+def encode(value: Any, *, convert: bool = False) -> bytes:
     """`value` as bytes; raises `NotPlain` for anything but plain data, `TooLarge` (a
     `NotPlain`) for plain data over the limits."""
-    out = bytearray()
-    _encode(value, out, 0, numpy_scalars, [0])
+    return encode_counted(value, convert=convert)[0]
+
+
+def encode_counted(value: Any, *, convert: bool = False) -> tuple[bytes, int]:
+    """`encode`, and how many values the message holds (for budgets across messages)."""
+    out, count = bytearray(), [0]
+    _encode(value, out, 0, convert, count)
     if len(out) > MAX_BYTES:
         raise TooLarge(f"value over {MAX_BYTES} bytes encoded")
-    return bytes(out)
+    return bytes(out), count[0]
 
 
-def _encode(value: Any, out: bytearray, depth: int, numpy: bool, count: list[int]) -> None:
+def _encode(value: Any, out: bytearray, depth: int, convert: bool, count: list[int]) -> None:
     count[0] += 1
     if count[0] > MAX_ITEMS:
         raise TooLarge(f"more than {MAX_ITEMS} values")
@@ -102,21 +112,50 @@ def _encode(value: Any, out: bytearray, depth: int, numpy: bool, count: list[int
             out += b"d"
             _size(len(value), out)
             for key, item in list(value.items()):
-                _encode(key, out, depth + 1, numpy, count)
-                _encode(item, out, depth + 1, numpy, count)
+                _encode(key, out, depth + 1, convert, count)
+                _encode(item, out, depth + 1, convert, count)
         else:
             out += _CONTAINERS[kind]
             items = list(value)
             _size(len(items), out)
             for item in items:
-                _encode(item, out, depth + 1, numpy, count)
-    elif numpy and _numpy_scalar(value):
+                _encode(item, out, depth + 1, convert, count)
+    elif convert and (base := _plain_base(kind)) is not None:
+        count[0] -= 1  # the same value, as its plain base
+        _encode(_AS_BASE[base](value), out, depth, convert, count)
+    elif convert and _numpy_scalar(value):
         plain = value.item()
         if type(plain) not in (bool, int, float, complex, str, bytes):
             raise NotPlain(f"a NumPy {_type_name(kind)} holding a {_type_name(type(plain))}")
         _encode(plain, out, depth, False, count)
     else:
         raise NotPlain(f"a value of type {_type_name(kind)}, not plain data")
+
+
+_AS_BASE: dict[type, Any] = {
+    int: int.__int__,
+    float: float.__float__,
+    complex: complex.__pos__,
+    str: str.__str__,
+    bytes: lambda value: bytes.__getitem__(value, slice(None)),
+    list: lambda value: list(list.__iter__(value)),
+    tuple: lambda value: tuple(tuple.__iter__(value)),
+    dict: lambda value: dict(dict.items(value)),
+    set: lambda value: set(set.__iter__(value)),
+    frozenset: lambda value: frozenset(frozenset.__iter__(value)),
+}
+"""A value of a subclass of a plain type as a value of the type itself, read with the base
+type's own methods (never the subclass's: an ``__eq__``, ``__iter__`` or ``__int__`` of its
+own is never called). Each gives an object of exactly the base type."""
+
+
+def _plain_base(kind: type) -> type | None:
+    """The plain type `kind` subclasses (``Counter`` -> ``dict``, a namedtuple -> ``tuple``,
+    an ``IntEnum`` -> ``int``), if any."""
+    for base in _AS_BASE:
+        if issubclass(kind, base):
+            return base
+    return None
 
 
 def _numpy_scalar(value: Any) -> bool:
@@ -247,9 +286,9 @@ class _Reader:
 _LENGTH = struct.Struct("<I")
 
 
-def send(fd: int, value: Any, *, numpy_scalars: bool = False) -> None:
+def send(fd: int, value: Any, *, convert: bool = False) -> None:
     """Write one message (a length, then the encoded value) to `fd`."""
-    send_encoded(fd, encode(value, numpy_scalars=numpy_scalars))
+    send_encoded(fd, encode(value, convert=convert))
 
 
 def send_encoded(fd: int, data: bytes) -> None:

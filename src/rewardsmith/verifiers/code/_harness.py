@@ -17,9 +17,10 @@ over a pipe in plain data; the referee alone holds the verdict pipe and writes r
 carrying a per-run random token: ``start`` once the candidate's process is up (no start
 record = the sandbox did not work: status `error`), one ``test`` record per test,
 ``invalid`` when the dataset's tests cannot be run, ``abort`` when the referee itself failed
-(`error`), ``done`` after the last. A record without the token, or a test reported twice,
-marks the channel as tampered with (0). The exit code and stdout are never read as a
-verdict.
+(`error`), ``done`` after the last. A stdin/stdout run has one record, ``start``, written by
+the run's init process (`_runtime`) with a token only it reads. A record without the token,
+or a test reported twice, marks the channel as tampered with (0). The exit code and stdout
+are never read as a verdict.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ __all__ = [
     "parse_channel",
     "parse_reference",
     "program_config",
+    "start_config",
     "tests_config",
 ]
 
@@ -133,6 +135,12 @@ def tests_config(suite: Suite, token: str, prompt: str, path: list[str]) -> byte
         },
         _MARSHAL_VERSION,
     )
+
+
+def start_config(token: str) -> bytes:
+    """A stdin/stdout run's private configuration: its token, for the start record written
+    by the run's init process (never the candidate's)."""
+    return marshal.dumps({"token": token}, _MARSHAL_VERSION)
 
 
 def program_config(program: str, path: list[str]) -> bytes:

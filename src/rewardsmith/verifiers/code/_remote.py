@@ -8,15 +8,20 @@ per execution: ``POST {url}/run_code`` with ``{"code", "language", "stdin", "run
 
 What is sent. The same referee and candidate processes as a local run (`_runtime`, its
 ``remote`` entry), shipped as source in the code with a small loader (`WRAPPER`). The
-request and the program travel on **stdin** first; the referee's configuration (the tests,
-the per-run token) follows on stdin and is read by the referee process alone, after the
-candidate's process was forked, so the candidate never held it.
+request and the program travel on **stdin** first; the private configuration (the referee's
+tests and token, or a stdin/stdout run's start token) follows. The wrapper makes itself
+non-dumpable, then copies that section into a memory file (never into its own memory)
+before any run process exists, so the candidate's process neither inherits it nor can read
+or drain it from the wrapper's stdin; the referee (or the run's init, for the start record)
+reads it from the memory file.
 HumanEval/asserts suites: the verdict records go to stdout, read by the host with the token
 check and the duplicate check of a local run. The program's stdout and stderr never reach
-the server: the wrapper keeps them (capped) and ends its stdout with one line of base64
-(`_runtime.OUTPUT_MARKER`: the program's output, exit status and whether the run's own wall
-clock struck, in plain data), so the server relays ASCII only, whatever bytes the program
-wrote. stdin/stdout cases: the ``start`` record is the first line of stderr.
+the server: the wrapper keeps them (capped) and ends its stdout with one line
+(`_runtime.OUTPUT_MARKER`, the run's token, then base64 of the program's output, exit status
+and whether the run's own wall clock struck, in plain data), so the server relays ASCII only,
+whatever bytes the program wrote. A last line with the marker but without the run's token is
+not the wrapper's: the run was tampered with (0). stdin/stdout cases: the ``start`` record
+is the first line of stderr.
 
 Time and processes. The wrapper enforces the run's own wall clock (`timeout_s`), then kills
 the run's process group itself; the server's ``run_timeout`` is 1 s longer (the wrapper's
@@ -36,10 +41,11 @@ What the remote side can and cannot guarantee. Isolation (filesystem, network, p
 memory) is whatever the server's deployment gives: rewardsmith sets only the run timeout
 and RLIMIT_CPU, none of its other local rlimits, no namespaces and no seccomp filter, and
 cannot check any of it.
-The referee and the candidate are two processes of the same user there: the candidate's
-process never holds the tests, the token or the verdict pipe, and the referee is marked
-non-dumpable, but a candidate running as root (or with ``CAP_SYS_PTRACE``) on the server can
-still read or write the referee's memory and forge its records. Remote verdicts are as
+The wrapper, the referee and the candidate are processes of the same user there: the
+candidate's process never holds the tests, the token or the verdict pipe, and the wrapper and
+the referee are non-dumpable (their ``/proc`` entries are closed to it), but a candidate
+running as root (or with ``CAP_SYS_PTRACE``) on the server can still read or write their
+memory and forge their records. Remote verdicts are as
 trustworthy as the server's isolation of one process from another. The server (and the
 network path to it) is trusted to relay output faithfully; it may truncate it.
 """
@@ -102,22 +108,24 @@ class RemoteBackend:
             "rlimits_referee": cpu,
             "seccomp": None,
             "style": "io" if style_io else "suite",
-            "start_token": job.start_token,
             "base64": True,
             "max_output": max_output_bytes,
         }
         head = base64.b64encode(marshal.dumps((request, job.program)))
-        rest = job.stdin if style_io else base64.b64encode(job.tests)
+        private = base64.b64encode(job.private())
+        rest = job.stdin.decode("utf-8", "replace")
         body = {
             "code": self._code,
             "language": self.language,
-            "stdin": f"{len(head)}\n{head.decode()}{rest.decode('utf-8', 'replace')}",
+            "stdin": f"{len(head)}\n{head.decode()}{len(private)}\n{private.decode()}{rest}",
             "run_timeout": run_timeout_s + _SERVER_SLACK_S,
             "compile_timeout": run_timeout_s + _SERVER_SLACK_S,
         }
         started = time.monotonic()
         answer = self._post(body, run_timeout_s)
-        return _to_result(answer, style_io, time.monotonic() - started, max_output_bytes)
+        token = marshal.loads(job.tests)["token"] if job.tests else job.start_token
+        duration = time.monotonic() - started
+        return _to_result(answer, style_io, duration, max_output_bytes, token)
 
     def _post(self, body: dict[str, Any], run_timeout_s: float) -> dict[str, Any]:
         request = urllib.request.Request(
@@ -144,7 +152,7 @@ class RemoteBackend:
 
 
 def _to_result(
-    answer: dict[str, Any], style_io: bool, duration_s: float, max_output_bytes: int
+    answer: dict[str, Any], style_io: bool, duration_s: float, max_output_bytes: int, token: str
 ) -> RunResult:
     status = answer.get("status")
     message = str(answer.get("message") or "")[:300]
@@ -162,7 +170,7 @@ def _to_result(
         raise SandboxUnavailable(f"SandboxFusion run status {run_status!r}")
     stdout = _text(run.get("stdout")).encode()
     stderr = _text(run.get("stderr")).encode()
-    records, own = _split_report(stdout)
+    records, own, tampered = _split_report(stdout, token)
     code = run.get("return_code")
     result = RunResult(
         exit_code=code if isinstance(code, int) else None,
@@ -170,6 +178,7 @@ def _to_result(
         channel=stderr.partition(b"\n")[0] + b"\n" if style_io else records,
         duration_s=duration_s,
         extra={"remote_status": status, "remote_run_status": run_status},
+        tampered=tampered,
     )
     if own is not None:  # the wrapper's report: the program's own output and exit
         if own.get("error"):
@@ -187,16 +196,20 @@ def _to_result(
     return result
 
 
-def _split_report(stdout: bytes) -> tuple[bytes, dict[str, Any] | None]:
-    """The verdict records, and the wrapper's report (its last line), if it wrote one."""
+def _split_report(stdout: bytes, token: str) -> tuple[bytes, dict[str, Any] | None, str | None]:
+    """The verdict records, the wrapper's report (its last line) if it wrote one, and why the
+    last line cannot be trusted: a report line without the run's token is not the wrapper's."""
     head, _, last = stdout.rstrip(b"\n").rpartition(b"\n")
     if not last.startswith(OUTPUT_MARKER + b" "):
-        return stdout, None
+        return stdout, None, None
+    _, signed, data = [*last.split(b" "), b"", b""][:3]
+    if signed != token.encode():
+        return stdout, None, "a report line without the run's token"
     try:
-        report = decode(base64.b64decode(last[len(OUTPUT_MARKER) + 1 :], validate=True))
+        report = decode(base64.b64decode(data, validate=True))
     except ValueError:  # not base64, or not plain data (`NotPlain`)
-        return stdout, None
-    return head + b"\n", report if isinstance(report, dict) else None
+        return stdout, None, None
+    return head + b"\n", report if isinstance(report, dict) else None, None
 
 
 def _text(value: Any) -> str:

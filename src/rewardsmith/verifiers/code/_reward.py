@@ -70,8 +70,10 @@ MAX_TESTS = 1_000
 MAX_TIMEOUT_S = 60.0
 """Largest `timeout_s` a spec may set."""
 START_UP_S = 1.0
-"""What a sample may take beyond `timeout_s` (starting a sandbox, reading results): the
-spec's own `timeout_s` must be above `timeout_s` + this (`registry.timed`)."""
+"""What a sample may take beyond `timeout_s`, which counts from its start (sandbox start-up
+included): collecting what a run left in flight (at most `_runtime._COLLECT_S`, 0.5 s) and
+reading the results. The spec's own `timeout_s` must be above `timeout_s` + this
+(`registry.timed`)."""
 _MIN_RUN_S = 0.05
 """Least time left of a sample worth starting one more stdin/stdout case for."""
 _DETAIL_CASES = 20
@@ -313,6 +315,7 @@ class _Runner:
             program=program_config(program, path),
             tests=tests_config(suite, token, prompt, path),
             seccomp=self._seccomp,
+            deadline=started + self.config.limits.timeout_s,
         )
         run = self._execute(plan, job)
         channel = parse_channel(run.channel, token, suite.size)
@@ -336,7 +339,7 @@ class _Runner:
             suite,
             outcomes,
             complete=channel.done,
-            tampered=channel.tampered,
+            tampered=channel.tampered or run.tampered,
             runtime_s=time.monotonic() - started,
             evidence=_evidence(run),
         )
@@ -360,7 +363,7 @@ class _Runner:
                 return {"passed": False, "error": "not run: an earlier case failed"}, None, None
             if left < _MIN_RUN_S:
                 return {"passed": False, "error": "not run: timeout (the sample's)"}, None, None
-            outcome, run, tampered = self._case(plan, suite.cases[i], config, left)
+            outcome, run, tampered = self._case(plan, suite.cases[i], config, deadline)
             if not outcome["passed"]:
                 failed.set()
             return outcome, run, tampered
@@ -384,7 +387,7 @@ class _Runner:
         )
 
     def _case(
-        self, plan: Any, case: Any, config: bytes, timeout_s: float
+        self, plan: Any, case: Any, config: bytes, deadline: float
     ) -> tuple[dict[str, Any], RunResult, str | None]:
         """One stdin/stdout case: (outcome, run, why the channel was tampered with)."""
         token = new_token()
@@ -393,14 +396,15 @@ class _Runner:
             stdin=case.input.encode(),
             start_token=token,
             seccomp=self._seccomp,
-            timeout_s=timeout_s,
+            deadline=deadline,
         )
         run = self._execute(plan, job)
         channel = parse_channel(run.channel, token, 0)
         if not channel.started and self._no_start_is_error(run):
             raise SandboxUnavailable(_startup_failure(run))
-        if channel.tampered:
-            return {"passed": False, "error": channel.tampered}, run, channel.tampered
+        tampered = channel.tampered or run.tampered
+        if tampered:
+            return {"passed": False, "error": tampered}, run, tampered
         if run.timed_out:
             return {"passed": False, "error": "timeout"}, run, None
         if run.exit_code != 0:
@@ -474,7 +478,7 @@ class _RemoteRunner(_Runner):
         limits = self.config.limits
         return self.backend.run(
             job,
-            run_timeout_s=job.timeout_s or limits.timeout_s,
+            run_timeout_s=max(job.wall_clock(limits.timeout_s), _MIN_RUN_S),
             max_output_bytes=limits.max_output_bytes,
         )
 

@@ -6,13 +6,18 @@ loads them): standard library only. The zygote (one per warm sandbox, started by
 of the sandbox's own user namespace and keeps that namespace's capabilities (they grant
 nothing outside it) to give each run namespaces of its own:
 
-* ``A`` (forked by the zygote) unshares a mount, PID, IPC and network namespace; makes the
-  root and ``/dev`` read-only; mounts a fresh tmpfs, capped in size and inodes, on ``/tmp``
-  and ``/dev/shm``;
+* the zygote enters a fresh network namespace for the run (it keeps it until the run's
+  leftovers are collected, below);
+* ``A`` (forked by the zygote) unshares a mount, PID and IPC namespace; makes the root and
+  ``/dev`` read-only; mounts a fresh tmpfs, capped in size and inodes, on ``/tmp`` and
+  ``/dev/shm``, and a new devpts instance on ``/dev/pts`` (no terminal of another run);
   brings up a loopback of its own; forks ``B`` and exits.
 * ``B`` is PID 1 of the run's PID namespace: it mounts a ``/proc`` of that namespace, makes
   the two call pipes, forks the referee ``T`` (test suites) and the candidate's ``U0``, and
-  waits. When ``B`` exits, the kernel kills every process of the run.
+  waits. When ``B`` exits, the kernel kills every process of the run. For a stdin/stdout
+  case, once the candidate's process says it is up (one byte on a pipe), ``B`` reads the
+  run's token from the private memfd and writes the start record: the token never enters a
+  process the candidate's is forked from after it was read.
 * ``T``, the referee (trusted: the dataset's tests), holds the verdict pipe and reads its
   configuration (tests, prompt, token) from a memfd only it receives; it calls the candidate
   over the pipes (`_referee`).
@@ -27,6 +32,14 @@ empty every capability set, set ``no_new_privs``, check that ``CapEff`` is 0 (el
 to run), and install the seccomp filter (`_seccomp`) before any dataset or completion code
 runs. The zygote enforces the wall clock (SIGKILL of ``B`` = the whole run) and reports on a
 per-run status pipe no run process holds.
+
+Descriptors "in flight" (sent over a Unix socket, never received) outlive their processes:
+a cycle of such sockets is freed only by the kernel's collector, which runs when some Unix
+socket is released, later (a second or two on a quiet machine). Until then they pin
+memory, the host uid's quotas (descriptors in flight, pipe buffers) and terminals. So once
+``B`` is gone the zygote releases sockets of its own until the run's network namespace holds
+no Unix socket, i.e. the collector freed every cycle (`_collect_in_flight`), before it
+reports; a run whose leftovers are not collected in `_COLLECT_S` ends the sandbox.
 
 Without ``isolate`` (``sandbox: none``, and SandboxFusion's server) the same tree runs
 without namespaces, capabilities, filter or mounts, and without ``A``: ``B`` is forked by
@@ -104,6 +117,9 @@ _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
 _KEEP_FLAGS = 2 | 4 | 8 | 1024 | 2048 | 4096  # nosuid nodev noexec noatime nodiratime relatime
 _GRACE_S = 0.2
 """How long ``B`` waits for the candidate to end once the referee is done."""
+_COLLECT_S = 0.5
+"""How long the zygote waits, after a run, for the kernel to free what it left in flight."""
+_DEVPTS = b"newinstance,ptmxmode=0666,mode=0620"
 
 SETUP_FAILURES = {
     121: "unshare of the run's namespaces failed",
@@ -232,6 +248,21 @@ def _read_all(fd: int) -> bytes:
     return b"".join(chunks)
 
 
+def _private_config(fd: int, req: dict[str, Any]) -> dict[str, Any]:
+    """The configuration only trusted processes read (the tests, the run's token), from the
+    start of its memory file (``pread``: the offset other holders share does not move)."""
+    chunks, offset = [], 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    raw = b"".join(chunks)
+    if req.get("base64"):
+        import base64
+
+        raw = base64.b64decode(raw)
+    return marshal.loads(raw)
+
+
 def _reseed() -> None:
     if "random" in sys.modules:
         sys.modules["random"].seed()
@@ -253,12 +284,8 @@ def _referee_process(req: dict[str, Any], fds: dict[str, int]) -> None:
     if req["isolate"]:
         os.chdir("/tmp")
     _reseed()
-    raw = _read_all(fds["tests"])
-    if req.get("base64"):
-        import base64
-
-        raw = base64.b64decode(raw)
-    config = marshal.loads(raw)
+    config = _private_config(fds["tests"], req)
+    os.close(fds["tests"])
     token, verdict = config.pop("token"), fds["verdict"]
 
     def emit(line: str) -> None:
@@ -322,8 +349,8 @@ def _candidate_process(req: dict[str, Any], fds: dict[str, int]) -> None:
     _reseed()
     if req["style"] == "suite":
         send(answers, ("ready",))
-    else:
-        os.write(start, f"{req['start_token']} start\n".encode())
+    else:  # B writes the start record: the token never enters this process
+        os.write(start, b"r")
     os.close(start)
     program = marshal.loads(_read_all(program_fd))
     if req["style"] == "suite":
@@ -356,9 +383,14 @@ def _init(req: dict[str, Any], fds: dict[str, int], report_w: int) -> None:
     tied = not req["isolate"]
     if req["style"] == "suite":
         referee_pid = _fork(_referee_process, req, fds, close=(report_w,), tied=tied)
+    else:  # the candidate says it is up on a pipe of its own; B writes the start record
+        start, config = fds["start"], os.dup(fds["tests"])
+        ready, fds["start"] = os.pipe()
     candidate_pid = _fork(_candidate_outer, req, fds, close=(report_w,), tied=tied)
     for fd in fds.values():
         os.close(fd)
+    if referee_pid is None:
+        _announce(req, ready, config, start)
     statuses: dict[int, int] = {}
     main = referee_pid if referee_pid is not None else candidate_pid
     while main not in statuses:
@@ -377,14 +409,26 @@ def _init(req: dict[str, Any], fds: dict[str, int], report_w: int) -> None:
     os._exit(0)
 
 
+def _announce(req: dict[str, Any], ready: int, config: int, start: int) -> None:
+    """stdin/stdout: once the candidate's process is up and confined (one byte on `ready`),
+    the run's start record on `start`, with the token from the private configuration."""
+    if os.read(ready, 1):
+        token = _private_config(config, req)["token"]
+        os.write(start, f"{token} start\n".encode())
+    for fd in (ready, config, start):
+        os.close(fd)
+
+
 def _setup(req: dict[str, Any], fds: dict[str, int], pid_w: int, report_w: int) -> None:
     """A: the run's namespaces and mounts, then B."""
     try:
-        if _libc.unshare(_NEWNS | _NEWPID | _NEWIPC | _NEWNET) != 0:
+        if _libc.unshare(_NEWNS | _NEWPID | _NEWIPC) != 0:
             os._exit(121)
         _mount(b"none", "/", None, _MS_REC | _MS_PRIVATE, None)
         _remount_ro("/")
         _remount_ro("/dev")
+        if os.path.isdir("/dev/pts"):
+            _mount(b"devpts", "/dev/pts", b"devpts", _MS_NOSUID | _MS_NOEXEC, _DEVPTS)
         _scratch(req)
         _loopback_up()
     except OSError:
@@ -420,6 +464,10 @@ def _start_isolated(
 def _run_one(req: dict[str, Any], fds: dict[str, int], stop: int | None) -> dict[str, Any]:
     """One run: A, then B under the wall clock; the report. `stop`: a descriptor whose
     readability means the host is gone (stop now). Closes every descriptor of `fds`."""
+    if req["isolate"] and _libc.unshare(_NEWNET) != 0:  # the run's, kept until collected
+        for fd in fds.values():
+            os.close(fd)
+        return {"error": SETUP_FAILURES[121]}
     report_r, report_w = os.pipe()
     started = time.monotonic()
     own = (report_r,) if stop is None else (report_r, stop)
@@ -458,6 +506,7 @@ def _run_one(req: dict[str, Any], fds: dict[str, int], stop: int | None) -> dict
     if not req["isolate"]:  # no PID namespace: kill what is left of B's process group
         with contextlib.suppress(OSError):
             os.killpg(b, signal.SIGKILL)
+    collected = _collect_in_flight() if req["isolate"] else True
     report: Any = None
     if not timed_out and not stopped:
         try:
@@ -475,8 +524,27 @@ def _run_one(req: dict[str, Any], fds: dict[str, int], stop: int | None) -> dict
         "exit": report.get("candidate"),
         "referee": report.get("referee"),
         "timed_out": timed_out,
-        "stop": stopped,
+        "stop": stopped or not collected,
     }
+
+
+def _unix_sockets() -> int:
+    """Unix sockets of this process's network namespace (the run's, in the zygote)."""
+    with open("/proc/self/net/unix", "rb") as f:
+        return sum(1 for _ in f) - 1
+
+
+def _collect_in_flight() -> bool:
+    """Once every process of the run is gone, whether the kernel freed what it left in
+    flight (module docstring) within `_COLLECT_S`. Releasing a socket runs the collector."""
+    deadline = time.monotonic() + _COLLECT_S
+    while _unix_sockets() > 0:
+        if time.monotonic() >= deadline:
+            return False
+        for end in socket.socketpair():
+            end.close()
+        time.sleep(0.002)
+    return True
 
 
 def zygote(ctl: socket.socket) -> None:
@@ -510,41 +578,41 @@ def zygote(ctl: socket.socket) -> None:
 
 
 OUTPUT_MARKER = b"rewardsmith-output"
-"""Starts the last line the remote wrapper writes on its stdout: base64 of the run's report."""
+"""Starts the last line the remote wrapper writes on its stdout: the run's token, then base64
+of the run's report."""
+_COPY_CHUNK = 1 << 16
 
 
 def remote() -> None:
     """One run in this process's own tree, for SandboxFusion (`_remote`): no sandbox.
 
-    stdin: a length line and that many base64 bytes of the request and the program (marshal),
-    then the rest: for a test suite, the referee's configuration (base64 marshal), read by the
-    referee alone (so the candidate's process, forked before, never held it); for a
-    stdin/stdout case, the program's input. The program's stdout and stderr go to memory
-    files of this process, never to the server: its last line on stdout is `OUTPUT_MARKER`
-    and the base64 of ``{stdout, stderr, exit, timed_out, error}`` in plain data (`_codec`;
-    each stream capped), so the
-    server relays ASCII only, whatever bytes the program wrote. Suites: the verdict records
-    come before it on stdout. stdin/stdout: the start record is the first line of stderr.
+    stdin: two sections, each a length line and that many base64 bytes: the request and the
+    program (marshal), then the private configuration (marshal: for a test suite the
+    referee's, tests and token; for a stdin/stdout case the start token); for a stdin/stdout
+    case the program's input follows. This process is non-dumpable from the start, so a
+    process of the same user (the candidate's) cannot open its ``/proc`` entries (its
+    descriptors, stdin included, and its memory). It copies the whole private section into a
+    memory file through a buffer it then zeroes, before any run process exists: the
+    candidate's process, forked from it, never holds the tests or the token, and cannot read
+    or drain them from stdin. The referee (suites) or ``B`` (the start record) reads the
+    memory file. The program's stdout and stderr go to memory files of this process, never to
+    the server: its last line on stdout is `OUTPUT_MARKER`, the run's token (read from the
+    memory file after the run) and the base64 of ``{stdout, stderr, exit, timed_out, error}``
+    in plain data (`_codec`; each stream capped), so the server relays ASCII only, whatever
+    bytes the program wrote, and a line without the token is not ours. Suites: the verdict
+    records come before it on stdout. stdin/stdout: the start record is the first line of
+    stderr.
     """
     import base64
 
-    head = b""
-    while not head.endswith(b"\n"):
-        byte = os.read(0, 1)
-        if not byte:
-            raise SystemExit("rewardsmith: no configuration on stdin")
-        head += byte
-    size, data = int(head), b""
-    while len(data) < size:
-        chunk = os.read(0, size - len(data))
-        if not chunk:
-            raise SystemExit("rewardsmith: short configuration on stdin")
-        data += chunk
-    req, program = marshal.loads(base64.b64decode(data))
+    _libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
+    req, program = marshal.loads(base64.b64decode(_read_section()))
+    private = _memory_file(b"")
+    _copy_section(private)
     suite = req["style"] == "suite"
     out, err = _memory_file(b""), _memory_file(b"")
     fds = {
-        "tests": os.dup(0) if suite else os.open(os.devnull, os.O_RDONLY),
+        "tests": os.dup(private),
         "program": _memory_file(program),
         "stdin": os.open(os.devnull, os.O_RDONLY) if suite else os.dup(0),
         "out": os.dup(out),
@@ -562,10 +630,52 @@ def remote() -> None:
         "timed_out": bool(report.get("timed_out")),
         "error": report.get("error"),
     }
-    line = b"\n" + OUTPUT_MARKER + b" " + base64.b64encode(encode(result)) + b"\n"
+    token = _private_config(private, req)["token"].encode()
+    line = b"\n" + b" ".join((OUTPUT_MARKER, token, base64.b64encode(encode(result)))) + b"\n"
     while line:
         line = line[os.write(1, line) :]
     os._exit(0)
+
+
+def _section_size() -> int:
+    """The length line of the next section of stdin."""
+    head = b""
+    while not head.endswith(b"\n"):
+        byte = os.read(0, 1)
+        if not byte:
+            raise SystemExit("rewardsmith: no configuration on stdin")
+        head += byte
+    return int(head)
+
+
+def _read_section() -> bytes:
+    """The next section of stdin, in this process's memory."""
+    size, data = _section_size(), b""
+    while len(data) < size:
+        chunk = os.read(0, size - len(data))
+        if not chunk:
+            raise SystemExit("rewardsmith: short configuration on stdin")
+        data += chunk
+    return data
+
+
+def _copy_section(target: int) -> None:
+    """The next section of stdin into `target`, through one buffer zeroed after: none of it
+    stays in this process's memory."""
+    left, buffer = _section_size(), bytearray(_COPY_CHUNK)
+    view = memoryview(buffer)
+    try:
+        while left:
+            n = os.readv(0, [view[: min(left, _COPY_CHUNK)]])
+            if not n:
+                raise SystemExit("rewardsmith: short configuration on stdin")
+            written = 0
+            while written < n:
+                written += os.write(target, view[written:n])
+            left -= n
+    finally:
+        view.release()
+        buffer[:] = bytes(_COPY_CHUNK)
 
 
 def _memory_file(data: bytes) -> int:

@@ -142,6 +142,9 @@ class RunResult:
     channel: bytes = b""
     """Everything written to the verdict pipe."""
     duration_s: float = 0.0
+    tampered: str | None = None
+    """Why the backend's own report of the run cannot be trusted (the remote wrapper's line
+    without the run's token): the sample scores 0, as for a tampered verdict pipe."""
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -259,7 +262,10 @@ def site_packages(python: str) -> list[str]:
 
 
 def _python_binds(python: str) -> list[str]:
-    """Directories outside /usr that the interpreter needs (its prefix, a venv's base)."""
+    """Directories outside /usr that the interpreter needs (its prefixes, a venv's base, the
+    directory above its real executable's). Paths are resolved first: ``/bin/python3`` on a
+    merged-/usr system is ``/usr/bin/python3``, not a reason to bind ``/``. A prefix that is
+    the host's root is refused (it would put the whole host in the sandbox)."""
     if os.path.abspath(python) == os.path.abspath(sys.executable):
         prefixes = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     else:
@@ -271,9 +277,10 @@ def _python_binds(python: str) -> list[str]:
             check=True,
         ).stdout.split()
         prefixes = set(out)
-    prefixes.add(str(Path(python).parent.parent))
     prefixes.add(str(Path(os.path.realpath(python)).parent.parent))
     dirs = sorted({os.path.realpath(p) for p in prefixes})
+    if "/" in dirs:
+        raise SandboxUnavailable(f"the interpreter {python!r} has the host's root as a prefix")
     outside = [d for d in dirs if not (d == "/usr" or d.startswith("/usr/"))]
     return [d for d in outside if not any(d.startswith(o + "/") for o in outside if o != d)]
 

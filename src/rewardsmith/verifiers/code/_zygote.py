@@ -9,15 +9,19 @@ stops it after (`run_cold`). ``sandbox: none`` uses the same zygote without bwra
 
 Per run the host sends, on the zygote's control socket, the limits and seccomp filter
 (`Job` -> request) and eight descriptors: a status pipe for the zygote's report, the
-tests' memfd (for the referee only), the program's memfd (for the candidate only), the
+private memfd (the tests and token for the referee; a stdin/stdout run's token for its init
+process), the program's memfd (for the candidate only), the
 candidate's stdin memfd, its stdout and stderr pipes, the verdict pipe, and the stdin/stdout
 style's start pipe. It then reads stdout, stderr and the verdict pipe, capped, until the
-zygote reports; a zygote that does not report by the backstop is killed and discarded.
+zygote reports (every process of the run is dead), then what is left in them, without waiting
+for their ends; a zygote that does not report by the backstop is killed and discarded.
 
 Shared between consecutive runs of one zygote: the host uid (the kernel's per-uid state:
-the RLIMIT_NPROC count, and the user keyring, which the seccomp filter makes unreachable)
-and the interpreter's memory image (hash seed; `random` is reseeded per run). Nothing of a
-run's own (files, processes, IPC objects, sockets) survives it.
+the RLIMIT_NPROC count, descriptors in flight, pipe buffers, and the user keyring, which the
+seccomp filter makes unreachable) and the interpreter's memory image (hash seed; `random` is
+reseeded per run). Nothing of a run's own (files, processes, IPC objects, sockets,
+terminals, descriptors in flight) survives it: the zygote reports only once the kernel freed
+what the run left in flight (`_runtime`), or ends.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._harness import start_config
 from ._runtime import BOOTSTRAP
 from ._sandbox import (
     ENV,
@@ -59,8 +64,12 @@ zygote, the run's ``A`` and ``B``, the referee, the candidate's ``U0`` and ``U1`
 _BACKSTOP_S = 3.0
 """How long after the run's timeout the host waits for the zygote's report before it
 discards the zygote."""
-_DRAIN_AFTER_EXIT_S = 1.0
-"""How long to read pipes once the zygote reported (a leftover may hold one open)."""
+_VERDICT_BYTES = 8 * 1024 * 1024
+"""What the host reads of the verdict pipe: its own cap, not `Limits.max_output_bytes` (the
+program's output), which a small value would otherwise cut the referee's records with; the
+referee writes at most ~1 kB per test."""
+_MIN_RUN_S = 0.05
+"""The shortest wall clock a run is started with."""
 _START_TIMEOUT_S = 30.0
 _READ_CHUNK = 65_536
 _SHIPPED = ("_codec", "_candidate", "_referee", "_runtime")
@@ -85,9 +94,23 @@ class Job:
     stdin: bytes = b""
     start_token: str = ""
     seccomp: bytes | None = None
-    timeout_s: float | None = None
-    """This run's wall clock, when less than `Limits.timeout_s` (what is left of the
-    sample's time)."""
+    deadline: float | None = None
+    """When (`time.monotonic`) the sample's wall clock runs out: the run gets what is left
+    of it, so the time spent starting a sandbox counts in the sample's `timeout_s`."""
+
+    def private(self) -> bytes:
+        """What only the run's trusted processes read: the referee's configuration, or the
+        start token of a stdin/stdout run."""
+        return self.tests or start_config(self.start_token)
+
+    def wall_clock(self, most: float) -> float:
+        """This run's wall clock: what is left of the sample's, at most `most`."""
+        return most if self.deadline is None else min(most, self.deadline - time.monotonic())
+
+
+_NO_TIME_LEFT = "starting the sandbox took the sample's whole timeout_s"
+"""A sandbox that took the sample's whole time to start is the infrastructure's failure
+(`error`), not the program's."""
 
 
 def _rlimits(limits: Limits, nproc: int, address_space: int) -> list[tuple[str, int]]:
@@ -204,7 +227,7 @@ class _Zygote:
     def run(self, job: Job) -> RunResult:
         limits = self.limits
         nproc = self._nproc()
-        timeout = min(job.timeout_s or limits.timeout_s, limits.timeout_s)
+        timeout = job.wall_clock(limits.timeout_s)
         request = {
             "isolate": self.plan.isolate,
             "timeout": timeout,
@@ -216,7 +239,6 @@ class _Zygote:
             "rlimits_referee": _rlimits(limits, nproc, max(limits.memory_mb, 512) * 1024 * 1024),
             "seccomp": job.seccomp,
             "style": "suite" if job.tests else "io",
-            "start_token": job.start_token,
         }
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -225,7 +247,7 @@ class _Zygote:
         start_w = os.dup(res_w) if not job.tests else os.open(os.devnull, os.O_WRONLY)
         sent = [
             st_w,
-            memfd("rewardsmith-tests", job.tests),
+            memfd("rewardsmith-tests", job.private()),
             memfd("rewardsmith-program", job.program),
             memfd("rewardsmith-stdin", job.stdin),
             out_w,
@@ -254,28 +276,23 @@ class _Zygote:
     ) -> RunResult:
         limits = self.limits
         out, err = Capped(limits.max_output_bytes), Capped(limits.max_output_bytes)
-        channel, status = Capped(limits.max_output_bytes), Capped(4096)
+        channel, status = Capped(_VERDICT_BYTES), Capped(4096)
         sinks = {out_r: out, err_r: err, res_r: channel, st_r: status}
         backstop = started + timeout + _BACKSTOP_S
-        exited_at: float | None = None
+        reported = False
         with selectors.DefaultSelector() as selector:
             for fd in sinks:
                 selector.register(fd, selectors.EVENT_READ)
-            while selector.get_map():
-                now = time.monotonic()
-                if exited_at is None and now >= backstop:
-                    break
-                if exited_at is not None and now - exited_at > _DRAIN_AFTER_EXIT_S:
-                    break
-                wait = (backstop if exited_at is None else exited_at + _DRAIN_AFTER_EXIT_S) - now
-                for key, _ in selector.select(timeout=max(wait, 0.0)):
-                    chunk = os.read(key.fd, _READ_CHUNK)
-                    if chunk:
-                        sinks[key.fd].feed(chunk)
-                        continue
-                    selector.unregister(key.fd)
-                    if key.fd == st_r:
-                        exited_at = time.monotonic()
+            while not reported and time.monotonic() < backstop:
+                wait = max(backstop - time.monotonic(), 0.0)
+                for key, _ in selector.select(timeout=wait):
+                    if not _read(selector, sinks, key.fd) and key.fd == st_r:
+                        reported = True
+            # Every process of the run is dead: what they wrote is in the pipes. Read that,
+            # never their ends (a descriptor left in flight may hold a pipe open).
+            while ready := selector.select(timeout=0) if reported else []:
+                for key, _ in ready:
+                    _read(selector, sinks, key.fd)
         report = None
         if status.data:
             with contextlib.suppress(ValueError, EOFError, TypeError):
@@ -289,7 +306,7 @@ class _Zygote:
             duration_s=time.monotonic() - started,
         )
         if not isinstance(report, dict):
-            if exited_at is None:  # no answer by the backstop: a hung zygote
+            if not reported:  # no answer by the backstop: a hung zygote
                 self.kill()
                 result.timed_out = True
                 result.extra["sandbox"] = "the sandbox did not answer; discarded"
@@ -302,6 +319,17 @@ class _Zygote:
         if report.get("referee") not in (0, None):
             result.extra["referee_exit"] = report.get("referee")
         return result
+
+
+def _read(selector: selectors.BaseSelector, sinks: dict[int, Capped], fd: int) -> bool:
+    """Read a chunk from `fd` into its sink; at its end, stop watching it. Whether it had
+    more."""
+    chunk = os.read(fd, _READ_CHUNK)
+    if chunk:
+        sinks[fd].feed(chunk)
+    else:
+        selector.unregister(fd)
+    return bool(chunk)
 
 
 def _stop(ctl: socket.socket, proc: subprocess.Popen[bytes]) -> None:
@@ -333,6 +361,8 @@ def run_cold(plan: _Plan, limits: Limits, job: Job) -> RunResult:
     """One run in a sandbox of its own, stopped after."""
     zygote = _Zygote(plan, limits, 0)
     try:
+        if job.wall_clock(limits.timeout_s) < _MIN_RUN_S:
+            raise SandboxUnavailable(_NO_TIME_LEFT)
         return zygote.run(job)
     except _ZygoteDied as exc:
         raise SandboxUnavailable(str(exc)) from exc
@@ -351,21 +381,22 @@ class WarmPool:
         self._all: list[_Zygote] = []
         self._owner = os.getpid()
 
-    def _acquire(self) -> _Zygote:
+    def _acquire(self) -> tuple[_Zygote, bool]:
+        """An idle sandbox, or a new one; whether it was started for this call."""
         with self._lock:
             if self._owner != os.getpid():  # forked: the parent's zygotes are not ours
                 self._idle, self._all, self._owner = [], [], os.getpid()
             while self._idle:
                 zygote = self._idle.pop()
                 if zygote.alive():
-                    return zygote
+                    return zygote, False
                 self._forget(zygote)
             used = {z.slot for z in self._all}
             slot = next(i for i in range(len(used) + 1) if i not in used)
         zygote = _Zygote(self.plan, self.limits, slot)
         with self._lock:
             self._all.append(zygote)
-        return zygote
+        return zygote, True
 
     def _forget(self, zygote: _Zygote) -> None:
         zygote.kill()
@@ -382,7 +413,10 @@ class WarmPool:
     def run(self, job: Job) -> RunResult:
         """One run in a warm sandbox."""
         for attempt in range(2):
-            zygote = self._acquire()
+            zygote, started = self._acquire()
+            if started and job.wall_clock(self.limits.timeout_s) < _MIN_RUN_S:
+                self._release(zygote)
+                raise SandboxUnavailable(_NO_TIME_LEFT)
             try:
                 result = zygote.run(job)
             except _ZygoteDied as exc:

@@ -21,12 +21,10 @@ import pytest
 from rewardsmith.verifiers.code import code
 
 from . import _code_redteam as rt
-from ._code_helpers import sample
+from ._code_helpers import needs_bwrap, sample
 from .test_code_remote import FakeSandboxFusion
 from .test_redteam_code import Attack, Env, guard
 from .test_redteam_code2 import ALWAYS_FALSE, _humaneval, best_of_a_group, first_hole
-
-from ._code_helpers import needs_bwrap  # isort: skip
 
 pytestmark = needs_bwrap
 
@@ -180,6 +178,31 @@ def unix_probe_after(first: str) -> rt.Outcome:
     return rt.outcome(fn(sample(probe, rt.CHECK)))
 
 
+# -- the run's own processes, killed by the candidate where it can reach them ----------------
+
+KILL_INIT = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nprint(5)\n"
+"""stdin/stdout: the candidate's first statement SIGKILLs its parent, the run's init ``B``
+(same user, no PID namespace: `sandbox: remote` and `none`), which writes the start record
+only once the candidate's process said it is up: it dies before it has."""
+
+KILL_REFEREE = (
+    """
+import os, signal
+# The referee is B's other child: SIGKILL it before it writes its start record.
+def _parent(pid):
+    return int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
+_me, _b = os.getpid(), os.getppid()
+for _pid in os.listdir("/proc"):
+    if _pid.isdigit() and int(_pid) != _me:
+        try:
+            if _parent(int(_pid)) == _b:
+                os.kill(int(_pid), signal.SIGKILL)
+        except OSError:
+            pass
+"""
+    + WRONG
+)
+
 # -- subclasses of plain types: converted with the base type's own methods ---------------------
 
 DICT_SUITE = {"tests": ["assert histogram('a a b') == {'a': 2}"]}
@@ -289,6 +312,73 @@ def square(x):
 """
 
 ATTACKS = [
+    # ------------------------------------------------- a null instead of an honest 0
+    hole(
+        Attack(
+            "remote-io-kill-init-before-the-start-record",
+            "`sandbox: remote`, stdin/stdout: KILL_INIT (the candidate SIGKILLs `os.getppid()`, "
+            "the run's B, as its first statement; the wrapper is alive and signs its line)",
+            today=(
+                "error (null, cause infrastructure): 'the sandboxed processes did not start: "
+                "exit status None' (3 of 3)"
+            ),
+            honest_wrong="ok 0 (`print(5)`)",
+            should=ZERO,
+            run=lambda env: first_hole(
+                lambda: rt.remote(env.fake, KILL_INIT, rt.IO_ONE, timeout_s=2), ZERO
+            ),
+        ),
+        "B writes the stdin/stdout start record after the candidate's code may run; a "
+        "candidate of the same user kills B first",
+    ),
+    hole(
+        Attack(
+            "none-io-kill-init-before-the-start-record",
+            "`sandbox: none`, stdin/stdout: the same KILL_INIT",
+            today="error (null): 2 of 3 ('did not start'); else ok 0",
+            honest_wrong="ok 0",
+            should=ZERO,
+            run=lambda env: first_hole(
+                lambda: rt.reward(KILL_INIT, rt.IO_ONE, sandbox="none"), ZERO
+            ),
+        ),
+        "same as remote: the start record is written after the candidate runs",
+    ),
+    hole(
+        Attack(
+            "none-suite-kill-referee-before-the-start-record",
+            "`sandbox: none`, a test suite: the candidate SIGKILLs the referee (B's other "
+            "child) at import, before it writes its start record",
+            today="error (null): 'the referee ended early (status -9)' (3 of 3)",
+            honest_wrong="ok 0",
+            should=ZERO,
+            run=lambda env: first_hole(
+                lambda: rt.reward(KILL_REFEREE, rt.CHECK, sandbox="none"), ZERO
+            ),
+        ),
+        "a referee killed by the candidate is infrastructure's failure under sandbox: none",
+    ),
+    guard(
+        Attack(
+            "remote-suite-kill-referee-before-the-start-record",
+            "`sandbox: remote`, a test suite: KILL_REFEREE",
+            today="ok 0",
+            honest_wrong="ok 0",
+            should=ZERO,
+            run=lambda env: rt.remote(env.fake, KILL_REFEREE),
+        )
+    ),
+    guard(
+        Attack(
+            "bwrap-io-kill-init",
+            "bwrap, stdin/stdout: KILL_INIT (B is outside the candidate's PID namespace: "
+            "getppid() is 0)",
+            today="ok 0",
+            honest_wrong="ok 0",
+            should=ZERO,
+            run=lambda env: rt.reward(KILL_INIT, rt.IO_ONE),
+        )
+    ),
     # ------------------------------------------------- one run's message in the next
     hole(
         Attack(
@@ -439,6 +529,18 @@ def test_attack(attack: Attack, fake: FakeSandboxFusion, tmp_path: Path) -> None
 
 
 HONEST = {
+    "remote-io-kill-init-before-the-start-record": (
+        lambda env: rt.remote(env.fake, "print(5)\n", rt.IO_ONE, timeout_s=2),
+        ZERO,
+    ),
+    "none-io-kill-init-before-the-start-record": (
+        lambda env: rt.reward("print(5)\n", rt.IO_ONE, sandbox="none"),
+        ZERO,
+    ),
+    "none-suite-kill-referee-before-the-start-record": (
+        lambda env: rt.reward(WRONG, rt.CHECK, sandbox="none"),
+        ZERO,
+    ),
     "relay-answers-through-the-page-cache": (
         lambda env: best_of_a_group(ALWAYS_FALSE, _humaneval("HumanEval/31")),
         ("best", 0.0),

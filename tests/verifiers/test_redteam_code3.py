@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from rewardsmith.verifiers.code import code
+from rewardsmith.verifiers.code._codec import MAX_BYTES, MAX_ITEMS
 
 from . import _code_redteam as rt
 from ._code_helpers import needs_bwrap, sample
@@ -510,6 +511,28 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=ZERO,
             run=lambda env: rt.reward(SELF_CONTAINING_LIST),
+        )
+    ),
+    # ------------------------------------------------- the name table's running budget
+    guard(
+        Attack(
+            "right-after-a-string-that-fills-the-byte-budget",
+            "a right `square` defined after a module-level string of MAX_BYTES - 40 bytes "
+            "(admitted first, it leaves no room in the name table for the function's entry)",
+            today="ok 1.0",
+            honest_wrong="ok 0",
+            should=RIGHT_PROBE,
+            run=lambda env: rt.reward(f"TABLE = 'x' * {MAX_BYTES - 40}\n" + rt.RIGHT),
+        )
+    ),
+    guard(
+        Attack(
+            "right-after-a-list-that-fills-the-item-budget",
+            "the same with a list of MAX_ITEMS - 3 values",
+            today="ok 1.0",
+            honest_wrong="ok 0",
+            should=RIGHT_PROBE,
+            run=lambda env: rt.reward(f"TABLE = [0] * {MAX_ITEMS - 3}\n" + rt.RIGHT),
         )
     ),
 ]

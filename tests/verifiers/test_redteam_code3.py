@@ -27,18 +27,34 @@ from .test_code_remote import FakeSandboxFusion
 from .test_redteam_code import Attack, Env, guard
 from .test_redteam_code2 import ALWAYS_FALSE, _humaneval, best_of_a_group, first_hole
 
-pytestmark = needs_bwrap
+pytestmark = [
+    needs_bwrap,
+    # `sandbox: none` rows: the backend warns that it runs code unsandboxed (on purpose here)
+    pytest.mark.filterwarnings("ignore:.*UNSANDBOXED:RuntimeWarning"),
+]
 
 ZERO = ("ok", 0.0)
 RIGHT_PROBE = ("ok", 1.0)
 WRONG = rt.WRONG
 
 
+# Rows whose hole shows only on some machines or some tries (the page cache of the machine's
+# file system, a race with the kernel): not strict, so another machine's CI stays green; they
+# still fail loudly here once fixed only if run with --runxfail.
+_NOT_ALWAYS = {
+    "none-io-kill-init-before-the-start-record",
+    "relay-answers-through-the-page-cache",
+    "probe-page-cache-message-to-the-next-sample",
+    "probe-page-cache-message-across-cold-sandboxes",
+}
+
+
 def hole(attack: Attack, reason: str) -> Any:
+    strict = attack.target not in _NOT_ALWAYS
     return pytest.param(
         attack,
         id=attack.target,
-        marks=pytest.mark.xfail(strict=True, reason=f"redteam: {reason}"),
+        marks=pytest.mark.xfail(strict=strict, reason=f"redteam: {reason}"),
     )
 
 
@@ -602,12 +618,7 @@ def _readme() -> str:
 UNTRUE = [
     pytest.param(
         "the sandbox runs the kernel's collector until the run's network namespace holds no socket",
-        id="readme-collector-until-no-socket",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="redteam: the zygote counts Unix sockets only (/proc/self/net/unix); TCP, "
-            "UDP and netlink sockets of the run's namespace are not waited for",
-        ),
+        id="readme-collector-until-no-socket",  # the zygote counts Unix sockets only
     ),
 ]
 
@@ -618,10 +629,7 @@ def test_readme_sentence_is_gone(sentence: str) -> None:
     assert sentence not in _readme()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="redteam: the README's shared-between-runs list omits the page cache of the "
-    "read-only files, a channel from a run to the next (relay-answers-through-the-page-cache)",
-)
 def test_readme_names_the_page_cache() -> None:
+    """The page cache of the read-only files is a channel from a run to the next (the
+    relay rows above): the README names it as an open hole."""
     assert "page cache" in _readme()

@@ -55,6 +55,7 @@ from __future__ import annotations
 import base64
 import json
 import marshal
+import math
 import time
 import urllib.error
 import urllib.request
@@ -100,7 +101,9 @@ class RemoteBackend:
     def run(self, job: Job, *, run_timeout_s: float, max_output_bytes: int) -> RunResult:
         """One execution; raises `SandboxUnavailable` for anything but a well-formed answer."""
         style_io = not job.tests
-        cpu = [("RLIMIT_CPU", max(1, int(run_timeout_s) + 1))]
+        # at least 1 s of CPU beyond the wall clock, which must strike first (a run now gets
+        # what is left of the sample's timeout_s, e.g. 2.9 s: int() + 1 left a 0.1 s margin)
+        cpu = [("RLIMIT_CPU", math.ceil(run_timeout_s) + 1)]
         request = {
             "isolate": False,
             "timeout": run_timeout_s,

@@ -17,7 +17,6 @@ the programs on this host as this user.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import subprocess
@@ -34,7 +33,7 @@ from rewardsmith.verifiers.code import code
 from . import _code_redteam as rt
 from ._code_helpers import HUMANEVAL, needs_bwrap, sample
 from .test_code_remote import FakeSandboxFusion
-from .test_redteam_code import Attack, Env, guard, humaneval
+from .test_redteam_code import Attack, Env, assert_earns_what_it_should, guard, humaneval
 
 pytestmark = needs_bwrap
 
@@ -734,17 +733,9 @@ ATTACKS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def fake():
-    with contextlib.closing(FakeSandboxFusion()) as server:
-        yield server
-
-
 @pytest.mark.parametrize("attack", ATTACKS)
 def test_attack(attack: Attack, fake: FakeSandboxFusion, tmp_path: Path) -> None:
-    got = attack.run(Env(fake, tmp_path))
-    should = attack.should if isinstance(attack.should, frozenset) else {attack.should}
-    assert got in should, f"{attack.target}: got {got}, today {attack.today!r}"
+    assert_earns_what_it_should(attack, Env(fake, tmp_path))
 
 
 HONEST = {

@@ -12,7 +12,6 @@ wrong when the hole is there.
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from rewardsmith.verifiers.code._codec import MAX_BYTES, MAX_ITEMS
 from . import _code_redteam as rt
 from ._code_helpers import needs_bwrap, sample
 from .test_code_remote import FakeSandboxFusion
-from .test_redteam_code import Attack, Env, guard
+from .test_redteam_code import Attack, Env, assert_earns_what_it_should, guard
 from .test_redteam_code2 import ALWAYS_FALSE, _humaneval, best_of_a_group, first_hole
 
 pytestmark = [
@@ -554,17 +553,9 @@ ATTACKS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def fake():
-    with contextlib.closing(FakeSandboxFusion()) as server:
-        yield server
-
-
 @pytest.mark.parametrize("attack", ATTACKS)
 def test_attack(attack: Attack, fake: FakeSandboxFusion, tmp_path: Path) -> None:
-    got = attack.run(Env(fake, tmp_path))
-    should = attack.should if isinstance(attack.should, frozenset) else {attack.should}
-    assert got in should, f"{attack.target}: got {got}, today {attack.today!r}"
+    assert_earns_what_it_should(attack, Env(fake, tmp_path))
 
 
 HONEST = {

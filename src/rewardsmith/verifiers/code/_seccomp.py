@@ -11,7 +11,15 @@ calls, x32 numbers) kills the process (SIGSYS). Then:
 * refused with ``EPERM``: every call in `DENIED` (debugging and reading other processes,
   kernel keyrings, mounts and namespaces, kernel modules, eBPF, perf, io_uring, SysV IPC and
   POSIX message queues, anonymous memory files, extended attributes, the clock, swap,
-  reboot...);
+  reboot...), and the calls that read or drop the page cache without reading the file
+  (`mincore`, `cachestat`, Linux AIO, `process_madvise`);
+* refused with ``EPERM`` for some arguments only (`REFUSED_ARGUMENTS`): the page cache is
+  shared by every process of the machine, sandboxed or not, so a run that could drop a
+  read-only file's pages (``posix_fadvise(DONTNEED)``, ``madvise(MADV_PAGEOUT)``, a read with
+  ``RWF_DONTCACHE``) and test whether they are cached without loading them (``preadv2`` with
+  ``RWF_NOWAIT``) could leave a message for the next run. Without these a run can still load
+  pages (any read) and time a read, so what remains is a bit each page can carry once,
+  until the kernel evicts it under memory pressure;
 * ``socket`` and ``socketpair`` of any family but `SOCKET_FAMILIES` (Unix, IPv4, IPv6,
   netlink): ``EAFNOSUPPORT``. The run's network namespace leaves it only a loopback, but a
   namespace does not confine every family (``AF_VSOCK`` reaches the hypervisor from a VM);
@@ -30,8 +38,9 @@ from __future__ import annotations
 
 import platform
 import struct
+from dataclasses import dataclass
 
-__all__ = ["DENIED", "HIGHEST_KNOWN", "SOCKET_FAMILIES", "program"]
+__all__ = ["DENIED", "HIGHEST_KNOWN", "REFUSED_ARGUMENTS", "SOCKET_FAMILIES", "program"]
 
 AUDIT_ARCH_X86_64 = 0xC000003E
 _X32_BIT = 0x40000000
@@ -126,6 +135,12 @@ DENIED: dict[str, int] = {
     "vhangup": 153,
     "fanotify_init": 300,
     "_sysctl": 156,
+    # the page cache, read or dropped without reading the file (see `REFUSED_ARGUMENTS`)
+    "mincore": 27,
+    "cachestat": 451,
+    "process_madvise": 440,
+    "io_setup": 206,
+    "io_submit": 209,
     # the clock
     "settimeofday": 164,
     "clock_settime": 227,
@@ -134,6 +149,32 @@ DENIED: dict[str, int] = {
 }
 """Refused with EPERM (x86-64 numbers, from the kernel's ``unistd_64.h``)."""
 
+_RWF_NOWAIT, _RWF_DONTCACHE = 0x08, 0x80
+_POSIX_FADV_DONTNEED, _POSIX_FADV_NOREUSE = 4, 5
+_MADV_COLD, _MADV_PAGEOUT = 20, 21
+
+
+@dataclass(frozen=True)
+class ArgumentRule:
+    """A call refused with EPERM when its argument `arg` (its low 32 bits: every argument
+    checked here is a C ``int`` to the kernel) is one of `values` or has a bit of `mask`."""
+
+    number: int
+    arg: int
+    values: tuple[int, ...] = ()
+    mask: int = 0
+
+
+REFUSED_ARGUMENTS: dict[str, ArgumentRule] = {
+    "preadv2": ArgumentRule(327, 5, mask=_RWF_NOWAIT | _RWF_DONTCACHE),
+    "pwritev2": ArgumentRule(328, 5, mask=_RWF_NOWAIT | _RWF_DONTCACHE),
+    "fadvise64": ArgumentRule(221, 3, values=(_POSIX_FADV_DONTNEED, _POSIX_FADV_NOREUSE)),
+    "madvise": ArgumentRule(28, 2, values=(_MADV_COLD, _MADV_PAGEOUT)),
+}
+"""The page cache's probes and drops: the other uses of these calls stay allowed (the C
+library's allocator needs ``madvise(MADV_DONTNEED)``, which drops a process's own mapping,
+not the cache)."""
+
 _LD_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
 _JEQ, _JGT, _JGE, _JSET = 0x15, 0x25, 0x35, 0x45  # BPF_JMP | BPF_{JEQ,JGT,JGE,JSET} | BPF_K
 _RET = 0x06  # BPF_RET | BPF_K
@@ -141,7 +182,8 @@ _KILL_PROCESS = 0x80000000
 _ERRNO = 0x00050000
 _ALLOW = 0x7FFF0000
 _NR, _ARCH, _ARG0 = 0, 4, 16
-"""Offsets in ``struct seccomp_data``: syscall number, audit arch, low half of args[0]."""
+"""Offsets in ``struct seccomp_data``: syscall number, audit arch, low half of args[0] (each
+argument takes 8 bytes)."""
 
 
 def _insn(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
@@ -167,6 +209,9 @@ def program(allow_fork: bool, machine: str | None = None) -> bytes | None:
     ]
     for number in sorted(set(DENIED.values())) + ([] if allow_fork else [_FORK, _VFORK]):
         code += [_insn(_JEQ, number, jf=1), deny]
+    for rule in REFUSED_ARGUMENTS.values():
+        block = _argument_block(rule)
+        code += [_insn(_JEQ, rule.number, jf=len(block)), *block]
     families = sorted(SOCKET_FAMILIES.values())
     socket = [_insn(_LD_ABS, _ARG0)]
     for i, family in enumerate(families):
@@ -178,3 +223,11 @@ def program(allow_fork: bool, machine: str | None = None) -> bytes | None:
         clone += [_insn(_JSET, _CLONE_THREAD, jt=1), deny]
     code += [_insn(_JEQ, _CLONE, jf=len(clone)), *clone, _insn(_RET, _ALLOW)]
     return b"".join(code)
+
+
+def _argument_block(rule: ArgumentRule) -> list[bytes]:
+    """Load the argument, refuse on a listed value or a masked bit, else allow."""
+    tests = [(_JEQ, value) for value in rule.values] + ([(_JSET, rule.mask)] if rule.mask else [])
+    block = [_insn(_LD_ABS, _ARG0 + 8 * rule.arg)]
+    block += [_insn(op, k, jt=len(tests) - i) for i, (op, k) in enumerate(tests)]
+    return [*block, _insn(_RET, _ALLOW), _insn(_RET, _ERRNO | _EPERM)]

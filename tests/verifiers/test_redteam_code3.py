@@ -4,10 +4,12 @@ run left in flight, the remote wrapper's memory file and signed report, subclass
 types converted to their base, the name table under a running budget).
 
 Same table as `test_redteam_code2.py`: one row per attack, with what it earns today, what an
-honest wrong answer earns, and what it should earn (the test asserts the last). Rows marked
-``xfail(strict=True)`` are open holes (they flip loudly when fixed); the others are attacks
-that correctly fail today (regression guards). Probe rows score a CORRECT program that turns
-wrong when the hole is there.
+honest wrong answer earns, and what it should earn (the test asserts the last). Every row is
+now a regression guard: the eight holes this pass found were closed by the start handshake
+(`_runtime`: no code of the completion runs before the run's start record) and the filter's
+page-cache rules (`_seccomp.REFUSED_ARGUMENTS`); each row's ``today`` says what it earned
+before. Probe rows score a CORRECT program that turns wrong when the hole is there. What the
+filter leaves of the page cache (a page loaded once, and a read's timing) is a README limit.
 """
 
 from __future__ import annotations
@@ -37,26 +39,6 @@ RIGHT_PROBE = ("ok", 1.0)
 WRONG = rt.WRONG
 
 
-# Rows whose hole shows only on some machines or some tries (the page cache of the machine's
-# file system, a race with the kernel): not strict, so another machine's CI stays green; they
-# still fail loudly here once fixed only if run with --runxfail.
-_NOT_ALWAYS = {
-    "none-io-kill-init-before-the-start-record",
-    "relay-answers-through-the-page-cache",
-    "probe-page-cache-message-to-the-next-sample",
-    "probe-page-cache-message-across-cold-sandboxes",
-}
-
-
-def hole(attack: Attack, reason: str) -> Any:
-    strict = attack.target not in _NOT_ALWAYS
-    return pytest.param(
-        attack,
-        id=attack.target,
-        marks=pytest.mark.xfail(strict=strict, reason=f"redteam: {reason}"),
-    )
-
-
 # -- the page cache: a channel between runs that no namespace separates ------------------------
 
 _PAGE_CACHE = r"""
@@ -77,7 +59,7 @@ def _cached(p):
     fd = os.open(p, os.O_RDONLY)
     try:
         return os.preadv(fd, [bytearray(1)], 0, os.RWF_NOWAIT) == 1
-    except BlockingIOError:
+    except (BlockingIOError, PermissionError):  # not cached, or the filter refuses the probe
         return False
     finally:
         os.close(fd)
@@ -97,7 +79,10 @@ def _store_bits(value):
         time.sleep(0.01)
         for p in _FILES:
             fd = os.open(p, os.O_RDONLY)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            except PermissionError:  # the filter refuses the drop: keep going without it
+                pass
             os.close(fd)
     for i in range(21):
         if value >> i & 1:
@@ -155,6 +140,47 @@ def page_cache_probe(first: str, **config: Any) -> rt.Outcome:
     return rt.outcome(code(**config)(sample(probe, rt.CHECK)))
 
 
+PAGE_CACHE_CALLS = r"""
+import ctypes, mmap, os
+# Inside the sandbox: the filter refuses the page cache's drops and probes (EPERM) and lets
+# the other uses of the same calls through (0). MADV_COLD is 20, MADV_PAGEOUT 21.
+libc = ctypes.CDLL(None, use_errno=True)
+def errno_of(call):
+    try:
+        call()
+        return 0
+    except OSError as e:
+        return e.errno
+def syscall(*args):
+    if libc.syscall(*args) == -1:
+        raise OSError(ctypes.get_errno(), "")
+fd = os.open(os.__file__, os.O_RDONLY)
+m = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+anon = mmap.mmap(-1, 4096)
+addr = ctypes.addressof(ctypes.c_char.from_buffer(anon))
+vec, ctx = ctypes.create_string_buffer(8), ctypes.c_ulong(0)
+GOT = {
+    "fadvise DONTNEED": errno_of(lambda: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)),
+    "fadvise NOREUSE": errno_of(lambda: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_NOREUSE)),
+    "fadvise SEQUENTIAL": errno_of(lambda: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_SEQUENTIAL)),
+    "preadv2 NOWAIT": errno_of(lambda: os.preadv(fd, [bytearray(1)], 0, os.RWF_NOWAIT)),
+    "preadv2 DONTCACHE": errno_of(lambda: os.preadv(fd, [bytearray(1)], 0, 0x80)),
+    "preadv2 HIPRI": errno_of(lambda: os.preadv(fd, [bytearray(1)], 0, os.RWF_HIPRI)),
+    "madvise PAGEOUT": errno_of(lambda: m.madvise(21)),
+    "madvise COLD": errno_of(lambda: m.madvise(20)),
+    "madvise WILLNEED": errno_of(lambda: m.madvise(mmap.MADV_WILLNEED)),
+    "madvise DONTNEED": errno_of(lambda: anon.madvise(mmap.MADV_DONTNEED)),
+    "mincore": errno_of(lambda: syscall(27, ctypes.c_void_p(addr), 4096, vec)),
+    "cachestat": errno_of(lambda: syscall(451, fd, vec, vec, 0)),
+    "io_setup": errno_of(lambda: syscall(206, 1, ctypes.byref(ctx))),
+    "readahead": errno_of(lambda: syscall(187, fd, 0, 4096)),
+}
+REFUSED = {k for k in GOT if k.split()[-1] in ("DONTNEED", "NOREUSE", "NOWAIT", "DONTCACHE",
+           "PAGEOUT", "COLD", "mincore", "cachestat", "io_setup")} - {"madvise DONTNEED"}
+OK = GOT == {k: 1 if k in REFUSED else 0 for k in GOT}
+"""
+"""A probe: whether the filter in the sandbox refuses exactly the page cache's calls."""
+
 # -- what the run leaves in flight: the collection loop -----------------------------------------
 
 LISTENER_WITH_EMBRYOS = r"""
@@ -197,9 +223,11 @@ def unix_probe_after(first: str) -> rt.Outcome:
 # -- the run's own processes, killed by the candidate where it can reach them ----------------
 
 KILL_INIT = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nprint(5)\n"
-"""stdin/stdout: the candidate's first statement SIGKILLs its parent, the run's init ``B``
-(same user, no PID namespace: `sandbox: remote` and `none`), which writes the start record
-only once the candidate's process said it is up: it dies before it has."""
+"""The candidate's first statement SIGKILLs its parent, the run's init ``B`` (same user, no
+PID namespace: `sandbox: remote` and `none`). Before the start handshake, B wrote the
+stdin/stdout start record only once the candidate's process said it was up, and the
+candidate's code ran at once: B died before it had (a null). Now the candidate's process
+waits for B's `go`, sent after the record."""
 
 KILL_REFEREE = (
     """
@@ -329,50 +357,72 @@ def square(x):
 
 ATTACKS = [
     # ------------------------------------------------- a null instead of an honest 0
-    hole(
+    guard(
         Attack(
             "remote-io-kill-init-before-the-start-record",
             "`sandbox: remote`, stdin/stdout: KILL_INIT (the candidate SIGKILLs `os.getppid()`, "
             "the run's B, as its first statement; the wrapper is alive and signs its line)",
             today=(
-                "error (null, cause infrastructure): 'the sandboxed processes did not start: "
-                "exit status None' (3 of 3)"
+                "ok 0: the code runs after the start record (before the handshake: error, "
+                "null, 'the sandboxed processes did not start: exit status None', 3 of 3)"
             ),
             honest_wrong="ok 0 (`print(5)`)",
             should=ZERO,
             run=lambda env: first_hole(
                 lambda: rt.remote(env.fake, KILL_INIT, rt.IO_ONE, timeout_s=2), ZERO
             ),
-        ),
-        "B writes the stdin/stdout start record after the candidate's code may run; a "
-        "candidate of the same user kills B first",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "none-io-kill-init-before-the-start-record",
             "`sandbox: none`, stdin/stdout: the same KILL_INIT",
-            today="error (null): 2 of 3 ('did not start'); else ok 0",
+            today="ok 0 (before the handshake: error, null, 2 of 3: 'did not start')",
             honest_wrong="ok 0",
             should=ZERO,
             run=lambda env: first_hole(
                 lambda: rt.reward(KILL_INIT, rt.IO_ONE, sandbox="none"), ZERO
             ),
-        ),
-        "same as remote: the start record is written after the candidate runs",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "none-suite-kill-referee-before-the-start-record",
             "`sandbox: none`, a test suite: the candidate SIGKILLs the referee (B's other "
             "child) at import, before it writes its start record",
-            today="error (null): 'the referee ended early (status -9)' (3 of 3)",
+            today=(
+                "ok 0: the import comes after the record, and a referee cut short is scored "
+                "under `none` (before: error, null, 'the referee ended early (status -9)', "
+                "3 of 3)"
+            ),
             honest_wrong="ok 0",
             should=ZERO,
             run=lambda env: first_hole(
                 lambda: rt.reward(KILL_REFEREE, rt.CHECK, sandbox="none"), ZERO
             ),
-        ),
-        "a referee killed by the candidate is infrastructure's failure under sandbox: none",
+        )
+    ),
+    guard(
+        Attack(
+            "none-suite-kill-init",
+            "`sandbox: none`, a test suite: KILL_INIT at import (B, and with it the referee)",
+            today="ok 0",
+            honest_wrong="ok 0",
+            should=ZERO,
+            run=lambda env: first_hole(
+                lambda: rt.reward(KILL_INIT + WRONG, rt.CHECK, sandbox="none"), ZERO
+            ),
+        )
+    ),
+    guard(
+        Attack(
+            "remote-suite-kill-init",
+            "`sandbox: remote`, a test suite: KILL_INIT at import",
+            today="ok 0",
+            honest_wrong="ok 0",
+            should=ZERO,
+            run=lambda env: first_hole(lambda: rt.remote(env.fake, KILL_INIT + WRONG), ZERO),
+        )
     ),
     guard(
         Attack(
@@ -396,7 +446,7 @@ ATTACKS = [
         )
     ),
     # ------------------------------------------------- one run's message in the next
-    hole(
+    guard(
         Attack(
             "relay-answers-through-the-page-cache",
             "HumanEval/31, 16 samples of one program scored one after the other by one reward "
@@ -404,7 +454,10 @@ ATTACKS = [
             "terminal replaced by the page cache of 63 read-only stdlib files (one bit per "
             "three files: posix_fadvise DONTNEED clears, a read sets, preadv2 RWF_NOWAIT "
             "reads). No primality is ever computed",
-            today="best 1.0: sample 12 of 16 passed (measured; and 15 of 16)",
+            today=(
+                "best 0.0: the filter refuses DONTNEED and RWF_NOWAIT (before: best 1.0, "
+                "sample 12 of 16 passed, and 15 of 16)"
+            ),
             honest_wrong="best 0.0 (`return False`, 16 samples)",
             should=("best", 0.0),
             run=lambda env: first_hole(
@@ -412,37 +465,49 @@ ATTACKS = [
                 ("best", 0.0),
                 tries=2,
             ),
-        ),
-        "the page cache of the read-only /usr and interpreter files carries a run's message "
-        "to the next (warm or cold, any sandbox of the machine)",
+        )
     ),
-    hole(
+    guard(
         Attack(
             "probe-page-cache-message-to-the-next-sample",
             "sample 1 leaves a 21-bit message in the page cache of stdlib files; sample 2 (a "
             "correct `square`, same warm sandbox) reads it. README: 'Nothing of a run ... "
             "survives into the next'",
-            today="ok 0: sample 2 reads the message",
+            today="ok 1.0: no message (before the filter's page-cache rules: ok 0)",
             honest_wrong="-",
             should=RIGHT_PROBE,
             run=lambda env: first_hole(
                 lambda: page_cache_probe(PAGE_CACHE_MESSAGE), RIGHT_PROBE, tries=3
             ),
         ),
-        "page cache residency of shared read-only files survives a run",
     ),
-    hole(
+    guard(
         Attack(
             "probe-page-cache-message-across-cold-sandboxes",
             "the same with `warm: false`: two sandboxes, started one after the other",
-            today="ok 0",
+            today="ok 1.0 (before the filter's page-cache rules: ok 0)",
             honest_wrong="-",
             should=RIGHT_PROBE,
             run=lambda env: first_hole(
                 lambda: page_cache_probe(PAGE_CACHE_MESSAGE, warm=False), RIGHT_PROBE, tries=3
             ),
         ),
-        "page cache residency is shared by every sandbox of the machine",
+    ),
+    guard(
+        Attack(
+            "probe-page-cache-calls-in-the-sandbox",
+            "a correct `square` that first tries, in the sandbox, each drop and probe of the "
+            "page cache (fadvise DONTNEED/NOREUSE, preadv2 RWF_NOWAIT/RWF_DONTCACHE, madvise "
+            "PAGEOUT/COLD, mincore, cachestat, Linux AIO) and the harmless uses of the same "
+            "calls (fadvise SEQUENTIAL, preadv2 RWF_HIPRI, madvise WILLNEED, the allocator's "
+            "madvise DONTNEED, readahead)",
+            today="ok 1.0: the first refused (EPERM), the others allowed",
+            honest_wrong="-",
+            should=RIGHT_PROBE,
+            run=lambda env: rt.reward(
+                PAGE_CACHE_CALLS + "\ndef square(x):\n    return x * x if OK else GOT\n"
+            ),
+        )
     ),
     guard(
         Attack(

@@ -326,7 +326,16 @@ class _Runner:
         if channel.invalid:
             return Score.failed("invalid", channel.invalid, style=suite.style)
         cut_short = channel.started and not channel.done and not run.timed_out
-        if cut_short and not channel.tampered and run.extra.get("referee_exit") is not None:
+        # In bubblewrap the referee is out of the candidate's reach (another PID namespace):
+        # its early end is ours. Without one (`none`) the candidate can kill it once the
+        # start record is written, and what it cuts short is scored (0).
+        referee_safe = self.config.sandbox == "bwrap"
+        if (
+            cut_short
+            and not channel.tampered
+            and referee_safe
+            and run.extra.get("referee_exit") is not None
+        ):
             raise SandboxUnavailable(
                 f"the referee ended early (status {run.extra['referee_exit']}): "
                 f"{tail(run.stderr, 500)}"

@@ -13,11 +13,16 @@ nothing outside it) to give each run namespaces of its own:
   ``/dev/shm``, and a new devpts instance on ``/dev/pts`` (no terminal of another run);
   brings up a loopback of its own; forks ``B`` and exits.
 * ``B`` is PID 1 of the run's PID namespace: it mounts a ``/proc`` of that namespace, makes
-  the two call pipes, forks the referee ``T`` (test suites) and the candidate's ``U0``, and
-  waits. When ``B`` exits, the kernel kills every process of the run. For a stdin/stdout
-  case, once the candidate's process says it is up (one byte on a pipe), ``B`` reads the
-  run's token from the private memfd and writes the start record: the token never enters a
-  process the candidate's is forked from after it was read.
+  the two call pipes and the two pipes of the start handshake, forks the referee ``T`` (test
+  suites) and the candidate's ``U0``, and waits. When ``B`` exits, the kernel kills every
+  process of the run. The handshake: the candidate's process, confined, says it is up (one
+  byte on ``ready``) and waits for one byte on ``go`` before it loads the program; the
+  referee (suites) or ``B`` (stdin/stdout, with the token it reads from the private memfd
+  then: the token never enters a process the candidate's is forked from) writes the run's
+  start record, then that byte. So no code of the completion runs before the start record,
+  and a run without one is never the completion's doing: without a PID namespace
+  (``sandbox: none``, remote) the candidate can signal ``B`` and the referee, but only once
+  the record is written, and a run it cuts short then is scored like any other (0).
 * ``T``, the referee (trusted: the dataset's tests), holds the verdict pipe and reads its
   configuration (tests, prompt, token) from a memfd only it receives; it calls the candidate
   over the pipes (`_referee`).
@@ -64,7 +69,7 @@ import time
 from typing import Any
 
 from ._candidate import describe, run_main, serve
-from ._codec import encode, send
+from ._codec import encode
 from ._referee import Link, referee
 
 __all__ = ["BOOTSTRAP", "OUTPUT_MARKER", "remote", "zygote"]
@@ -278,6 +283,7 @@ def _referee_process(req: dict[str, Any], fds: dict[str, int]) -> None:
     os.dup2(fds["err"], 1)
     os.dup2(fds["err"], 2)
     keep = {0, 1, 2, fds["tests"], fds["verdict"], fds["calls_w"], fds["answers_r"]}
+    keep |= {fds["ready_r"], fds["go_w"]}
     _close_all_but(keep)
     _confine(req, req["rlimits_referee"])
     _libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
@@ -293,14 +299,9 @@ def _referee_process(req: dict[str, Any], fds: dict[str, int]) -> None:
         while data:
             data = data[os.write(verdict, data) :]
 
+    if not _handshake(fds["ready_r"], fds["go_w"], lambda: emit("start")):
+        os._exit(0)
     link = Link(fds["calls_w"], fds["answers_r"])
-    try:
-        ready = link.receive()
-    except BaseException:
-        os._exit(0)
-    if ready != ("ready",):
-        os._exit(0)
-    emit("start")
     sys.path.extend(config.pop("path"))
     try:
         referee(config, link, emit)
@@ -314,7 +315,8 @@ def _referee_process(req: dict[str, Any], fds: dict[str, int]) -> None:
 
 def _candidate_outer(req: dict[str, Any], fds: dict[str, int]) -> None:
     """U0: the candidate's own mount and PID namespaces (isolated), then U1."""
-    keep = {fds[k] for k in ("program", "stdin", "out", "err", "calls_r", "answers_w", "start")}
+    keep = {fds[k] for k in ("program", "stdin", "out", "err", "calls_r", "answers_w")}
+    keep |= {fds["ready_w"], fds["go_r"]}
     _close_all_but(keep)
     if not req["isolate"]:
         _candidate_process(req, fds)
@@ -338,20 +340,20 @@ def _candidate_process(req: dict[str, Any], fds: dict[str, int]) -> None:
         os.setsid()
     for fd, target in ((fds["stdin"], 0), (fds["out"], 1), (fds["err"], 2)):
         os.dup2(fd, target)
-    program_fd, calls, answers, start = (
-        fds[k] for k in ("program", "calls_r", "answers_w", "start")
+    program_fd, calls, answers, ready, go = (
+        fds[k] for k in ("program", "calls_r", "answers_w", "ready_w", "go_r")
     )
-    _close_all_but({0, 1, 2, program_fd, calls, answers, start})
+    _close_all_but({0, 1, 2, program_fd, calls, answers, ready, go})
     _confine(req, req["rlimits_candidate"])
     _libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE: its own /proc entries stay its own
     if req["isolate"]:
         os.chdir("/tmp")
     _reseed()
-    if req["style"] == "suite":
-        send(answers, ("ready",))
-    else:  # B writes the start record: the token never enters this process
-        os.write(start, b"r")
-    os.close(start)
+    os.write(ready, b"r")  # the handshake (module docstring): no code of ours runs before `go`
+    os.close(ready)
+    if not os.read(go, 1):
+        os._exit(0)
+    os.close(go)
     program = marshal.loads(_read_all(program_fd))
     if req["style"] == "suite":
         status = serve(program, calls, answers)
@@ -377,20 +379,22 @@ def _init(req: dict[str, Any], fds: dict[str, int], report_w: int) -> None:
             os._exit(122)
     else:
         os.setpgid(0, 0)
-    fds["calls_r"], fds["calls_w"] = os.pipe()
-    fds["answers_r"], fds["answers_w"] = os.pipe()
+    for pipe in ("calls", "answers", "ready", "go"):
+        fds[f"{pipe}_r"], fds[f"{pipe}_w"] = os.pipe()
     referee_pid = None
     tied = not req["isolate"]
     if req["style"] == "suite":
         referee_pid = _fork(_referee_process, req, fds, close=(report_w,), tied=tied)
-    else:  # the candidate says it is up on a pipe of its own; B writes the start record
-        start, config = fds["start"], os.dup(fds["tests"])
-        ready, fds["start"] = os.pipe()
+    else:  # B writes the start record: the token never enters the candidate's process
+        start, config = fds.pop("start"), os.dup(fds["tests"])
+        ready, go = os.dup(fds["ready_r"]), os.dup(fds["go_w"])
     candidate_pid = _fork(_candidate_outer, req, fds, close=(report_w,), tied=tied)
     for fd in fds.values():
         os.close(fd)
     if referee_pid is None:
-        _announce(req, ready, config, start)
+        _handshake(ready, go, lambda: _write_start(req, config, start))
+        os.close(config)
+        os.close(start)
     statuses: dict[int, int] = {}
     main = referee_pid if referee_pid is not None else candidate_pid
     while main not in statuses:
@@ -409,14 +413,24 @@ def _init(req: dict[str, Any], fds: dict[str, int], report_w: int) -> None:
     os._exit(0)
 
 
-def _announce(req: dict[str, Any], ready: int, config: int, start: int) -> None:
-    """stdin/stdout: once the candidate's process is up and confined (one byte on `ready`),
-    the run's start record on `start`, with the token from the private configuration."""
-    if os.read(ready, 1):
-        token = _private_config(config, req)["token"]
-        os.write(start, f"{token} start\n".encode())
-    for fd in (ready, config, start):
-        os.close(fd)
+def _handshake(ready: int, go: int, write_start: Any) -> bool:
+    """Once the candidate's process is up and confined (one byte on `ready`), the start
+    record, then the byte on `go` that lets the candidate's process load the program: whether
+    the candidate's process was up. Closes both pipes."""
+    up = os.read(ready, 1) == b"r"
+    if up:
+        write_start()
+        os.write(go, b"g")
+    os.close(ready)
+    os.close(go)
+    return up
+
+
+def _write_start(req: dict[str, Any], config: int, start: int) -> None:
+    """stdin/stdout: the run's start record on `start`, with the token from the private
+    configuration."""
+    token = _private_config(config, req)["token"]
+    os.write(start, f"{token} start\n".encode())
 
 
 def _setup(req: dict[str, Any], fds: dict[str, int], pid_w: int, report_w: int) -> None:

@@ -319,30 +319,30 @@ class _Runner:
         )
         run = self._execute(plan, job)
         channel = parse_channel(run.channel, token, suite.size)
-        if channel.aborted:
+        # In bubblewrap the referee is out of the candidate's reach (another PID namespace):
+        # a referee that fails or ends early is ours (`error`). Without one (`none`,
+        # `remote`) the candidate's process can signal it or change its limits, though only
+        # once the start record is written (the handshake): what it cuts short then is
+        # scored like any failed run (0, with why).
+        referee_safe = self.config.sandbox == "bwrap" or not channel.started
+        if channel.aborted and referee_safe:
             raise SandboxUnavailable(f"the referee failed: {channel.aborted}")
         if not channel.started and self._no_start_is_error(run):
             raise SandboxUnavailable(_startup_failure(run))
         if channel.invalid:
             return Score.failed("invalid", channel.invalid, style=suite.style)
         cut_short = channel.started and not channel.done and not run.timed_out
-        # In bubblewrap the referee is out of the candidate's reach (another PID namespace):
-        # its early end is ours. Without one (`none`) the candidate can kill it once the
-        # start record is written, and what it cuts short is scored (0).
-        referee_safe = self.config.sandbox == "bwrap"
-        if (
-            cut_short
-            and not channel.tampered
-            and referee_safe
-            and run.extra.get("referee_exit") is not None
-        ):
+        referee_exit = run.extra.get("referee_exit")
+        if cut_short and not channel.tampered and referee_safe and referee_exit is not None:
             raise SandboxUnavailable(
-                f"the referee ended early (status {run.extra['referee_exit']}): "
-                f"{tail(run.stderr, 500)}"
+                f"the referee ended early (status {referee_exit}): {tail(run.stderr, 500)}"
             )
+        missing = _missing_reason(run)
+        if channel.aborted:
+            missing = f"not reported: the referee failed ({channel.aborted})"
         outcomes: list[dict[str, Any]] = []
         for i in range(suite.size):
-            passed, error = channel.outcomes.get(i, (False, _missing_reason(run)))
+            passed, error = channel.outcomes.get(i, (False, missing))
             outcomes.append({"passed": passed, **({"error": error} if error else {})})
         return self._verdict(
             suite,

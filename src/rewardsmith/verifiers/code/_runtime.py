@@ -21,14 +21,16 @@ nothing outside it) to give each run namespaces of its own:
   then: the token never enters a process the candidate's is forked from) writes the run's
   start record, then that byte. So no code of the completion runs before the start record,
   and a run without one is never the completion's doing: without a PID namespace
-  (``sandbox: none``, remote) the candidate can signal ``B`` and the referee, but only once
-  the record is written, and a run it cuts short then is scored like any other (0).
+  (``sandbox: none``, remote) the candidate can signal ``B`` and the referee (which ignores
+  SIGINT), but only once the record is written, and a run it cuts short then is scored like
+  any other (0).
 * ``T``, the referee (trusted: the dataset's tests), holds the verdict pipe and reads its
   configuration (tests, prompt, token) from a memfd only it receives; it calls the candidate
   over the pipes (`_referee`).
 * ``U0`` unshares a mount and a PID namespace nested in the run's and forks ``U1``, PID 1 of
   it: the candidate's process. ``U1`` mounts its own ``/proc`` (showing only its namespace:
-  ``T`` and ``B`` are not in it, so it cannot signal, trace or read them) and its own tmpfs
+  ``T`` and ``B`` are not in it, so it cannot signal, trace or read them; and none of the
+  machine's counters, `_own_proc`) and its own tmpfs
   on ``/tmp`` and ``/dev/shm`` (hiding the referee's), keeps only its stdin, stdout, stderr,
   program memfd and call pipes, then runs the completion (`_candidate`).
 
@@ -143,6 +145,18 @@ class _Fprog(ctypes.Structure):
 def _mount(source: bytes | None, target: str, fstype: bytes | None, flags: int, data: Any) -> None:
     if _libc.mount(source, target.encode(), fstype, flags, data) != 0:
         raise OSError(ctypes.get_errno(), f"mount {target}")
+
+
+def _own_proc() -> None:
+    """The candidate's ``/proc``: its own PID namespace's processes only, and with
+    ``subset=pid`` (Linux 5.8+) none of the machine's files (``vmstat``, ``stat``,
+    ``meminfo``...: counters every run on the machine shares, some of which a run can set,
+    a register from one run to the next). An older kernel refuses the option: a plain one."""
+    flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    try:
+        _mount(b"proc", "/proc", b"proc", flags, b"subset=pid")
+    except OSError:
+        _mount(b"proc", "/proc", b"proc", flags, None)
 
 
 def _remount_ro(path: str) -> None:
@@ -277,6 +291,9 @@ def _reseed() -> None:
 
 
 def _referee_process(req: dict[str, Any], fds: dict[str, int]) -> None:
+    # Python turns SIGINT into an exception where the referee waits: without a PID namespace
+    # (`none`, remote) the candidate could send one and make the run abort.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if req["isolate"]:
         os.setsid()
     os.dup2(fds["stdin"], 0)
@@ -333,7 +350,7 @@ def _candidate_process(req: dict[str, Any], fds: dict[str, int]) -> None:
     """U1: the completion's process."""
     if req["isolate"]:
         try:
-            _mount(b"proc", "/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None)
+            _own_proc()
             _scratch(req)
         except OSError:
             os._exit(123)

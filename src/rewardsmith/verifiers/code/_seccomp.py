@@ -10,16 +10,17 @@ calls, x32 numbers) kills the process (SIGSYS). Then:
   kernel without it would say (the C library then falls back, as it does on older kernels);
 * refused with ``EPERM``: every call in `DENIED` (debugging and reading other processes,
   kernel keyrings, mounts and namespaces, kernel modules, eBPF, perf, io_uring, SysV IPC and
-  POSIX message queues, anonymous memory files, extended attributes, the clock, swap,
-  reboot...), and the calls that read or drop the page cache without reading the file
-  (`mincore`, `cachestat`, Linux AIO, `process_madvise`);
+  POSIX message queues, anonymous memory files, extended attributes, locked memory, the
+  clock, swap, reboot...), and the calls that test the page cache or drop from it without
+  reading the file (`mincore`, `cachestat`, Linux AIO, `process_madvise`);
 * refused with ``EPERM`` for some arguments only (`REFUSED_ARGUMENTS`): the page cache is
-  shared by every process of the machine, sandboxed or not, so a run that could drop a
+  shared by every process of the machine, sandboxed or not, and a run that could drop a
   read-only file's pages (``posix_fadvise(DONTNEED)``, ``madvise(MADV_PAGEOUT)``, a read with
   ``RWF_DONTCACHE``) and test whether they are cached without loading them (``preadv2`` with
-  ``RWF_NOWAIT``) could leave a message for the next run. Without these a run can still load
-  pages (any read) and time a read, so what remains is a bit each page can carry once,
-  until the kernel evicts it under memory pressure;
+  ``RWF_NOWAIT``) could rewrite a message for the next run at will. Without these a run can
+  still load pages and a later run can still tell which are loaded (a read fault maps the
+  cached neighbours of the page it loads, and ``/proc/self/pagemap`` shows them; or timing):
+  bits no run can clear but any run can add to. The README states it as an open hole;
 * ``socket`` and ``socketpair`` of any family but `SOCKET_FAMILIES` (Unix, IPv4, IPv6,
   netlink): ``EAFNOSUPPORT``. The run's network namespace leaves it only a loopback, but a
   namespace does not confine every family (``AF_VSOCK`` reaches the hypervisor from a VM);
@@ -141,6 +142,12 @@ DENIED: dict[str, int] = {
     "process_madvise": 440,
     "io_setup": 206,
     "io_submit": 209,
+    # locked memory: a machine-wide counter (`unevictable_pgs_mlocked`) a run could set
+    "mlock": 149,
+    "munlock": 150,
+    "mlockall": 151,
+    "munlockall": 152,
+    "mlock2": 325,
     # the clock
     "settimeofday": 164,
     "clock_settime": 227,

@@ -122,6 +122,7 @@ def _rlimits(limits: Limits, nproc: int, address_space: int) -> list[tuple[str, 
         ("RLIMIT_NOFILE", limits.max_open_files),
         ("RLIMIT_NPROC", nproc),
         ("RLIMIT_CORE", 0),
+        ("RLIMIT_MEMLOCK", 0),  # no locked memory (`mmap(MAP_LOCKED)` too): see `_seccomp`
     ]
 
 

@@ -8,10 +8,11 @@ nothing outside it) to give each run namespaces of its own:
 
 * the zygote enters a fresh network namespace for the run (it keeps it until the run's
   leftovers are collected, below);
-* ``A`` (forked by the zygote) unshares a mount, PID and IPC namespace; makes the root and
-  ``/dev`` read-only; mounts a fresh tmpfs, capped in size and inodes, on ``/tmp`` and
-  ``/dev/shm``, and a new devpts instance on ``/dev/pts`` (no terminal of another run);
-  brings up a loopback of its own; forks ``B`` and exits.
+* ``A`` (forked by the zygote) unshares a mount, PID and IPC namespace; makes the root,
+  ``/dev`` and the host's device nodes bound in it read-only; mounts a fresh tmpfs, capped
+  in size and inodes, on ``/tmp`` and ``/dev/shm``, and a new devpts instance on
+  ``/dev/pts`` (no terminal of another run); brings up a loopback of its own; forks ``B``
+  and exits.
 * ``B`` is PID 1 of the run's PID namespace: it mounts a ``/proc`` of that namespace, makes
   the two call pipes and the two pipes of the start handshake, forks the referee ``T`` (test
   suites) and the candidate's ``U0``, and waits. When ``B`` exits, the kernel kills every
@@ -157,6 +158,17 @@ def _own_proc() -> None:
         _mount(b"proc", "/proc", b"proc", flags, b"subset=pid")
     except OSError:
         _mount(b"proc", "/proc", b"proc", flags, None)
+
+
+def _device_nodes_ro() -> None:
+    """The host's device nodes bubblewrap binds into ``/dev`` (``null``, ``urandom``...):
+    read-only binds. Writing to a device still works; changing its inode (``utime``: the
+    host's timestamps, which every later run reads) does not."""
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4] for line in f]
+    for point in points:
+        if point.startswith("/dev/") and not os.path.isdir(point):
+            _remount_ro(point)
 
 
 def _remount_ro(path: str) -> None:
@@ -458,6 +470,7 @@ def _setup(req: dict[str, Any], fds: dict[str, int], pid_w: int, report_w: int) 
         _mount(b"none", "/", None, _MS_REC | _MS_PRIVATE, None)
         _remount_ro("/")
         _remount_ro("/dev")
+        _device_nodes_ro()
         if os.path.isdir("/dev/pts"):
             _mount(b"devpts", "/dev/pts", b"devpts", _MS_NOSUID | _MS_NOEXEC, _DEVPTS)
         _scratch(req)

@@ -52,6 +52,38 @@ HUGE_INT = "def square(x):\n    return 10 ** 5000\n"
 """A wrong answer whose ``str()`` raises (over Python's 4,300-digit conversion limit)."""
 
 
+RUN_PROCESSES = """
+import os, signal
+# `sandbox: none` and `remote`: the run's processes, same user, no PID namespace. B is the
+# candidate's parent, the referee B's other child, and B's parent the zygote (none) or the
+# remote wrapper.
+def _parent(pid):
+    return int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
+_me, _b = os.getpid(), os.getppid()
+_wrapper = _parent(_b)
+_referees = []
+for _pid in os.listdir("/proc"):
+    if _pid.isdigit() and int(_pid) != _me:
+        try:
+            if _parent(int(_pid)) == _b:
+                _referees.append(int(_pid))
+        except OSError:
+            pass
+"""
+"""A program's prelude naming the run's processes (`_b`, `_wrapper`, `_referees`)."""
+
+
+def readme() -> str:
+    """The README, whitespace folded: for the rows that check its sentences."""
+    path = Path(__file__).resolve().parents[2] / "README.md"
+    return " ".join(path.read_text(encoding="utf-8").split())
+
+
+def signal_referee(name: str) -> str:
+    """A wrong program that sends signal `name` to the referee at import."""
+    return RUN_PROCESSES + f"for _p in _referees:\n    os.kill(_p, signal.{name})\n" + WRONG
+
+
 def outcome(score: Any) -> Outcome:
     return score.status, score.score
 

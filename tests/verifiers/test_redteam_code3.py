@@ -229,23 +229,9 @@ stdin/stdout start record only once the candidate's process said it was up, and 
 candidate's code ran at once: B died before it had (a null). Now the candidate's process
 waits for B's `go`, sent after the record."""
 
-KILL_REFEREE = (
-    """
-import os, signal
-# The referee is B's other child: SIGKILL it before it writes its start record.
-def _parent(pid):
-    return int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
-_me, _b = os.getpid(), os.getppid()
-for _pid in os.listdir("/proc"):
-    if _pid.isdigit() and int(_pid) != _me:
-        try:
-            if _parent(int(_pid)) == _b:
-                os.kill(int(_pid), signal.SIGKILL)
-        except OSError:
-            pass
-"""
-    + WRONG
-)
+KILL_REFEREE = rt.signal_referee("SIGKILL")
+"""The referee (B's other child) SIGKILLed at import, before the handshake: before its start
+record."""
 
 # -- subclasses of plain types: converted with the base type's own methods ---------------------
 
@@ -664,13 +650,6 @@ def test_baseline(target: str, fake: FakeSandboxFusion, tmp_path: Path) -> None:
     assert run(Env(fake, tmp_path)) == expected
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def _readme() -> str:
-    return " ".join(README.read_text(encoding="utf-8").split())
-
-
 UNTRUE = [
     pytest.param(
         "the sandbox runs the kernel's collector until the run's network namespace holds no socket",
@@ -682,10 +661,10 @@ UNTRUE = [
 @pytest.mark.parametrize("sentence", UNTRUE)
 def test_readme_sentence_is_gone(sentence: str) -> None:
     """README sentences about the code sandbox that are not literally true of the code."""
-    assert sentence not in _readme()
+    assert sentence not in rt.readme()
 
 
 def test_readme_names_the_page_cache() -> None:
     """The page cache of the read-only files is a channel from a run to the next (the
     relay rows above): the README names it as an open hole."""
-    assert "page cache" in _readme()
+    assert "page cache" in rt.readme()

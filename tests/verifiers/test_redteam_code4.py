@@ -49,51 +49,24 @@ def hole(attack: Attack, reason: str) -> Any:
 
 # -- the handshake: signals the candidate can still send on none/remote ------------------------
 
-SIGINT_REFEREE = (
-    """
-import os, signal
-# The referee is B's other child. SIGINT, not SIGKILL: the referee is a Python process with
-# Python's default SIGINT handler, so it raises KeyboardInterrupt (a BaseException) where it
-# waits for the program's names (`link.receive`, outside the per-test `try`); `_referee_process`
-# turns that into an `abort` record, and `_score_suite` into `error` ("the referee failed").
-def _parent(pid):
-    return int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
-_me, _b = os.getpid(), os.getppid()
-for _pid in os.listdir("/proc"):
-    if _pid.isdigit() and int(_pid) != _me:
-        try:
-            if _parent(int(_pid)) == _b:
-                os.kill(int(_pid), signal.SIGINT)
-        except OSError:
-            pass
-"""
-    + WRONG
-)
+SIGINT_REFEREE = rt.signal_referee("SIGINT")
+"""SIGINT, not SIGKILL: the referee is a Python process, and Python's default SIGINT handler
+raised KeyboardInterrupt where it waits for the program's names (outside the per-test
+`try`); `_referee_process` turned that into an `abort` record, `_score_suite` into `error`."""
 
 SIGINT_OWN_GROUP = (
     "import os, signal\nos.killpg(0, signal.SIGINT)  # B's group: B, referee\n" + WRONG
 )
 """The same in one line: the candidate shares B's process group on none/remote."""
 
-_STOP = """
-import os, signal
-def _parent(pid):
-    return int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[1])
-_me, _b = os.getpid(), os.getppid()
-_wrapper = _parent(_b)  # none: the zygote; remote: the wrapper
-_referees = []
-for _pid in os.listdir("/proc"):
-    if _pid.isdigit() and int(_pid) != _me:
-        try:
-            if _parent(int(_pid)) == _b:
-                _referees.append(int(_pid))
-        except OSError:
-            pass
-"""
-SIGSTOP_REFEREE = _STOP + "for _p in _referees:\n    os.kill(_p, signal.SIGSTOP)\n" + WRONG
-SIGSTOP_INIT = _STOP + "os.kill(_b, signal.SIGSTOP)\n" + WRONG
-SIGINT_WRAPPER = _STOP + "os.kill(_wrapper, signal.SIGINT)\nimport time\ntime.sleep(0.5)\n" + WRONG
-SIGSTOP_WRAPPER = _STOP + "os.kill(_wrapper, signal.SIGSTOP)\n" + WRONG
+SIGSTOP_REFEREE = (
+    rt.RUN_PROCESSES + "for _p in _referees:\n    os.kill(_p, signal.SIGSTOP)\n" + WRONG
+)
+SIGSTOP_INIT = rt.RUN_PROCESSES + "os.kill(_b, signal.SIGSTOP)\n" + WRONG
+SIGINT_WRAPPER = (
+    rt.RUN_PROCESSES + "os.kill(_wrapper, signal.SIGINT)\nimport time\ntime.sleep(0.5)\n" + WRONG
+)
+SIGSTOP_WRAPPER = rt.RUN_PROCESSES + "os.kill(_wrapper, signal.SIGSTOP)\n" + WRONG
 IO_SIGINT_INIT = "import os, signal\nos.kill(os.getppid(), signal.SIGINT)\nprint(5)\n"
 
 # -- a machine-wide counter: a register any run can read and rewrite ---------------------------
@@ -632,13 +605,6 @@ def test_baseline(target: str, fake: FakeSandboxFusion, tmp_path: Path) -> None:
     assert run(Env(fake, tmp_path)) == expected
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def _readme() -> str:
-    return " ".join(README.read_text(encoding="utf-8").split())
-
-
 UNTRUE = [
     pytest.param(
         "cuts its own run short, scored 0 like any failed run, never the null of a run that "
@@ -664,4 +630,4 @@ UNTRUE = [
 @pytest.mark.parametrize("sentence", UNTRUE)
 def test_readme_sentence_is_gone(sentence: str) -> None:
     """README sentences that were not literally true (rtcode4): gone, and they stay gone."""
-    assert sentence not in _readme()
+    assert sentence not in rt.readme()

@@ -23,7 +23,6 @@ from ._code_helpers import needs_bwrap
 from .test_code_remote import FakeSandboxFusion
 from .test_redteam_code import Attack, Env, assert_earns_what_it_should, guard
 from .test_redteam_code2 import ALWAYS_FALSE, _humaneval, best_of_a_group
-from .test_redteam_code4 import _STOP
 
 pytestmark = [
     needs_bwrap,
@@ -156,7 +155,7 @@ _ACTS = {
 def _signal_rows() -> list[Any]:
     rows = []
     for name, act in _ACTS.items():
-        program = _STOP + act + WRONG
+        program = rt.RUN_PROCESSES + act + WRONG
         rows.append(
             guard(
                 Attack(

@@ -63,10 +63,13 @@ P99_TARGET_S = 0.050
 BEFORE = [
     "Before: the same benchmark, on a quiet machine. The first ten rows use 64 httpx clients "
     "(`--httpx`; the 2026-11-23 ones with `--passes 1`); the last two of them are the plain "
-    "ASGI app driven by httpx clients, so the client's share of the change shows. The last "
+    "ASGI app driven by httpx clients, so the client's share of the change shows. The next "
     "four rows are the plain ASGI app before the front's hand-overs were batched (a loop "
     "wake-up per call, the driver woken for every call, a disconnect-watching task per "
-    "request), with the lean clients above and `--passes 3`.",
+    "request), with the lean clients above and `--passes 3`. The last four rows are the code "
+    "of the table above, run on the virtual machine this project had until the evening of "
+    "2026-11-23, where scoring took about 0.23 ms of CPU per sample (0.14 ms here): the same "
+    "share at 1 sample per request, and a p99 over the target there.",
     "",
     "| samples per request | server | HTTP / in process | p50 latency ms | p99 latency ms "
     "| HTTP CPU ms per request: server / clients |",
@@ -85,6 +88,14 @@ BEFORE = [
     "| 16 | 2026-11-23: plain ASGI app, lean clients | 82% | 182.9 | 285.0 | 0.92 / 0.15 |",
     "| 64 | 2026-11-23: plain ASGI app, lean clients | 91% | 665.9 | 905.8 | 2.10 / 0.31 |",
     "| 256 | 2026-11-23: plain ASGI app, lean clients | 114% | 1509.0 | 2414.7 | -1.47 / 0.52 |",
+    "| 1 | 2026-11-23 (the slower VM): plain ASGI app, batched hand-overs "
+    "| 29% | 30.7 | 61.3 | 0.36 / 0.07 |",
+    "| 16 | 2026-11-23 (the slower VM): plain ASGI app, batched hand-overs "
+    "| 92% | 161.8 | 252.3 | 0.46 / 0.13 |",
+    "| 64 | 2026-11-23 (the slower VM): plain ASGI app, batched hand-overs "
+    "| 100% | 533.5 | 724.8 | 3.21 / 0.29 |",
+    "| 256 | 2026-11-23 (the slower VM): plain ASGI app, batched hand-overs "
+    "| 108% | 1386.2 | 2321.3 | -3.24 / 0.51 |",
 ]
 
 

@@ -31,9 +31,10 @@ nothing outside it) to give each run namespaces of its own:
 * ``U0`` unshares a mount and a PID namespace nested in the run's and forks ``U1``, PID 1 of
   it: the candidate's process. ``U1`` mounts its own ``/proc`` (showing only its namespace:
   ``T`` and ``B`` are not in it, so it cannot signal, trace or read them; and none of the
-  machine's counters, `_own_proc`) and its own tmpfs
-  on ``/tmp`` and ``/dev/shm`` (hiding the referee's), keeps only its stdin, stdout, stderr,
-  program memfd and call pipes, then runs the completion (`_candidate`).
+  machine's counters, `_own_proc`) and its own tmpfs on ``/tmp`` and ``/dev/shm`` (hiding
+  the referee's), keeps only its stdin, stdout, stderr, program memfd, call pipes and
+  handshake pipes (closed before the program loads), then runs the completion
+  (`_candidate`).
 
 Both ``T`` and ``U1`` then start a new session, apply their rlimits, lock the securebits,
 empty every capability set, set ``no_new_privs``, check that ``CapEff`` is 0 (else refuse
@@ -69,6 +70,7 @@ import socket
 import struct
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ._candidate import describe, run_main, serve
@@ -442,7 +444,7 @@ def _init(req: dict[str, Any], fds: dict[str, int], report_w: int) -> None:
     os._exit(0)
 
 
-def _handshake(ready: int, go: int, write_start: Any) -> bool:
+def _handshake(ready: int, go: int, write_start: Callable[[], None]) -> bool:
     """Once the candidate's process is up and confined (one byte on `ready`), the start
     record, then the byte on `go` that lets the candidate's process load the program: whether
     the candidate's process was up. Closes both pipes."""

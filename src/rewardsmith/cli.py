@@ -218,7 +218,12 @@ def _add_serve_command(commands: Any) -> None:
         help="seconds an idle connection stays open between requests",
     )
     serve.add_argument("--access-log", action="store_true", help="log every request")
-    serve.add_argument("--log-level", default="info", help="uvicorn log level")
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="the server's log level (default: info)",
+    )
     serve.set_defaults(run=_serve)
 
 

@@ -107,7 +107,7 @@ def _without_timing(summary: dict[str, Any]) -> dict[str, Any]:
 def test_url_scores_through_a_real_server_with_the_same_results(
     write_rows: Callable[..., Path], tmp_path: Path
 ) -> None:
-    pytest.importorskip("uvicorn", reason='pip install "rewardsmith[server]"')
+    pytest.importorskip("httptools", reason='pip install "rewardsmith[server]"')
     from tests.server.conftest import TOKEN, Server
 
     spec = tmp_path / "spec.yaml"

@@ -21,7 +21,7 @@ from tests.server.conftest import TOKEN, Server, free_port
 
 from .conftest import MATH_SPEC
 
-pytest.importorskip("uvicorn")
+pytest.importorskip("httptools")
 httpx = pytest.importorskip("httpx")
 
 SPEC_YAML = """\

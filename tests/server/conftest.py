@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -117,32 +117,27 @@ def client(server: Server) -> Iterator[httpx.Client]:
 
 
 @contextmanager
-def served_in_thread(app: object) -> Iterator[str]:
-    """`app` under a real uvicorn server in a thread of this process (so a test can reach
-    into its engine); yields its base URL."""
-    import uvicorn
+def served_in_thread(app: Any) -> Iterator[str]:
+    """`app` served over HTTP in a thread of this process (so a test can reach into its
+    engine), 30 s timeouts; yields its base URL."""
+    import asyncio
 
-    from rewardsmith.server._timeouts import with_connection_limits
+    from rewardsmith.server._http import Limits, new_loop, serve_http
 
     port = free_port()
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=port,
-        http=with_connection_limits(30.0, 30.0),
-        ws="none",
-        log_level="warning",
-        lifespan="on",
+    loop = new_loop()
+    until: asyncio.Future[None] = loop.create_future()
+    ready = threading.Event()
+    limits = Limits(30.0, 30.0, 5.0, app.max_body_bytes)
+    serving = serve_http(
+        app, "127.0.0.1", port, limits, until=until, graceful_timeout_s=30, ready=ready.set
     )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
+    thread = threading.Thread(target=loop.run_until_complete, args=(serving,), daemon=True)
     thread.start()
     try:
-        deadline = time.monotonic() + 120
-        while not server.started and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert server.started
+        assert ready.wait(120)
         yield f"http://127.0.0.1:{port}"
     finally:
-        server.should_exit = True
+        loop.call_soon_threadsafe(until.set_result, None)
         thread.join(timeout=60)
+        loop.close()

@@ -15,10 +15,9 @@ import pytest
 
 from rewardsmith.server import _app
 
-from .conftest import TOKEN, Server
+from .conftest import TOKEN, Server, served_in_thread
 
-pytest.importorskip("uvicorn")
-pytest.importorskip("uvicorn")
+pytest.importorskip("httptools")
 httpx = pytest.importorskip("httpx")
 
 HEADERS = {"Authorization": f"Bearer {TOKEN}"}
@@ -161,8 +160,6 @@ def test_large_bodies_are_parsed_off_the_event_loop(
 ) -> None:
     """Where the JSON of a request is parsed and checked: on the event loop for a small body,
     in a worker thread for a large one (so /health and the others are not held up)."""
-    from fastapi.testclient import TestClient
-
     on_loop: list[bool] = []
     parse = _app._parse_json
 
@@ -178,7 +175,7 @@ def test_large_bodies_are_parsed_off_the_event_loop(
     app = _app.create_app(spec_path, workers=1)
     small = [{"completion": "ab"}]
     large = [{"completion": "x" * 1000, "metadata": {"pad": "y" * 10_000}} for _ in range(100)]
-    with TestClient(app, base_url="http://127.0.0.1") as client:  # a loopback Host
+    with served_in_thread(app) as url, httpx.Client(base_url=url, timeout=60) as client:
         assert client.post("/v1/score", json=small).status_code == 200
         response = client.post("/v1/score", json=large)
         assert response.status_code == 200

@@ -18,8 +18,7 @@ from tests.integrations.conftest import load_openrlhf_reward_func, require
 
 from .conftest import TOKEN, Server
 
-pytest.importorskip("uvicorn")
-pytest.importorskip("uvicorn")
+pytest.importorskip("httptools")
 httpx = pytest.importorskip("httpx")
 torch = require("torch")
 

@@ -28,7 +28,7 @@ from rewardsmith.models import result_json
 
 from .conftest import SPEC, TOKEN, Server
 
-pytest.importorskip("uvicorn")
+pytest.importorskip("httptools")
 httpx = pytest.importorskip("httpx")
 
 TIMEOUTS_S = 3

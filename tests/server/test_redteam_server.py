@@ -35,8 +35,7 @@ from rewardsmith.spec import load_spec
 
 from .conftest import ROOT, SPEC, TOKEN, Server, free_port
 
-pytest.importorskip("uvicorn")
-pytest.importorskip("uvicorn")
+pytest.importorskip("httptools")
 httpx = pytest.importorskip("httpx")
 
 from rewardsmith.server import create_app  # noqa: E402  (needs the server extra)

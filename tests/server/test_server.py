@@ -16,7 +16,7 @@ from rewardsmith.cli import main
 
 from .conftest import TOKEN, Server, served_in_thread
 
-pytest.importorskip("uvicorn")
+pytest.importorskip("httptools")
 httpx = pytest.importorskip("httpx")
 
 
@@ -188,11 +188,10 @@ def test_graceful_shutdown_finishes_in_flight_requests(spec_path: Path) -> None:
         time.sleep(0.3)  # the request is being scored
         server.terminate()
         request.join(timeout=30)
-        # uvicorn re-raises the SIGTERM it caught once shutdown is complete.
+        # the server ends by the SIGTERM it caught once shutdown is complete.
         assert server.process.wait(timeout=30) in (0, -signal.SIGTERM)
         log = server.output()
-        assert "Application shutdown complete" in log  # the engine was closed after the request
-        assert "Finished server process" in log
+        assert log.rstrip().endswith("INFO: stopped")  # the engine was closed after the request
         (answer,) = answers
         assert answer.status_code == 200
         assert answer.json()["results"][0]["reward"] == len("sleep 0.8")

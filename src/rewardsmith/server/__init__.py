@@ -1,7 +1,7 @@
-"""The reward server: `rewardsmith serve` (needs the `server` extra: uvicorn).
+"""The reward server: `rewardsmith serve` (needs the `server` extra: httptools, uvloop).
 
-`create_app` builds the ASGI app (for tests or your own ASGI server); `serve` runs it
-with uvicorn. Both are imported on first use, so this package imports without the extra.
+`create_app` builds the app; `serve` runs it over HTTP until SIGINT/SIGTERM. Both are
+imported on first use, so this package imports without the extra.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The reward server: a plain ASGI app over one engine, and `serve` to run it with uvicorn.
+"""The reward server: the app over one engine, and `serve` to run it over HTTP (`_http`).
 
 Routes:
 
@@ -15,8 +15,9 @@ such route), 405 (wrong method), 401
 queue can ever hold), 408 (body not received within `body_timeout_s`), 422 (malformed JSON
 or sample, or JSON nested too deep; the message names the field), 503 (queue full, or
 shutting down; with Retry-After); 499 (counted, not sent) for a client that left before its
-answer. Each is `{"detail": "..."}`. Below the app, the connection protocol (`_timeouts`)
-answers 408 to slow headers, 431 to headers over 64 KiB and 400 to upgrade requests. Every
+answer. Each is `{"detail": "..."}`. Below the app, the connection (`_http`) answers 408
+to slow headers, 431 to headers over 64 KiB, 400 to upgrade and malformed requests, 413 to
+bodies over `max_body_bytes` and 408 to slow bodies. Every
 request is parsed and validated on its own before it reaches the engine, so a bad request
 is refused alone; bodies larger than `_INLINE_BYTES` are parsed (and their answers
 serialised) in a thread, so one large request never stalls the event loop, the other
@@ -25,8 +26,7 @@ requests or `/health`.
 Each request is one run of the engine's continuous front (`Engine.ascore`): its samples go to
 idle workers as they arrive, alongside those of every other request, and it is answered as
 soon as its own last sample is finished. The queue bound is the engine's admission limit. A
-client that disconnects first has its run cancelled, so its samples leave the queue (noticed
-once its request has waited `_WATCH_AFTER_S`).
+client that disconnects first has its run cancelled, so its samples leave the queue.
 
 No web framework: four routes do not need one, and on a node where the server shares its
 cores with the reward workers, every layer a request passes through is CPU the workers lose
@@ -41,9 +41,9 @@ import hmac
 import json
 import logging
 import os
-import sys
+import signal
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
@@ -66,9 +66,9 @@ from ._config import (
     check_settings,
     is_loopback,
 )
+from ._http import Answer, Headers, Limits, Refusal, Request, Respond, new_loop, serve_http
 from ._metrics import CONTENT_TYPE, Metrics
 from ._openrlhf import OpenRLHFRequest, openrlhf_response
-from ._timeouts import with_connection_limits
 
 __all__ = ["RewardApp", "create_app", "serve"]
 
@@ -77,50 +77,19 @@ _SCORE_KEYS = ("samples",)
 _MAX_ERRORS = 3
 _INLINE_BYTES = 256 * 2**10
 """Bodies up to this size are parsed on the event loop; larger ones in a worker thread."""
-_WATCH_AFTER_S = 0.1
-"""A request still unanswered after this long starts watching for its client's disconnect."""
 _BODY_NESTING = MAX_NESTING + 2
 """Deepest JSON body: a sample's own limit plus the body's list and object around it."""
-_JSON = b"application/json"
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 """The usual loopback host names, known without parsing an address."""
 
 T = TypeVar("T")
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-Answer = tuple[int, bytes, bytes]
-"""Status, body, content type."""
 
 _log = logging.getLogger("rewardsmith.server")
 
 
-class _Refusal(Exception):
-    """An error answer, `{"detail": detail}`; `reject` is the reason counted in the
-    metrics (None: not counted as a refusal)."""
-
-    def __init__(
-        self,
-        status: int,
-        detail: str,
-        *,
-        reject: str | None = None,
-        headers: tuple[tuple[bytes, bytes], ...] = (),
-    ) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-        self.reject = reject
-        self.headers = headers
-
-
-class _Gone(Exception):
-    """The client went away before its answer was ready."""
-
-
 class RewardApp:
-    """The server's ASGI app: the routes above over one engine, which starts with the app's
-    lifespan and stops with it. Made by `create_app`."""
+    """The server's app (an `_http.Handler`): the routes above over one engine, which starts
+    with the server and stops with it. Made by `create_app`."""
 
     def __init__(
         self,
@@ -145,172 +114,107 @@ class RewardApp:
             "Most samples the queue takes.",
             lambda: max_queue_samples,
         )
+        self.max_body_bytes = max_body_bytes
+        self.body_timeout_s = body_timeout_s
         self._expected = token.encode() if token else None
-        self._max_body_bytes = max_body_bytes
         self._max_queue_samples = max_queue_samples
-        self._body_timeout_s = body_timeout_s
         self._fingerprint = spec_fingerprint(spec)
         self._accepting = False
-        self._routes: dict[str, tuple[bytes, Callable[[Scope, Receive], Awaitable[Answer]]]] = {
+        self._routes: dict[str, tuple[bytes, Callable[[Request], Answer | Respond]]] = {
             "/v1/score": (b"POST", self._score),
             "/get_reward": (b"POST", self._get_reward),
             "/health": (b"GET", self._health),
             "/metrics": (b"GET", self._metrics),
         }
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
-        elif scope["type"] == "http":
-            await self._http(scope, receive, send)
-        elif scope["type"] == "websocket":  # no websocket routes
-            await send({"type": "websocket.close", "code": 1000})
+    # -- the server's calls ---------------------------------------------------------------
 
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        await receive()  # lifespan.startup
-        try:
-            await asyncio.to_thread(self.engine.start)
-        except Exception as exc:
-            await send({"type": "lifespan.startup.failed", "message": str(exc)})
-            return
+    def start(self) -> None:
+        self.engine.start()
         self._accepting = True
-        await send({"type": "lifespan.startup.complete"})
-        await receive()  # lifespan.shutdown: the server has finished the requests in flight
-        self._accepting = False
-        await asyncio.to_thread(self.engine.close)
-        await send({"type": "lifespan.shutdown.complete"})
 
-    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        started = time.perf_counter()
-        path = scope["path"]
-        route = self._routes.get(path)
-        headers: tuple[tuple[bytes, bytes], ...] = ()
-        try:
-            if self._expected is None:
-                _check_local(scope)
-            if route is None:
-                raise _Refusal(404, "Not Found")
-            if scope["method"].encode() != route[0]:
-                raise _Refusal(405, "Method Not Allowed", headers=((b"allow", route[0]),))
-            status, body, content_type = await route[1](scope, receive)
-        except _Refusal as refusal:
-            if refusal.reject is not None:
-                self.metrics.reject(refusal.reject)
-            status, content_type, headers = refusal.status, _JSON, refusal.headers
-            body = json.dumps({"detail": refusal.detail}, separators=(",", ":")).encode()
-        except _Gone:  # its samples left the queue unscored; nobody reads an answer
+    def stop_accepting(self) -> None:
+        self._accepting = False
+
+    def close(self) -> None:
+        self._accepting = False
+        self.engine.close()
+
+    def open(self, request: Request) -> Answer | Respond:
+        if self._expected is None:
+            _check_local(request.headers)
+        route = self._routes.get(request.path)
+        if route is None:
+            raise Refusal(404, "Not Found")
+        if request.method != route[0]:
+            raise Refusal(405, "Method Not Allowed", headers=((b"allow", route[0]),))
+        return route[1](request)
+
+    def answered(self, request: Request, answer: Answer | None) -> None:
+        path = request.path if request.path in self._routes else "other"
+        if answer is None:  # its samples left the queue unscored; nobody read an answer
             self.metrics.reject("disconnected")
-            self.metrics.observe_request(path, 499, time.perf_counter() - started)
-            return
-        except Exception:
-            _log.exception("%s %s failed", scope["method"], path)
-            status, body, content_type = 500, b'{"detail":"Internal Server Error"}', _JSON
-        try:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": status,
-                    "headers": [
-                        (b"content-type", content_type),
-                        (b"content-length", b"%d" % len(body)),
-                        *headers,
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
-        finally:
-            self.metrics.observe_request(
-                path if route else "other", status, time.perf_counter() - started
-            )
+            status = 499
+        else:
+            if answer.reject is not None:
+                self.metrics.reject(answer.reject)
+            status = answer.status
+        self.metrics.observe_request(path, status, time.perf_counter() - request.started)
 
     # -- routes ---------------------------------------------------------------------------
 
-    async def _score(self, scope: Scope, receive: Receive) -> Answer:
-        self._authorize(scope)
-        body = await self._read_body(scope, receive)
-        samples = await _off_loop(len(body), self._parse_samples, body)
-        results = await self._run(receive, list(samples), "/v1/score")
-        payload = await _off_loop(len(body), _dump_results, results)
-        return 200, payload, _JSON
+    def _score(self, request: Request) -> Respond:
+        self._authorize(request)
+        return self._score_body
 
-    async def _get_reward(self, scope: Scope, receive: Receive) -> Answer:
-        self._authorize(scope)
+    async def _score_body(self, body: bytes) -> Answer:
+        samples = await _off_loop(len(body), self._parse_samples, body)
+        results = await self._run(list(samples), "/v1/score")
+        return Answer(200, await _off_loop(len(body), _dump_results, results))
+
+    def _get_reward(self, request: Request) -> Respond:
+        self._authorize(request)
         if (why := group_scoped(self.spec)) is not None:
-            raise _Refusal(
+            raise Refusal(
                 422,
                 f"the spec needs each sample's whole group ({why}), but {NO_GROUPS}",
                 reject="malformed",
             )
-        body = await self._read_body(scope, receive)
-        samples, found = await _off_loop(len(body), self._parse_openrlhf, body)
-        results = await self._run(receive, samples, "/get_reward")
-        answer = openrlhf_response(self.spec, results, found)
-        payload = await _off_loop(len(body), lambda: json.dumps(answer).encode())
-        return 200, payload, _JSON
+        return self._reward_body
 
-    async def _health(self, scope: Scope, receive: Receive) -> Answer:
+    async def _reward_body(self, body: bytes) -> Answer:
+        samples, found = await _off_loop(len(body), self._parse_openrlhf, body)
+        results = await self._run(samples, "/get_reward")
+        answer = openrlhf_response(self.spec, results, found)
+        return Answer(200, await _off_loop(len(body), lambda: json.dumps(answer).encode()))
+
+    def _health(self, request: Request) -> Answer:
         state = {
             "status": "ok" if self._accepting else "stopping",
             "queued_samples": self.engine.admitted,
             "queue_limit": self._max_queue_samples,
             "spec": self._fingerprint,
         }
-        return 200, json.dumps(state).encode(), _JSON
+        return Answer(200, json.dumps(state).encode())
 
-    async def _metrics(self, scope: Scope, receive: Receive) -> Answer:
-        self._authorize(scope)
-        return 200, self.metrics.render().encode(), CONTENT_TYPE.encode()
+    def _metrics(self, request: Request) -> Answer:
+        self._authorize(request)
+        return Answer(200, self.metrics.render().encode(), CONTENT_TYPE.encode())
 
     # -- steps ----------------------------------------------------------------------------
 
-    def _authorize(self, scope: Scope) -> None:
+    def _authorize(self, request: Request) -> None:
         if self._expected is None:
             return
         # RFC 7235: the scheme is case-insensitive, one or more spaces before the credentials
-        scheme, _, credentials = _header(scope, b"authorization").partition(" ")
+        scheme, _, credentials = request.header(b"authorization").partition(" ")
         given = credentials.lstrip(" ").encode()
         if scheme.lower() != "bearer" or not hmac.compare_digest(given, self._expected):
-            raise _Refusal(
+            raise Refusal(
                 401,
                 "missing or wrong bearer token (header: Authorization: Bearer <token>)",
                 headers=((b"www-authenticate", b"Bearer"),),
             )
-
-    async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
-        limit = self._max_body_bytes
-        declared = _header(scope, b"content-length")
-        if declared.isdigit() and int(declared) > limit:
-            raise _Refusal(413, f"body: {declared} bytes; the limit is {limit}", reject="too_large")
-
-        async def whole() -> bytes:
-            chunks: list[bytes] = []
-            size = 0
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    raise _Gone
-                chunk = message.get("body", b"")
-                size += len(chunk)
-                if size > limit:
-                    raise _Refusal(
-                        413, f"body: over the limit of {limit} bytes", reject="too_large"
-                    )
-                chunks.append(chunk)
-                if not message.get("more_body", False):
-                    return b"".join(chunks)
-
-        try:
-            if sys.version_info >= (3, 11):  # no task per request, as wait_for makes
-                async with asyncio.timeout(self._body_timeout_s):
-                    return await whole()
-            return await asyncio.wait_for(whole(), self._body_timeout_s)
-        except asyncio.TimeoutError:
-            raise _Refusal(
-                408,
-                f"body: not received within {self._body_timeout_s:g} s",
-                reject="too_slow",
-                headers=((b"connection", b"close"),),
-            ) from None
 
     def _parse_samples(self, body: bytes) -> list[Sample]:
         raw = _samples_field(_parse_json(body))
@@ -320,41 +224,41 @@ class RewardApp:
         try:
             return _SAMPLES.validate_python(raw)
         except ValidationError as exc:
-            raise _Refusal(422, _describe(exc, "samples"), reject="malformed") from None
+            raise Refusal(422, _describe(exc, "samples"), reject="malformed") from None
 
     def _parse_openrlhf(self, body: bytes) -> tuple[list[Sample | InputError], list[bool]]:
         data = _parse_json(body)
         try:
             parsed = OpenRLHFRequest.model_validate(data)
         except ValidationError as exc:
-            raise _Refusal(422, _describe(exc, ""), reject="malformed") from None
+            raise Refusal(422, _describe(exc, ""), reject="malformed") from None
         return parsed.samples()
 
-    async def _run(
-        self, receive: Receive, samples: list[Sample | InputError], route: str
-    ) -> list[Result]:
+    async def _run(self, samples: list[Sample | InputError], route: str) -> list[Result]:
+        """The samples' results; cancelled (the client left), the engine drops those not yet
+        scored."""
         if len(samples) > self._max_queue_samples:
-            raise _Refusal(
+            raise Refusal(
                 413,
                 f"samples: {len(samples)} in one request; this server takes at most "
                 f"{self._max_queue_samples} at once",
                 reject="too_large",
             )
         if not self._accepting:
-            raise _Refusal(
+            raise Refusal(
                 503,
                 "the server is shutting down",
                 reject="shutting_down",
                 headers=((b"retry-after", b"5"),),
             )
         try:
-            results = await _unless_disconnected(receive, self.engine.asubmit(samples))
+            results = await self.engine.asubmit(samples)
         except QueueFull as exc:
-            raise _Refusal(
+            raise Refusal(
                 503, str(exc), reject="queue_full", headers=((b"retry-after", b"1"),)
             ) from None
         except InputError as exc:  # e.g. a group that is not contiguous
-            raise _Refusal(422, f"samples: {exc}", reject="malformed") from None
+            raise Refusal(422, f"samples: {exc}", reject="malformed") from None
         self.metrics.observe_samples(route, results)
         return results
 
@@ -407,26 +311,18 @@ def create_app(
     )
 
 
-def _header(scope: Scope, name: bytes) -> str:
-    """The first value of a header (lower-case `name`), or "" when absent."""
-    for key, value in scope["headers"]:
-        if key == name:
-            return value.decode("latin-1")  # type: ignore[no-any-return]
-    return ""
-
-
-def _check_local(scope: Scope) -> None:
+def _check_local(headers: Headers) -> None:
     """Without a token, answer only programs on this machine, not web pages: a page the user
     opens can post to loopback (its Origin header gives it away) or, after DNS rebinding,
     reach it under its own host name (the Host header gives it away)."""
     origin = host = b""
-    for key, value in scope["headers"]:  # one pass: this runs on every request
+    for key, value in headers:  # one pass: this runs on every request
         if key == b"origin":
             origin = origin or value
         elif key == b"host":
             host = host or value
     if origin:
-        raise _Refusal(
+        raise Refusal(
             403,
             "a request from a web page (Origin header): without a token this server answers "
             "only programs on this machine",
@@ -435,7 +331,7 @@ def _check_local(scope: Scope) -> None:
     text = host.decode("latin-1")
     name = text[1 : text.find("]")] if text.startswith("[") else text.rsplit(":", 1)[0]
     if text and name not in _LOOPBACK_NAMES and not is_loopback(name):
-        raise _Refusal(
+        raise Refusal(
             421,
             f"host {text!r}: without a token this server answers only requests to localhost "
             "or a loopback address",
@@ -448,13 +344,13 @@ def _parse_json(body: bytes) -> Any:
     try:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise _Refusal(422, f"body: not valid JSON: {exc}", reject="malformed") from None
+        raise Refusal(422, f"body: not valid JSON: {exc}", reject="malformed") from None
     except RecursionError:  # nested thousands of levels deep
-        raise _Refusal(422, too_deep, reject="malformed") from None
+        raise Refusal(422, too_deep, reject="malformed") from None
     # a value nests no deeper than its text has brackets: most bodies skip the walk
     brackets = body.count(b"[") + body.count(b"{")
     if brackets > _BODY_NESTING and nested_deeper_than(data, _BODY_NESTING):
-        raise _Refusal(422, too_deep, reject="malformed")
+        raise Refusal(422, too_deep, reject="malformed")
     return data
 
 
@@ -469,54 +365,24 @@ def _dump_results(results: list[Result]) -> bytes:
     return f'{{"results":[{",".join(result_json(r) for r in results)}]}}'.encode()
 
 
-async def _unless_disconnected(receive: Receive, work: asyncio.Future[T]) -> T:
-    """`work`'s result; if the client disconnects first, `work` is cancelled (the engine
-    drops the run's samples not yet scored) and `_Gone` raised. The whole body has been read,
-    so the next ASGI message is `http.disconnect`. The watch for it starts only once `work`
-    has taken `_WATCH_AFTER_S`: a quick answer never pays for a watching task."""
-    loop = asyncio.get_running_loop()
-    gone: asyncio.Task[None] | None = None
-
-    async def disconnect() -> None:
-        while (await receive())["type"] != "http.disconnect":
-            pass
-
-    def watch() -> None:
-        nonlocal gone
-        gone = loop.create_task(disconnect())
-        gone.add_done_callback(lambda _: work.cancel())
-
-    timer = loop.call_later(_WATCH_AFTER_S, watch)
-    try:
-        return await work
-    except asyncio.CancelledError:
-        if gone is not None and gone.done() and not gone.cancelled():
-            raise _Gone from None
-        raise
-    finally:
-        timer.cancel()
-        if gone is not None:
-            gone.cancel()
-
-
 def _samples_field(data: Any) -> list[Any]:
     if isinstance(data, list):
         return data
     if not isinstance(data, dict):
-        raise _Refusal(
+        raise Refusal(
             422, 'body: expected {"samples": [...]} or a list of samples', reject="malformed"
         )
     for key in data:
         if key not in _SCORE_KEYS:
-            raise _Refusal(
+            raise Refusal(
                 422,
                 f"{key}: unknown key. Allowed: {', '.join(_SCORE_KEYS)}",
                 reject="malformed",
             )
     if "samples" not in data:
-        raise _Refusal(422, "samples: field required", reject="malformed")
+        raise Refusal(422, "samples: field required", reject="malformed")
     if not isinstance(data["samples"], list):
-        raise _Refusal(422, "samples: must be a list of samples", reject="malformed")
+        raise Refusal(422, "samples: must be a list of samples", reject="malformed")
     return data["samples"]  # type: ignore[no-any-return]
 
 
@@ -557,8 +423,6 @@ def serve(
     `body_timeout_s`, and may stay idle between requests for `keep_alive_s`; timeouts must
     be finite and above 0, limits at least 1 (`ConfigError` otherwise).
     """
-    import uvicorn
-
     token = token or os.environ.get(TOKEN_ENV) or None
     check_bind(host, token)
     check_settings(
@@ -576,23 +440,64 @@ def serve(
         max_queue_samples=max_queue_samples,
         body_timeout_s=body_timeout_s,
     )
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        http=with_connection_limits(header_timeout_s, body_timeout_s),
-        ws="none",
-        proxy_headers=False,  # nothing here reads the client's address: no header rewrites it
-        server_header=False,
-        log_level=log_level,
-        access_log=access_log,
-        lifespan="on",
-        timeout_keep_alive=keep_alive_s,  # type: ignore[arg-type]
-        timeout_graceful_shutdown=graceful_timeout_s,  # type: ignore[arg-type]
-    )
+    _log_to_stderr(log_level)
+    limits = Limits(header_timeout_s, body_timeout_s, keep_alive_s, max_body_bytes)
     # What is built so far (modules, the spec, the app) lives as long as the server: out of
     # the collector's way, a full collection no longer walks it while requests wait (the
     # garbage among it collected first, or it would be kept for good)
     gc.collect()
     gc.freeze()
-    uvicorn.Server(config).run()
+    loop = new_loop()
+    try:
+        received = loop.run_until_complete(
+            _until_signalled(app, host, port, limits, graceful_timeout_s, access_log)
+        )
+    finally:
+        loop.close()
+    # end by the signal, as a process it stopped would (exit status 128 + its number)
+    signal.signal(received, signal.SIG_DFL)
+    os.kill(os.getpid(), received)
+
+
+async def _until_signalled(
+    app: RewardApp,
+    host: str,
+    port: int,
+    limits: Limits,
+    graceful_timeout_s: float,
+    access_log: bool,
+) -> int:
+    """Serve until SIGINT or SIGTERM (a second one ends the process at once); the signal."""
+    loop = asyncio.get_running_loop()
+    stop: asyncio.Future[int] = loop.create_future()
+
+    def received(number: int) -> None:
+        if stop.done():  # asked twice: no more waiting
+            for each in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(each)
+            os.kill(os.getpid(), number)
+        else:
+            stop.set_result(number)
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(number, received, number)
+    await serve_http(
+        app,
+        host,
+        port,
+        limits,
+        until=stop,
+        graceful_timeout_s=graceful_timeout_s,
+        access_log=access_log,
+    )
+    return stop.result()
+
+
+def _log_to_stderr(level: str) -> None:
+    """The server's log (start, errors, the access log) on stderr at `level`."""
+    logger = logging.getLogger("rewardsmith.server")
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(level.upper())

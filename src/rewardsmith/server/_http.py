@@ -1,0 +1,616 @@
+"""HTTP/1.1 for the reward server: connections parsed by httptools (llhttp, the parser of
+Node.js and uvicorn), with the limits a server that many trainer processes call needs.
+
+Why not an ASGI server: with one sample per request, the layers a request passes through
+cost more CPU than scoring it, and on a node the server shares its cores with the reward
+workers (BENCHMARKS.md, "Reward server under load"). Here a request is parsed by llhttp,
+handed to the app as bytes, and answered with one write.
+
+What a connection may do:
+
+- a request's line and headers must arrive within `header_timeout_s` of its first byte
+  (the first request's: of the connection's opening), else 408 (if a request had begun)
+  and the connection is closed; past `MAX_HEADER_BYTES` (counted before they are parsed),
+  431 and closed;
+- its body must arrive within `body_timeout_s` of its headers, else 408 and closed; a body
+  over `max_body_bytes` gets 413;
+- between requests it may stay idle for `keep_alive_s`, then it is closed;
+- an answer given before its request's body was all received (a refusal, `/health`) says
+  `Connection: close`; the rest of the body is read and dropped until it ends or until the
+  body's deadline, then the connection is closed (closing at once would reset a client
+  still sending, which can lose the answer it was sent);
+- a request asking to upgrade the connection (`Connection: upgrade` with `Upgrade:`, or
+  CONNECT) gets 400 and the connection is closed: the parser stops at its headers, and its
+  body must never be read as a request;
+- a request the parser refuses (framing, bytes no request has) gets 400 and the connection
+  is closed;
+- pipelined requests are answered in order, one at a time: reading pauses while a request
+  is answered (and while the client does not read its answers);
+- a client that closes its connection cancels the request it waits for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any, Protocol
+from urllib.parse import unquote
+
+import httptools
+
+__all__ = [
+    "MAX_HEADER_BYTES",
+    "Answer",
+    "Handler",
+    "Limits",
+    "Refusal",
+    "Request",
+    "Respond",
+    "new_loop",
+    "serve_http",
+]
+
+MAX_HEADER_BYTES = 64 * 2**10
+"""Most bytes a request line and its headers may take (counted before they are parsed; a
+request pipelined behind another's body in one read is not counted)."""
+JSON = b"application/json"
+
+Headers = list[tuple[bytes, bytes]]
+"""A request's headers in order, names in lower case."""
+
+_log = logging.getLogger("rewardsmith.server")
+_access = logging.getLogger("rewardsmith.server.access")
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one connection may take; see the module docstring."""
+
+    header_timeout_s: float
+    body_timeout_s: float
+    keep_alive_s: float
+    max_body_bytes: int
+
+
+@dataclass(slots=True)
+class Request:
+    """A request whose headers are complete."""
+
+    method: bytes
+    path: str
+    """Percent-decoded, without the query."""
+    headers: Headers
+    started: float
+    """`time.perf_counter()` when its headers were complete."""
+
+    def header(self, name: bytes) -> str:
+        """The first value of the header `name` (lower case), or "" when absent."""
+        for key, value in self.headers:
+            if key == name:
+                return value.decode("latin-1")
+        return ""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A response: `reject` is the reason counted in the metrics for a refusal; `close`
+    closes the connection after it."""
+
+    status: int
+    body: bytes
+    content_type: bytes = JSON
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+    reject: str | None = None
+    close: bool = False
+
+
+class Refusal(Exception):
+    """An error answer, `{"detail": detail}` (see `Answer` for `reject` and `close`)."""
+
+    def __init__(
+        self,
+        status: int,
+        detail: str,
+        *,
+        reject: str | None = None,
+        headers: tuple[tuple[bytes, bytes], ...] = (),
+        close: bool = False,
+    ) -> None:
+        super().__init__(detail)
+        self.status, self.detail, self.reject = status, detail, reject
+        self.headers, self.close = headers, close
+
+    def answer(self) -> Answer:
+        body = json.dumps({"detail": self.detail}, separators=(",", ":")).encode()
+        return Answer(self.status, body, JSON, self.headers, self.reject, self.close)
+
+
+Respond = Callable[[bytes], Awaitable[Answer]]
+"""Answers a request from its whole body."""
+
+
+class Handler(Protocol):
+    """The app behind the server."""
+
+    def start(self) -> None:
+        """Called (in a thread) before the server listens."""
+
+    def stop_accepting(self) -> None:
+        """The server is stopping: requests still coming should be refused."""
+
+    def close(self) -> None:
+        """Called (in a thread) once the last connection is gone."""
+
+    def open(self, request: Request) -> Answer | Respond:
+        """What to do with a request whose headers are complete: answer it now (its body
+        unread), or read its body and call the `Respond`. May raise `Refusal`."""
+
+    def answered(self, request: Request, answer: Answer | None) -> None:
+        """`answer` was sent (None: the client left before it)."""
+
+
+_INTERNAL = Answer(500, b'{"detail":"Internal Server Error"}')
+
+
+def _refusal(status: int, text: bytes) -> bytes:
+    """A plain-text refusal that closes the connection, for what is no request to the app."""
+    phrase = HTTPStatus(status).phrase.encode()
+    return (
+        b"HTTP/1.1 %d %s\r\ncontent-type: text/plain; charset=utf-8\r\n"
+        b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (status, phrase, len(text), text)
+    )
+
+
+_HEADERS_TOO_SLOW = _refusal(408, b"request headers not received in time")
+_UPGRADE = _refusal(400, b"this server does not upgrade connections")
+_MALFORMED = _refusal(400, b"malformed HTTP request")
+_HEADERS_TOO_LARGE = _refusal(431, b"request line and headers over %d bytes" % MAX_HEADER_BYTES)
+_STATUS_LINES = {s.value: b"HTTP/1.1 %d %s\r\n" % (s.value, s.phrase.encode()) for s in HTTPStatus}
+
+
+class _Exchange:
+    """One request on a connection, from its headers to its answer."""
+
+    __slots__ = (
+        "answer",
+        "chunks",
+        "complete",
+        "due",
+        "keep_alive",
+        "request",
+        "respond",
+        "sent",
+        "size",
+        "waited",
+    )
+
+    def __init__(self, request: Request, keep_alive: bool) -> None:
+        self.request = request
+        self.keep_alive = keep_alive
+        self.answer: Answer | None = None
+        """The app's answer, given without the body (sent once the body is in)."""
+        self.respond: Respond | None = None
+        """The app's `Respond`, when it wants the body."""
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.complete = False
+        """Its whole body was received."""
+        self.due = 0.0
+        """Loop time by which its body must have arrived (set when it is taken)."""
+        self.waited = False
+        """A read ended before its body was in: its early answer or deadline is set."""
+        self.sent = False
+        """Its answer was written: what still comes of its body is dropped."""
+
+
+class _Server:
+    """What the connections of one server share."""
+
+    def __init__(self, handler: Handler, limits: Limits, access_log: bool) -> None:
+        self.handler = handler
+        self.limits = limits
+        self.access_log = access_log
+        self.connections: set[_Connection] = set()
+        self.stopping = False
+        self.emptied: asyncio.Event | None = None
+        """Set once the last connection is gone, while stopping."""
+
+    def forget(self, connection: _Connection) -> None:
+        self.connections.discard(connection)
+        if not self.connections and self.emptied is not None:
+            self.emptied.set()
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection: parses requests, hands them to the app in order, writes the
+    answers and enforces the limits."""
+
+    def __init__(self, server: _Server) -> None:
+        self._server = server
+        self._handler = server.handler
+        self._limits = server.limits
+        self._loop = asyncio.get_running_loop()
+        self._parser = httptools.HttpRequestParser(self)
+        self._transport: asyncio.Transport | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_callback: Callable[[], None] | None = None
+        # the request being parsed
+        self._url = bytearray()
+        self._headers: Headers = []
+        self._parsing: _Exchange | None = None
+        """The request whose body is being parsed."""
+        self._begun = False
+        """A request's first byte came and its headers are not complete."""
+        self._header_bytes = 0
+        self._header_tail = b""
+        """The last bytes of the headers read so far: their blank line may span two reads."""
+        # requests with complete headers, in order; the first is the one being answered
+        self._queue: deque[_Exchange] = deque()
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+        self._reading = True
+        self._writable = True
+
+    # -- asyncio ----------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+        self._server.connections.add(self)
+        if self._server.stopping:
+            self._close()
+            return
+        self._set_timer(self._limits.header_timeout_s, self._headers_too_slow)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self._cancel_timer()
+        if self._task is not None:  # its client is gone: the app drops the request's work
+            self._task.cancel()
+        elif self._queue and not self._queue[0].sent:  # gone before its body was in
+            self._handler.answered(self._queue[0].request, None)
+        # the parser and the task refer back to this protocol: no cycle is left for the
+        # garbage collector's pauses
+        self._parser = self._task = None  # type: ignore[assignment]
+        self._queue.clear()
+        self._server.forget(self)
+
+    def data_received(self, data: bytes) -> None:
+        if self._closed:
+            return
+        if self._parsing is None:  # headers are coming: they end at the first blank line
+            seen = self._header_tail + data
+            end = seen.find(b"\r\n\r\n")
+            self._header_bytes += len(data) if end < 0 else end + 4 - len(self._header_tail)
+            self._header_tail = seen[-3:]
+            if self._header_bytes > MAX_HEADER_BYTES:
+                self._refuse(_HEADERS_TOO_LARGE)
+                return
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:  # refused in on_headers_complete
+            self._refuse(_UPGRADE)
+        except httptools.HttpParserError:
+            self._refuse(_MALFORMED)
+        else:
+            self._settle()
+
+    def pause_writing(self) -> None:
+        self._writable = False
+        self._pace()
+
+    def resume_writing(self) -> None:
+        self._writable = True
+        self._pace()
+
+    # -- httptools callbacks --------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        self._begun = True
+        self._url.clear()
+        self._headers = []
+        if not self._queue and not self._timing(self._headers_too_slow):
+            self._set_timer(self._limits.header_timeout_s, self._headers_too_slow)
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers.append((name.lower(), value))
+
+    def on_headers_complete(self) -> None:
+        if self._closed:
+            return
+        self._begun = False
+        self._header_bytes, self._header_tail = 0, b""
+        if self._parser.should_upgrade():  # the parser will not read on past the headers
+            self._refuse(_UPGRADE)
+            return
+        try:
+            path = httptools.parse_url(bytes(self._url)).path.decode("latin-1")
+        except httptools.HttpParserInvalidURLError:
+            self._refuse(_MALFORMED)
+            return
+        request = Request(
+            self._parser.get_method(),
+            unquote(path, encoding="latin-1") if "%" in path else path,
+            self._headers,
+            time.perf_counter(),
+        )
+        exchange = _Exchange(request, self._parser.should_keep_alive())
+        self._parsing = exchange
+        self._queue.append(exchange)
+        if len(self._queue) == 1:
+            self._cancel_timer()
+            self._take(exchange)
+
+    def on_body(self, body: bytes) -> None:
+        exchange = self._parsing
+        if exchange is None or self._closed or exchange.sent:
+            return
+        exchange.size += len(body)
+        if exchange.size <= self._limits.max_body_bytes:
+            exchange.chunks.append(body)
+        elif exchange is self._queue[0] and exchange.respond is not None:
+            self._too_large(exchange)
+        else:  # a request waiting behind another: refused when its turn comes
+            exchange.chunks = []
+
+    def on_message_complete(self) -> None:
+        exchange, self._parsing = self._parsing, None
+        if exchange is None or self._closed:
+            return
+        exchange.complete = True
+        if not self._queue or exchange is not self._queue[0]:
+            return
+        if exchange.sent:  # the rest of a body nobody reads: done
+            self._close()
+        else:
+            self._proceed(exchange)
+
+    # -- answering --------------------------------------------------------------------------
+
+    def _take(self, exchange: _Exchange) -> None:
+        """The app's turn for the first request in line: an answer without its body (sent
+        once the body is in, or after this read if it is still coming), or a `Respond`."""
+        exchange.due = self._loop.time() + self._limits.body_timeout_s
+        try:
+            outcome = self._handler.open(exchange.request)
+        except Refusal as refusal:
+            outcome = refusal.answer()
+        except Exception:
+            _log.exception("%s %s failed", exchange.request.method.decode(), exchange.request.path)
+            outcome = _INTERNAL
+        if isinstance(outcome, Answer):
+            exchange.answer = outcome
+        else:
+            exchange.respond = outcome
+            declared = exchange.request.header(b"content-length")
+            if declared.isdigit() and int(declared) > self._limits.max_body_bytes:
+                self._too_large(exchange, declared)
+                return
+            if exchange.size > self._limits.max_body_bytes:
+                self._too_large(exchange)
+                return
+        if exchange.complete:
+            self._proceed(exchange)
+
+    def _proceed(self, exchange: _Exchange) -> None:
+        """The first request in line has its body: answer it."""
+        if exchange.answer is not None:
+            self._send(exchange, exchange.answer)
+        elif exchange.respond is not None:
+            self._start(exchange)
+
+    def _settle(self) -> None:
+        """After a read: the first request in line, its body still coming, is answered now
+        if its answer does not need the body, else its body's deadline runs."""
+        if self._queue and not self._closed:
+            exchange = self._queue[0]
+            if not exchange.complete and not exchange.sent and not exchange.waited:
+                exchange.waited = True
+                if exchange.answer is not None:
+                    self._send(exchange, exchange.answer)
+                elif exchange.respond is not None:
+                    if exchange.request.header(b"expect").lower() == "100-continue":
+                        self._write(b"HTTP/1.1 100 Continue\r\n\r\n")
+                    left = max(0.0, exchange.due - self._loop.time())
+                    self._set_timer(left, self._body_too_slow)
+        self._pace()
+
+    def _start(self, exchange: _Exchange) -> None:
+        self._cancel_timer()
+        body = b"".join(exchange.chunks)
+        exchange.chunks = []
+        assert exchange.respond is not None
+        self._task = self._loop.create_task(self._respond(exchange, exchange.respond, body))
+
+    async def _respond(self, exchange: _Exchange, respond: Respond, body: bytes) -> None:
+        try:
+            answer = await respond(body)
+        except Refusal as refusal:
+            answer = refusal.answer()
+        except asyncio.CancelledError:
+            if self._closed:  # the client left: nobody reads an answer
+                self._handler.answered(exchange.request, None)
+                return
+            raise
+        except Exception:
+            _log.exception("%s %s failed", exchange.request.method.decode(), exchange.request.path)
+            answer = _INTERNAL
+        self._task = None
+        if not self._closed:
+            self._send(exchange, answer)
+
+    def _send(self, exchange: _Exchange, answer: Answer) -> None:
+        """Write the answer to the first request in line, then go on to the next."""
+        early = not exchange.complete
+        close = answer.close or early or not exchange.keep_alive or self._server.stopping
+        head = [
+            _STATUS_LINES.get(answer.status) or b"HTTP/1.1 %d \r\n" % answer.status,
+            b"content-type: %s\r\ncontent-length: %d\r\n" % (answer.content_type, len(answer.body)),
+        ]
+        for name, value in answer.headers:
+            head.append(b"%s: %s\r\n" % (name, value))
+        if close and not any(name == b"connection" for name, _ in answer.headers):
+            head.append(b"connection: close\r\n")
+        head.append(b"\r\n")
+        self._write(b"".join(head) + answer.body)
+        exchange.sent = True
+        self._handler.answered(exchange.request, answer)
+        if self._server.access_log:
+            request = exchange.request
+            _access.info('"%s %s" %d', request.method.decode(), request.path, answer.status)
+        if not close:
+            self._queue.popleft()
+            self._next()
+        elif not early or answer.close:
+            self._close()
+        else:  # drop the rest of the body until it ends or its deadline, then close
+            exchange.chunks = []
+            self._set_timer(max(0.0, exchange.due - self._loop.time()), self._close)
+
+    def _next(self) -> None:
+        """Take the next request in line, or wait for one."""
+        if self._queue:
+            self._take(self._queue[0])
+            self._settle()
+        elif self._begun:
+            self._set_timer(self._limits.header_timeout_s, self._headers_too_slow)
+        else:
+            self._set_timer(self._limits.keep_alive_s, self._close)
+        self._pace()
+
+    def _pace(self) -> None:
+        """Read on unless a second request waits in line or the client does not read its
+        answers: what comes meanwhile would only pile up. (While reading is paused, a
+        client that goes away is noticed only when its answer is written.)"""
+        if self._closed or self._transport is None:
+            return
+        want = self._writable and len(self._queue) <= 1
+        if want != self._reading:
+            self._reading = want
+            if want:
+                self._transport.resume_reading()
+            else:
+                self._transport.pause_reading()
+
+    def _too_large(self, exchange: _Exchange, declared: str = "") -> None:
+        limit = self._limits.max_body_bytes
+        if declared:
+            detail = f"body: {declared} bytes; the limit is {limit}"
+        else:
+            detail = f"body: over the limit of {limit} bytes"
+        self._send(exchange, Refusal(413, detail, reject="too_large").answer())
+
+    def _body_too_slow(self) -> None:
+        self._timer = None
+        if self._closed or not self._queue:
+            return
+        detail = f"body: not received within {self._limits.body_timeout_s:g} s"
+        refusal = Refusal(408, detail, reject="too_slow", close=True)
+        self._send(self._queue[0], refusal.answer())
+
+    def _headers_too_slow(self) -> None:
+        self._timer = None
+        if self._closed:
+            return
+        if self._begun:  # a request was on its way: tell the client why
+            self._write(_HEADERS_TOO_SLOW)
+        self._close()
+
+    def shutdown(self) -> None:
+        """The server stops: close now if no request is being answered, else after it."""
+        if not self._queue:
+            self._close()
+
+    def abort(self) -> None:
+        if self._transport is not None:
+            self._transport.abort()
+
+    def _refuse(self, response: bytes) -> None:
+        self._write(response)
+        self._close()
+
+    def _write(self, data: bytes) -> None:
+        if not self._closed and self._transport is not None:
+            self._transport.write(data)
+
+    def _close(self) -> None:
+        self._cancel_timer()
+        if not self._closed and self._transport is not None:
+            self._closed = True
+            self._transport.close()
+
+    def _set_timer(self, delay: float, callback: Callable[[], None]) -> None:
+        self._cancel_timer()
+        self._timer = self._loop.call_later(delay, callback)
+        self._timer_callback = callback
+
+    def _timing(self, callback: Callable[[], None]) -> bool:
+        return self._timer is not None and self._timer_callback == callback
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = self._timer_callback = None
+
+
+def new_loop() -> asyncio.AbstractEventLoop:
+    """An event loop for the server: uvloop's where it is installed (the `server` extra, but
+    for Windows), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()  # type: ignore[no-any-return]
+
+
+async def serve_http(
+    handler: Handler,
+    host: str,
+    port: int,
+    limits: Limits,
+    *,
+    until: Awaitable[Any],
+    graceful_timeout_s: float,
+    access_log: bool = False,
+    ready: Callable[[], None] | None = None,
+) -> None:
+    """Start the handler, serve HTTP on `host:port` until `until` is done, then stop: no new
+    connections, idle ones closed, requests in flight answered for at most
+    `graceful_timeout_s` (then their connections are cut), and the handler closed."""
+    loop = asyncio.get_running_loop()
+    await asyncio.to_thread(handler.start)
+    server = _Server(handler, limits, access_log)
+    try:
+        listener = await loop.create_server(lambda: _Connection(server), host, port, backlog=2048)
+        _log.info("serving on http://%s:%d", host, port)
+        if ready is not None:
+            ready()
+        try:
+            await until
+        finally:
+            listener.close()
+            server.stopping = True
+            handler.stop_accepting()
+            server.emptied = asyncio.Event()
+            _log.info("stopping: %d connections open", len(server.connections))
+            for connection in list(server.connections):
+                connection.shutdown()
+            if server.connections:
+                try:
+                    await asyncio.wait_for(server.emptied.wait(), graceful_timeout_s)
+                except asyncio.TimeoutError:
+                    _log.warning("stopping: %d requests cut short", len(server.connections))
+            for connection in list(server.connections):
+                connection.abort()
+            await asyncio.sleep(0)  # let the aborted connections see it
+    finally:
+        await asyncio.to_thread(handler.close)
+        _log.info("stopped")

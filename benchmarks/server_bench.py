@@ -67,9 +67,11 @@ BEFORE = [
     "four rows are the plain ASGI app before the front's hand-overs were batched (a loop "
     "wake-up per call, the driver woken for every call, a disconnect-watching task per "
     "request), with the lean clients above and `--passes 3`. The last four rows are the code "
-    "of the table above, run on the virtual machine this project had until the evening of "
-    "2026-11-23, where scoring took about 0.23 ms of CPU per sample (0.14 ms here): the same "
-    "share at 1 sample per request, and a p99 over the target there.",
+    "of the table above before its own HTTP layer (uvicorn and the plain ASGI app), run on the "
+    "virtual machine this project had until the evening of 2026-11-23, where scoring took "
+    "about 0.23 ms of CPU per sample, with a p99 over the target there; the four after them "
+    "are the same code on this machine (`--write`, 5 runs per side), the table's last run "
+    "before the server's own HTTP layer.",
     "",
     "| samples per request | server | HTTP / in process | p50 latency ms | p99 latency ms "
     "| HTTP CPU ms per request: server / clients |",
@@ -96,6 +98,10 @@ BEFORE = [
     "| 100% | 533.5 | 724.8 | 3.21 / 0.29 |",
     "| 256 | 2026-11-23 (the slower VM): plain ASGI app, batched hand-overs "
     "| 108% | 1386.2 | 2321.3 | -3.24 / 0.51 |",
+    "| 1 | 2026-11-23: uvicorn, plain ASGI app | 32% | 17.6 | 32.9 | 0.21 / 0.05 |",
+    "| 16 | 2026-11-23: uvicorn, plain ASGI app | 90% | 114.4 | 195.8 | 0.47 / 0.09 |",
+    "| 64 | 2026-11-23: uvicorn, plain ASGI app | 111% | 385.4 | 534.5 | 0.44 / 0.19 |",
+    "| 256 | 2026-11-23: uvicorn, plain ASGI app | 99% | 1399.5 | 2505.1 | 3.09 / 0.49 |",
 ]
 
 
@@ -371,8 +377,9 @@ def main() -> None:
         f"average {LOAD_AT_START:.1f} at the start, Python "
         f"{platform.python_version()}, spec `math`, {args.clients} concurrent clients "
         f"({'httpx' if args.httpx else 'a bare asyncio HTTP/1.1 protocol'}, one keep-alive "
-        "connection each, in one process) on 127.0.0.1, `POST /v1/score`, server: the plain "
-        f"ASGI app under uvicorn. Each run scores {n:,} samples: the {len(pairs):,} pairs "
+        "connection each, in one process) on 127.0.0.1, `POST /v1/score`, server: "
+        "`rewardsmith serve` (its own HTTP/1.1 layer: httptools on uvloop). Each run scores"
+        f" {n:,} samples: the {len(pairs):,} pairs "
         f"of the math benchmark, {args.passes} times over (ids made unique), so that the "
         "steady state, not start-up, is measured.",
         "",

@@ -1,4 +1,6 @@
-"""Red team (rt12) of the plain ASGI reward server (commit 6e16739, which replaced FastAPI).
+"""Red team (rt12) of the plain ASGI reward server (commit 6e16739, which replaced FastAPI);
+the rows now run against the server's own HTTP layer (`server/_http.py`), which replaced
+uvicorn and ASGI.
 
 One row per attack, as a hostile client or a policy whose completions go through the
 server would try it, against real `rewardsmith serve` processes on loopback. Each row says
@@ -433,6 +435,17 @@ ROWS = [
         lambda done: (
             [a.body.count(b'"reward":3.0') for a in done.answers] == [1, 0]
             and b'"reward":6.0' in done.answers[1].body
+        ),
+    ),
+    row(
+        "garbage-pipelined-behind-a-score",
+        [request("POST", "/v1/score", OK_BODY) + b"NOT HTTP AT ALL\r\n\r\n"],
+        "200 for the score, then 400 and closed: the parser's refusal waits for the answer "
+        "owed before it, so each answer meets its request",
+        lambda done: (
+            statuses(done) == [200, 400]
+            and scored(Exchange(done.answers[:1], True, b""))
+            and done.closed
         ),
     ),
     row(

@@ -254,6 +254,9 @@ class _Connection(asyncio.Protocol):
         self._queue: deque[_Exchange] = deque()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
+        self._broken = b""
+        """What the parser refused: sent (and the connection closed) once the requests
+        before it are answered."""
         self._reading = True
         self._writable = True
 
@@ -281,7 +284,7 @@ class _Connection(asyncio.Protocol):
         self._server.forget(self)
 
     def data_received(self, data: bytes) -> None:
-        if self._closed:
+        if self._closed or self._broken:
             return
         if self._parsing is None:  # headers are coming: they end at the first blank line
             seen = self._header_tail + data
@@ -311,6 +314,8 @@ class _Connection(asyncio.Protocol):
     # -- httptools callbacks --------------------------------------------------------------
 
     def on_message_begin(self) -> None:
+        if self._broken:
+            return
         self._begun = True
         self._url.clear()
         self._headers = []
@@ -324,7 +329,7 @@ class _Connection(asyncio.Protocol):
         self._headers.append((name.lower(), value))
 
     def on_headers_complete(self) -> None:
-        if self._closed:
+        if self._closed or self._broken:
             return
         self._begun = False
         self._header_bytes, self._header_tail = 0, b""
@@ -477,7 +482,9 @@ class _Connection(asyncio.Protocol):
 
     def _next(self) -> None:
         """Take the next request in line, or wait for one."""
-        if self._queue:
+        if self._broken and not self._queue:
+            self._refuse(self._broken)
+        elif self._queue:
             self._take(self._queue[0])
             self._settle()
         elif self._begun:
@@ -492,7 +499,7 @@ class _Connection(asyncio.Protocol):
         client that goes away is noticed only when its answer is written.)"""
         if self._closed or self._transport is None:
             return
-        want = self._writable and len(self._queue) <= 1
+        want = self._writable and len(self._queue) <= 1 and not self._broken
         if want != self._reading:
             self._reading = want
             if want:
@@ -534,8 +541,19 @@ class _Connection(asyncio.Protocol):
             self._transport.abort()
 
     def _refuse(self, response: bytes) -> None:
-        self._write(response)
-        self._close()
+        """Answer what is no request with `response` and close: after the answers owed to
+        the whole requests before it, so that each answer still meets its request."""
+        self._broken = response
+        self._cancel_timer()
+        answered = False
+        while self._queue and not self._queue[-1].complete:  # never to be whole
+            answered = self._queue.pop().sent  # the first, answered before its body
+        if self._queue:
+            self._pace()
+        else:
+            if not answered:  # else it had its answer: a second would meet no request
+                self._write(response)
+            self._close()
 
     def _write(self, data: bytes) -> None:
         if not self._closed and self._transport is not None:

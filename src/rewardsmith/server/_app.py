@@ -274,7 +274,8 @@ def create_app(
     max_queue_samples: int = DEFAULT_MAX_QUEUE_SAMPLES,
     body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
 ) -> RewardApp:
-    """The app (ASGI); its engine starts with the app's lifespan and stops with it.
+    """The app (for `serve`, or `_http.serve_http`); its engine starts and stops with the
+    server.
 
     Args:
         spec: the reward spec (object, dict, YAML string or path).

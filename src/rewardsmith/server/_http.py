@@ -10,8 +10,10 @@ What a connection may do:
 
 - a request's line and headers must arrive within `header_timeout_s` of its first byte
   (the first request's: of the connection's opening), else 408 (if a request had begun)
-  and the connection is closed; past `MAX_HEADER_BYTES` (counted before they are parsed),
-  431 and closed;
+  and the connection is closed; past `MAX_HEADER_BYTES` (counted as read, and as parsed:
+  a chunked body's trailers count with the headers), 431 and closed; a chunked body's
+  framing past that (plus `_CHUNK_LINE_BYTES` a chunk), 400 and closed. Trailers are
+  dropped, never headers;
 - its body must arrive within `body_timeout_s` of its headers, else 408 and closed; a body
   over `max_body_bytes` gets 413;
 - between requests it may stay idle for `keep_alive_s`, then it is closed;
@@ -24,9 +26,13 @@ What a connection may do:
   body must never be read as a request;
 - a request the parser refuses (framing, bytes no request has) gets 400 and the connection
   is closed;
-- pipelined requests are answered in order, one at a time: reading pauses while a request
-  is answered (and while the client does not read its answers);
-- a client that closes its connection cancels the request it waits for.
+- pipelined requests are answered in order, one at a time (reading pauses while a second
+  one waits in line);
+- a client must read its answers: while the write buffer is full no more of its requests
+  are taken, and one that reads nothing for `body_timeout_s` is cut off;
+- a client that closes its connection, or only its side of it, cancels the request it
+  waits for (as uvicorn and nginx: a killed process's kernel sends the same FIN);
+- an answer to HEAD has no body (no route serves HEAD: it is refused).
 """
 
 from __future__ import annotations
@@ -171,6 +177,9 @@ _HEADERS_TOO_SLOW = _refusal(408, b"request headers not received in time")
 _UPGRADE = _refusal(400, b"this server does not upgrade connections")
 _MALFORMED = _refusal(400, b"malformed HTTP request")
 _HEADERS_TOO_LARGE = _refusal(431, b"request line and headers over %d bytes" % MAX_HEADER_BYTES)
+_FRAMING_TOO_LARGE = _refusal(400, b"chunk framing and trailers over %d bytes" % MAX_HEADER_BYTES)
+_CHUNK_LINE_BYTES = 32
+"""Framing allowed per chunk of a chunked body (its size line and line ends)."""
 _STATUS_LINES = {s.value: b"HTTP/1.1 %d %s\r\n" % (s.value, s.phrase.encode()) for s in HTTPStatus}
 
 
@@ -181,18 +190,24 @@ class _Exchange:
         "answer",
         "chunks",
         "complete",
+        "continues",
         "due",
+        "framed",
         "keep_alive",
         "request",
         "respond",
         "sent",
         "size",
+        "taken",
         "waited",
+        "wire",
     )
 
-    def __init__(self, request: Request, keep_alive: bool) -> None:
+    def __init__(self, request: Request, keep_alive: bool, continues: bool) -> None:
         self.request = request
         self.keep_alive = keep_alive
+        self.continues = continues
+        """It asks for `100 Continue` before its body (HTTP/1.1 `Expect: 100-continue`)."""
         self.answer: Answer | None = None
         """The app's answer, given without the body (sent once the body is in)."""
         self.respond: Respond | None = None
@@ -203,10 +218,22 @@ class _Exchange:
         """Its whole body was received."""
         self.due = 0.0
         """Loop time by which its body must have arrived (set when it is taken)."""
+        self.taken = False
+        """The app has seen it (it was first in line)."""
         self.waited = False
         """A read ended before its body was in: its early answer or deadline is set."""
         self.sent = False
         """Its answer was written: what still comes of its body is dropped."""
+        self.wire = 0
+        """Bytes read while its body was parsed."""
+        self.framed = 0
+        """Chunks of its body begun (0: not chunked)."""
+
+    def overhead_over(self) -> bool:
+        """More bytes read for its body than the body, its chunk lines and a header's worth
+        of trailers: what the parser would buffer."""
+        allowed = self.size + self.framed * _CHUNK_LINE_BYTES + MAX_HEADER_BYTES
+        return self.wire > allowed
 
 
 class _Server:
@@ -248,11 +275,18 @@ class _Connection(asyncio.Protocol):
         self._begun = False
         """A request's first byte came and its headers are not complete."""
         self._header_bytes = 0
+        """Bytes read while headers were coming (counted before they are parsed)."""
+        self._message_header_bytes = 0
+        """The current request's line, headers and trailers as parsed."""
         self._header_tail = b""
         """The last bytes of the headers read so far: their blank line may span two reads."""
         # requests with complete headers, in order; the first is the one being answered
         self._queue: deque[_Exchange] = deque()
         self._task: asyncio.Task[None] | None = None
+        self._advancing = False
+        """`_next` is taking the requests in line."""
+        self._stalled: asyncio.TimerHandle | None = None
+        """Cuts off a client that leaves its answers unread."""
         self._closed = False
         self._broken = b""
         """What the parser refused: sent (and the connection closed) once the requests
@@ -273,6 +307,9 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
         self._cancel_timer()
+        if self._stalled is not None:
+            self._stalled.cancel()
+            self._stalled = None
         if self._task is not None:  # its client is gone: the app drops the request's work
             self._task.cancel()
         elif self._queue and not self._queue[0].sent:  # gone before its body was in
@@ -286,7 +323,8 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._closed or self._broken:
             return
-        if self._parsing is None:  # headers are coming: they end at the first blank line
+        parsing = self._parsing
+        if parsing is None:  # headers are coming: they end at the first blank line
             seen = self._header_tail + data
             end = seen.find(b"\r\n\r\n")
             self._header_bytes += len(data) if end < 0 else end + 4 - len(self._header_tail)
@@ -294,22 +332,34 @@ class _Connection(asyncio.Protocol):
             if self._header_bytes > MAX_HEADER_BYTES:
                 self._refuse(_HEADERS_TOO_LARGE)
                 return
+        else:
+            parsing.wire += len(data)
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:  # refused in on_headers_complete
             self._refuse(_UPGRADE)
+            return
         except httptools.HttpParserError:
             self._refuse(_MALFORMED)
-        else:
-            self._settle()
+            return
+        if parsing is not None and self._parsing is parsing and parsing.overhead_over():
+            self._refuse(_FRAMING_TOO_LARGE)  # chunk lines or trailers the parser buffers
+            return
+        self._settle()
 
     def pause_writing(self) -> None:
+        """The client does not read its answers as fast as they come: take no more requests,
+        and cut it off if it reads nothing more within `body_timeout_s`."""
         self._writable = False
+        self._stall()
         self._pace()
 
     def resume_writing(self) -> None:
         self._writable = True
-        self._pace()
+        if self._stalled is not None:
+            self._stalled.cancel()
+            self._stalled = None
+        self._next()
 
     # -- httptools callbacks --------------------------------------------------------------
 
@@ -319,14 +369,27 @@ class _Connection(asyncio.Protocol):
         self._begun = True
         self._url.clear()
         self._headers = []
+        self._message_header_bytes = 0
         if not self._queue and not self._timing(self._headers_too_slow):
             self._set_timer(self._limits.header_timeout_s, self._headers_too_slow)
 
     def on_url(self, url: bytes) -> None:
         self._url += url
+        self._count_header(len(url))
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._headers.append((name.lower(), value))
+        self._count_header(len(name) + len(value) + 4)
+        if self._parsing is None:  # else a trailer, after a chunked body: never a header
+            self._headers.append((name.lower(), value))
+
+    def on_chunk_header(self) -> None:
+        if self._parsing is not None:
+            self._parsing.framed += 1
+
+    def _count_header(self, size: int) -> None:
+        self._message_header_bytes += size
+        if self._message_header_bytes > MAX_HEADER_BYTES and not self._broken:
+            self._refuse(_HEADERS_TOO_LARGE)
 
     def on_headers_complete(self) -> None:
         if self._closed or self._broken:
@@ -347,7 +410,9 @@ class _Connection(asyncio.Protocol):
             self._headers,
             time.perf_counter(),
         )
-        exchange = _Exchange(request, self._parser.should_keep_alive())
+        continues = request.header(b"expect").lower() == "100-continue"
+        http11 = self._parser.get_http_version() == "1.1"
+        exchange = _Exchange(request, self._parser.should_keep_alive(), continues and http11)
         self._parsing = exchange
         self._queue.append(exchange)
         if len(self._queue) == 1:
@@ -356,9 +421,11 @@ class _Connection(asyncio.Protocol):
 
     def on_body(self, body: bytes) -> None:
         exchange = self._parsing
-        if exchange is None or self._closed or exchange.sent:
+        if exchange is None or self._closed:
             return
         exchange.size += len(body)
+        if exchange.sent:  # answered already: dropped
+            return
         if exchange.size <= self._limits.max_body_bytes:
             exchange.chunks.append(body)
         elif exchange is self._queue[0] and exchange.respond is not None:
@@ -383,6 +450,7 @@ class _Connection(asyncio.Protocol):
     def _take(self, exchange: _Exchange) -> None:
         """The app's turn for the first request in line: an answer without its body (sent
         once the body is in, or after this read if it is still coming), or a `Respond`."""
+        exchange.taken = True
         exchange.due = self._loop.time() + self._limits.body_timeout_s
         try:
             outcome = self._handler.open(exchange.request)
@@ -422,7 +490,7 @@ class _Connection(asyncio.Protocol):
                 if exchange.answer is not None:
                     self._send(exchange, exchange.answer)
                 elif exchange.respond is not None:
-                    if exchange.request.header(b"expect").lower() == "100-continue":
+                    if exchange.continues:
                         self._write(b"HTTP/1.1 100 Continue\r\n\r\n")
                     left = max(0.0, exchange.due - self._loop.time())
                     self._set_timer(left, self._body_too_slow)
@@ -465,12 +533,12 @@ class _Connection(asyncio.Protocol):
         if close and not any(name == b"connection" for name, _ in answer.headers):
             head.append(b"connection: close\r\n")
         head.append(b"\r\n")
-        self._write(b"".join(head) + answer.body)
+        request = exchange.request
+        self._write(b"".join(head) + (b"" if request.method == b"HEAD" else answer.body))
         exchange.sent = True
-        self._handler.answered(exchange.request, answer)
-        if self._server.access_log:
-            request = exchange.request
-            _access.info('"%s %s" %d', request.method.decode(), request.path, answer.status)
+        self._handler.answered(request, answer)
+        if self._server.access_log:  # the path as a literal: it may hold line breaks
+            _access.info('"%s %r" %d', request.method.decode(), request.path, answer.status)
         if not close:
             self._queue.popleft()
             self._next()
@@ -481,17 +549,33 @@ class _Connection(asyncio.Protocol):
             self._set_timer(max(0.0, exchange.due - self._loop.time()), self._close)
 
     def _next(self) -> None:
-        """Take the next request in line, or wait for one."""
-        if self._broken and not self._queue:
-            self._refuse(self._broken)
-        elif self._queue:
-            self._take(self._queue[0])
+        """Take the requests in line one after another while the client reads its answers,
+        until one waits for its body or its answer, or none is left; then wait for more.
+
+        A loop, not a call per request: thousands may come pipelined in one read."""
+        if self._advancing:  # called back from the loop below, which goes on from there
+            return
+        self._advancing = True
+        try:
+            while self._queue and self._writable and not self._closed:
+                exchange = self._queue[0]
+                if exchange.taken:
+                    break
+                self._take(exchange)
+        finally:
+            self._advancing = False
+        if self._closed:
+            return
+        if self._queue:
             self._settle()
+        elif self._broken:
+            self._refuse(self._broken)
         elif self._begun:
             self._set_timer(self._limits.header_timeout_s, self._headers_too_slow)
+            self._pace()
         else:
             self._set_timer(self._limits.keep_alive_s, self._close)
-        self._pace()
+            self._pace()
 
     def _pace(self) -> None:
         """Read on unless a second request waits in line or the client does not read its
@@ -563,7 +647,15 @@ class _Connection(asyncio.Protocol):
         self._cancel_timer()
         if not self._closed and self._transport is not None:
             self._closed = True
-            self._transport.close()
+            self._transport.close()  # once what is written is sent
+            if self._transport.get_write_buffer_size():
+                self._stall()
+
+    def _stall(self) -> None:
+        if self._stalled is None and self._transport is not None:
+            self._stalled = self._loop.call_later(
+                self._limits.body_timeout_s, self._transport.abort
+            )
 
     def _set_timer(self, delay: float, callback: Callable[[], None]) -> None:
         self._cancel_timer()

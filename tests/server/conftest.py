@@ -116,6 +116,17 @@ def client(server: Server) -> Iterator[httpx.Client]:
         yield http
 
 
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The red-team servers a module's rows run against (`_raw_http.World`), started as
+    rows need them and stopped after the module."""
+    from ._raw_http import World
+
+    made = World(tmp_path_factory.mktemp("redteam"))
+    yield made
+    made.close()
+
+
 @contextmanager
 def served_in_thread(app: Any) -> Iterator[str]:
     """`app` served over HTTP in a thread of this process (so a test can reach into its

@@ -312,7 +312,7 @@ class _Connection(asyncio.Protocol):
             self._stalled = None
         if self._task is not None:  # its client is gone: the app drops the request's work
             self._task.cancel()
-        elif self._queue and not self._queue[0].sent:  # gone before its body was in
+        elif self._queue and self._queue[0].taken and not self._queue[0].sent:  # body not in
             self._handler.answered(self._queue[0].request, None)
         # the parser and the task refer back to this protocol: no cycle is left for the
         # garbage collector's pauses

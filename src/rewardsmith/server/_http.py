@@ -12,8 +12,8 @@ What a connection may do:
   (the first request's: of the connection's opening), else 408 (if a request had begun)
   and the connection is closed; past `MAX_HEADER_BYTES` (counted as read, and as parsed:
   a chunked body's trailers count with the headers), 431 and closed; a chunked body's
-  framing past that (plus `_CHUNK_LINE_BYTES` a chunk), 400 and closed. Trailers are
-  dropped, never headers;
+  part that never ends (a trailer, a chunk line: bytes in which the parser finds neither
+  data nor a chunk) past that, 400 and closed. Trailers are dropped, never headers;
 - its body must arrive within `body_timeout_s` of its headers, else 408 and closed; a body
   over `max_body_bytes` gets 413;
 - between requests it may stay idle for `keep_alive_s`, then it is closed;
@@ -29,7 +29,8 @@ What a connection may do:
 - pipelined requests are answered in order, one at a time (reading pauses while a second
   one waits in line);
 - a client must read its answers: while the write buffer is full no more of its requests
-  are taken, and one that reads nothing for `body_timeout_s` is cut off;
+  are taken, and one that reads none of what is left to send for `body_timeout_s` is cut
+  off;
 - a client that closes its connection, or only its side of it, cancels the request it
   waits for (as uvicorn and nginx: a killed process's kernel sends the same FIN);
 - an answer to HEAD has no body (no route serves HEAD: it is refused).
@@ -177,9 +178,9 @@ _HEADERS_TOO_SLOW = _refusal(408, b"request headers not received in time")
 _UPGRADE = _refusal(400, b"this server does not upgrade connections")
 _MALFORMED = _refusal(400, b"malformed HTTP request")
 _HEADERS_TOO_LARGE = _refusal(431, b"request line and headers over %d bytes" % MAX_HEADER_BYTES)
-_FRAMING_TOO_LARGE = _refusal(400, b"chunk framing and trailers over %d bytes" % MAX_HEADER_BYTES)
-_CHUNK_LINE_BYTES = 32
-"""Framing allowed per chunk of a chunked body (its size line and line ends)."""
+_UNPARSED_TOO_LARGE = _refusal(
+    400, b"over %d bytes of a chunked body with neither data nor a chunk" % MAX_HEADER_BYTES
+)
 _STATUS_LINES = {s.value: b"HTTP/1.1 %d %s\r\n" % (s.value, s.phrase.encode()) for s in HTTPStatus}
 
 
@@ -192,7 +193,6 @@ class _Exchange:
         "complete",
         "continues",
         "due",
-        "framed",
         "keep_alive",
         "request",
         "respond",
@@ -200,7 +200,6 @@ class _Exchange:
         "size",
         "taken",
         "waited",
-        "wire",
     )
 
     def __init__(self, request: Request, keep_alive: bool, continues: bool) -> None:
@@ -224,16 +223,6 @@ class _Exchange:
         """A read ended before its body was in: its early answer or deadline is set."""
         self.sent = False
         """Its answer was written: what still comes of its body is dropped."""
-        self.wire = 0
-        """Bytes read while its body was parsed."""
-        self.framed = 0
-        """Chunks of its body begun (0: not chunked)."""
-
-    def overhead_over(self) -> bool:
-        """More bytes read for its body than the body, its chunk lines and a header's worth
-        of trailers: what the parser would buffer."""
-        allowed = self.size + self.framed * _CHUNK_LINE_BYTES + MAX_HEADER_BYTES
-        return self.wire > allowed
 
 
 class _Server:
@@ -278,6 +267,10 @@ class _Connection(asyncio.Protocol):
         """Bytes read while headers were coming (counted before they are parsed)."""
         self._message_header_bytes = 0
         """The current request's line, headers and trailers as parsed."""
+        self._events = 0
+        """Body data, chunks and trailers the parser gave in the current read."""
+        self._unparsed = 0
+        """Bytes of a body read since the parser last gave data, a chunk or a trailer."""
         self._header_tail = b""
         """The last bytes of the headers read so far: their blank line may span two reads."""
         # requests with complete headers, in order; the first is the one being answered
@@ -287,6 +280,10 @@ class _Connection(asyncio.Protocol):
         """`_next` is taking the requests in line."""
         self._stalled: asyncio.TimerHandle | None = None
         """Cuts off a client that leaves its answers unread."""
+        self._written = 0
+        """Bytes handed to the transport so far."""
+        self._sent_mark = 0
+        """Bytes the transport had sent when `_stalled` was set."""
         self._closed = False
         self._broken = b""
         """What the parser refused: sent (and the connection closed) once the requests
@@ -332,8 +329,7 @@ class _Connection(asyncio.Protocol):
             if self._header_bytes > MAX_HEADER_BYTES:
                 self._refuse(_HEADERS_TOO_LARGE)
                 return
-        else:
-            parsing.wire += len(data)
+        self._events = 0
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:  # refused in on_headers_complete
@@ -342,9 +338,12 @@ class _Connection(asyncio.Protocol):
         except httptools.HttpParserError:
             self._refuse(_MALFORMED)
             return
-        if parsing is not None and self._parsing is parsing and parsing.overhead_over():
-            self._refuse(_FRAMING_TOO_LARGE)  # chunk lines or trailers the parser buffers
-            return
+        if parsing is not None and self._parsing is parsing:
+            # a trailer, or a chunk line, that never ends: the parser would buffer it whole
+            self._unparsed = 0 if self._events else self._unparsed + len(data)
+            if self._unparsed > MAX_HEADER_BYTES:
+                self._refuse(_UNPARSED_TOO_LARGE)
+                return
         self._settle()
 
     def pause_writing(self) -> None:
@@ -356,9 +355,6 @@ class _Connection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._writable = True
-        if self._stalled is not None:
-            self._stalled.cancel()
-            self._stalled = None
         self._next()
 
     # -- httptools callbacks --------------------------------------------------------------
@@ -369,7 +365,7 @@ class _Connection(asyncio.Protocol):
         self._begun = True
         self._url.clear()
         self._headers = []
-        self._message_header_bytes = 0
+        self._message_header_bytes = self._unparsed = 0
         if not self._queue and not self._timing(self._headers_too_slow):
             self._set_timer(self._limits.header_timeout_s, self._headers_too_slow)
 
@@ -378,13 +374,13 @@ class _Connection(asyncio.Protocol):
         self._count_header(len(url))
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        self._events += 1
         self._count_header(len(name) + len(value) + 4)
         if self._parsing is None:  # else a trailer, after a chunked body: never a header
             self._headers.append((name.lower(), value))
 
     def on_chunk_header(self) -> None:
-        if self._parsing is not None:
-            self._parsing.framed += 1
+        self._events += 1
 
     def _count_header(self, size: int) -> None:
         self._message_header_bytes += size
@@ -415,7 +411,7 @@ class _Connection(asyncio.Protocol):
         exchange = _Exchange(request, self._parser.should_keep_alive(), continues and http11)
         self._parsing = exchange
         self._queue.append(exchange)
-        if len(self._queue) == 1:
+        if len(self._queue) == 1 and self._writable:  # else when the client reads again
             self._cancel_timer()
             self._take(exchange)
 
@@ -423,6 +419,7 @@ class _Connection(asyncio.Protocol):
         exchange = self._parsing
         if exchange is None or self._closed:
             return
+        self._events += 1
         exchange.size += len(body)
         if exchange.sent:  # answered already: dropped
             return
@@ -485,7 +482,7 @@ class _Connection(asyncio.Protocol):
         if its answer does not need the body, else its body's deadline runs."""
         if self._queue and not self._closed:
             exchange = self._queue[0]
-            if not exchange.complete and not exchange.sent and not exchange.waited:
+            if exchange.taken and not (exchange.complete or exchange.sent or exchange.waited):
                 exchange.waited = True
                 if exchange.answer is not None:
                     self._send(exchange, exchange.answer)
@@ -641,6 +638,7 @@ class _Connection(asyncio.Protocol):
 
     def _write(self, data: bytes) -> None:
         if not self._closed and self._transport is not None:
+            self._written += len(data)
             self._transport.write(data)
 
     def _close(self) -> None:
@@ -652,10 +650,20 @@ class _Connection(asyncio.Protocol):
                 self._stall()
 
     def _stall(self) -> None:
+        """Watch the answers not yet sent: a client that reads none of them for
+        `body_timeout_s` is cut off (one that reads, however slowly, is not)."""
         if self._stalled is None and self._transport is not None:
-            self._stalled = self._loop.call_later(
-                self._limits.body_timeout_s, self._transport.abort
-            )
+            self._sent_mark = self._written - self._transport.get_write_buffer_size()
+            self._stalled = self._loop.call_later(self._limits.body_timeout_s, self._stalling)
+
+    def _stalling(self) -> None:
+        self._stalled = None
+        if self._transport is None or not self._transport.get_write_buffer_size():
+            return
+        if self._written - self._transport.get_write_buffer_size() <= self._sent_mark:
+            self._transport.abort()  # nothing of it read meanwhile
+        else:
+            self._stall()
 
     def _set_timer(self, delay: float, callback: Callable[[], None]) -> None:
         self._cancel_timer()

@@ -355,7 +355,10 @@ class _Connection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._writable = True
-        self._next()
+        if self._queue and not self._queue[0].taken:  # it waited for the client to read
+            self._next()
+        else:
+            self._pace()
 
     # -- httptools callbacks --------------------------------------------------------------
 

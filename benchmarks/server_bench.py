@@ -70,8 +70,9 @@ BEFORE = [
     "of the table above before its own HTTP layer (uvicorn and the plain ASGI app), run on the "
     "virtual machine this project had until the evening of 2026-11-23, where scoring took "
     "about 0.23 ms of CPU per sample, with a p99 over the target there; the four after them "
-    "are the same code on this machine (`--write`, 5 runs per side), the table's last run "
-    "before the server's own HTTP layer.",
+    "are the same code (commit 3e8f246, uvicorn) run on this machine just before the table "
+    "above, with the same options: the server's own HTTP layer is the only change between "
+    "them.",
     "",
     "| samples per request | server | HTTP / in process | p50 latency ms | p99 latency ms "
     "| HTTP CPU ms per request: server / clients |",
@@ -98,10 +99,10 @@ BEFORE = [
     "| 100% | 533.5 | 724.8 | 3.21 / 0.29 |",
     "| 256 | 2026-11-23 (the slower VM): plain ASGI app, batched hand-overs "
     "| 108% | 1386.2 | 2321.3 | -3.24 / 0.51 |",
-    "| 1 | 2026-11-23: uvicorn, plain ASGI app | 32% | 17.6 | 32.9 | 0.21 / 0.05 |",
-    "| 16 | 2026-11-23: uvicorn, plain ASGI app | 90% | 114.4 | 195.8 | 0.47 / 0.09 |",
-    "| 64 | 2026-11-23: uvicorn, plain ASGI app | 111% | 385.4 | 534.5 | 0.44 / 0.19 |",
-    "| 256 | 2026-11-23: uvicorn, plain ASGI app | 99% | 1399.5 | 2505.1 | 3.09 / 0.49 |",
+    "| 1 | 2026-11-24: uvicorn, plain ASGI app (3e8f246) | 31% | 17.0 | 28.8 | 0.21 / 0.05 |",
+    "| 16 | 2026-11-24: uvicorn, plain ASGI app (3e8f246) | 91% | 88.6 | 136.3 | 0.32 / 0.07 |",
+    "| 64 | 2026-11-24: uvicorn, plain ASGI app (3e8f246) | 102% | 325.1 | 392.0 | 0.22 / 0.14 |",
+    "| 256 | 2026-11-24: uvicorn, plain ASGI app (3e8f246) | 98% | 1012.2 | 1967.3 | 2.79 / 0.38 |",
 ]
 
 

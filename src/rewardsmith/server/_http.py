@@ -14,8 +14,8 @@ What a connection may do:
   a chunked body's trailers count with the headers), 431 and closed; a chunked body's
   part that never ends (a trailer, a chunk line: bytes in which the parser finds neither
   data nor a chunk) past that, 400 and closed. Trailers are dropped, never headers;
-- its body must arrive within `body_timeout_s` of its headers, else 408 and closed; a body
-  over `max_body_bytes` gets 413;
+- its body must arrive within `body_timeout_s` of its headers (a pipelined request's: of
+  its turn), else 408 and closed; a body over `max_body_bytes` gets 413;
 - between requests it may stay idle for `keep_alive_s`, then it is closed;
 - an answer given before its request's body was all received (a refusal, `/health`) says
   `Connection: close`; the rest of the body is read and dropped until it ends or until the

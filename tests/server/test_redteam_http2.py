@@ -78,6 +78,23 @@ def _answer_length(sock: socket.socket, got: bytearray) -> int:
     return len(head) + int(found.group(1))
 
 
+def _read_after_a_pause(sock: socket.socket) -> tuple[bytearray, int]:
+    """Let the first answer begin and pile up a moment (the server's writer pauses), then
+    read all of it: what was read (it may run into the next answer) and its length."""
+    select.select([sock], [], [], READ_S * 4)
+    time.sleep(0.3)
+    sock.settimeout(READ_S)
+    got = bytearray()
+    length = _answer_length(sock, got)
+    while len(got) < length:
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            raise EOFError(len(got))
+        got += chunk
+    assert got.startswith(b"HTTP/1.1 200 "), bytes(got[:80])
+    return got, length
+
+
 def _chunked_json(framing: int, chunks: int) -> bytes:
     """`POST /v1/score`, chunked: a JSON body of `chunks` bytes (spaces, then one sample)
     sent one byte a chunk, each chunk's framing (size line with an extension, line ends)
@@ -201,16 +218,7 @@ def test_a_request_waiting_behind_a_paused_answer_keeps_its_deadline(big: Server
         sock.sendall(
             _big_answer(8_000_000) + request("POST", "/nowhere", None, "Content-Length: 10")
         )
-        select.select([sock], [], [], READ_S * 4)  # the answer begins
-        time.sleep(0.3)  # and piles up: the writer pauses
-        sock.settimeout(READ_S)
-        got = bytearray()
-        length = _answer_length(sock, got)
-        while len(got) < length:
-            chunk = sock.recv(1 << 20)
-            if not chunk:
-                raise EOFError(len(got))
-            got += chunk
+        got, length = _read_after_a_pause(sock)
         done = read_all(sock, READ_S)
         assert health(big)["status"] == "ok"  # the others are served meanwhile
     rest = bytes(got[length:]) + done.raw
@@ -249,19 +257,9 @@ def test_health_and_pipelining_after_a_paused_writer(big: Server) -> None:
     checks on the same connection: both answered (the writer resumed, reading resumed)."""
     with socket.create_connection(("127.0.0.1", big.port)) as sock:
         sock.sendall(_big_answer(8_000_000))
-        select.select([sock], [], [], READ_S * 4)
-        time.sleep(0.3)
-        sock.settimeout(READ_S)
-        got = bytearray()
-        length = _answer_length(sock, got)
-        while len(got) < length:
-            chunk = sock.recv(1 << 20)
-            if not chunk:
-                raise EOFError(len(got))
-            got += chunk
+        _read_after_a_pause(sock)
         sock.sendall(HEALTH * 2)
         done = read_all(sock, READ_S)
-    assert got.startswith(b"HTTP/1.1 200 ")
     assert statuses(done) == [200, 200] and done.closed  # closed at the keep-alive deadline
 
 

@@ -130,7 +130,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 @contextmanager
 def served_in_thread(app: Any) -> Iterator[str]:
     """`app` served over HTTP in a thread of this process (so a test can reach into its
-    engine), 30 s timeouts; yields its base URL."""
+    engine), with its own body limits, 30 s for headers; yields its base URL."""
     import asyncio
 
     from rewardsmith.server._http import Limits, new_loop, serve_http
@@ -139,7 +139,7 @@ def served_in_thread(app: Any) -> Iterator[str]:
     loop = new_loop()
     until: asyncio.Future[None] = loop.create_future()
     ready = threading.Event()
-    limits = Limits(30.0, 30.0, 5.0, app.max_body_bytes)
+    limits = Limits(30.0, app.body_timeout_s, 5.0, app.max_body_bytes)
     serving = serve_http(
         app, "127.0.0.1", port, limits, until=until, graceful_timeout_s=30, ready=ready.set
     )

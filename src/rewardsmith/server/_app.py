@@ -115,7 +115,9 @@ class RewardApp:
             lambda: max_queue_samples,
         )
         self.max_body_bytes = max_body_bytes
+        """Largest body the server takes for this app (`_http.Limits`)."""
         self.body_timeout_s = body_timeout_s
+        """Time the server gives a body to arrive (`_http.Limits`)."""
         self._expected = token.encode() if token else None
         self._max_queue_samples = max_queue_samples
         self._fingerprint = spec_fingerprint(spec)
@@ -442,7 +444,7 @@ def serve(
         body_timeout_s=body_timeout_s,
     )
     _log_to_stderr(log_level)
-    limits = Limits(header_timeout_s, body_timeout_s, keep_alive_s, max_body_bytes)
+    limits = Limits(header_timeout_s, app.body_timeout_s, keep_alive_s, app.max_body_bytes)
     # What is built so far (modules, the spec, the app) lives as long as the server: out of
     # the collector's way, a full collection no longer walks it while requests wait (the
     # garbage among it collected first, or it would be kept for good)

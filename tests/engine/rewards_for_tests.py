@@ -57,3 +57,10 @@ def holds_a_semaphore() -> RewardFn:
 
     _LOCKS.append(multiprocessing.get_context("spawn").Lock())
     return lambda sample: Score.ok(1.0)
+
+
+@reward("tests.engine.slow_start")
+def slow_start(*, seconds: float = 3.0) -> RewardFn:
+    """Takes `seconds` to build (as a model reward loading its weights), then scores 1."""
+    time.sleep(seconds)
+    return lambda sample: Score.ok(1.0)

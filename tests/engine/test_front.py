@@ -252,3 +252,110 @@ def test_event_loops_that_are_done_with_leave_nothing_behind() -> None:
         gc.collect()
         assert [ref() for ref in loops] == [None] * 3
         assert len(engine._handovers) == 0
+
+
+# -- a front hosted on an event loop (what the server does) ---------------------------------
+
+
+def front_threads() -> int:
+    return sum(t.name == "rewardsmith-front" for t in threading.enumerate())
+
+
+MIXED = [[{"id": f"{j}-{i}", "completion": "z" * (i + j)} for i in range(4)] for j in range(10)]
+MIXED[3][1] = {"id": "3-1", "completion": "hang"}  # timeout: the loop's deadline timer
+MIXED[6][0] = {"id": "6-0", "completion": "die"}  # the worker's pipe ends under a task
+MIXED[8][2] = {"id": "8-2", "completion": 7}  # invalid: ready at once
+
+
+def test_a_hosted_front_gives_what_a_driver_thread_gives_and_starts_no_thread() -> None:
+    with Engine(PLAIN, workers=2) as engine:
+        expected = [dumped(engine.score(r)) for r in MIXED]
+
+    async def main(engine: Engine) -> tuple[list, list, int]:
+        engine.host(asyncio.get_running_loop())
+        calls = [engine.ascore(r) for r in MIXED[:-1]]
+        from_a_thread = asyncio.to_thread(engine.score, MIXED[-1])  # wakes the loop
+        got = await asyncio.gather(*calls, from_a_thread)
+        threads = front_threads()
+        engine.close()  # on the loop
+        return got, [engine.admitted], threads
+
+    engine = Engine(PLAIN, workers=2)
+    got, admitted, threads = asyncio.run(main(engine))
+    assert [dumped(g) for g in got] == expected
+    assert {r["status"] for g in expected for r in g} == {"ok", "timeout", "error", "invalid"}
+    assert admitted == [0] and threads == 0
+
+
+def test_a_hosted_front_closed_from_another_thread_fails_its_calls_and_works_again() -> None:
+    """The server's way: `close` in a thread while the loop runs; then a driver thread."""
+
+    async def main(engine: Engine) -> BaseException | list:
+        engine.host(asyncio.get_running_loop())
+        await asyncio.to_thread(engine.start)
+        held = asyncio.ensure_future(engine.ascore([{"completion": "sleep 5"}]))
+        await asyncio.sleep(0.2)
+        await asyncio.to_thread(engine.close)
+        return (await asyncio.gather(held, return_exceptions=True))[0]
+
+    engine = Engine(PLAIN, workers=1)
+    try:
+        assert isinstance(asyncio.run(main(engine)), EngineClosed)
+        assert engine.admitted == 0
+        assert [r.reward for r in engine.score([{"completion": "abcd"}])] == [4.0]
+        assert front_threads() == 1
+    finally:
+        engine.close()
+
+
+def test_an_engine_whose_hosting_loop_closed_goes_on_with_a_thread() -> None:
+    async def main(engine: Engine) -> list:
+        engine.host(asyncio.get_running_loop())
+        return await engine.ascore([{"completion": "ab"}])
+
+    with Engine(PLAIN, workers=1) as engine:
+        assert [r.reward for r in asyncio.run(main(engine))] == [2.0]
+        assert [r.reward for r in engine.score([{"completion": "abc"}])] == [3.0]
+        assert front_threads() == 1
+
+
+def test_hosting_comes_before_first_use_and_a_ray_pool_keeps_its_thread() -> None:
+    async def host(engine: Engine) -> None:
+        engine.host(asyncio.get_running_loop())
+
+    with Engine(PLAIN, workers=1) as engine:
+        engine.start()
+        with pytest.raises(RuntimeError, match="before its first use"):
+            asyncio.run(host(engine))
+    ray = Engine(PLAIN, backend="ray")  # no cluster starts before the first call
+    asyncio.run(host(ray))
+    assert ray.front._host is None
+
+
+@pytest.mark.parametrize("hosted", [False, True], ids=["thread", "hosted"])
+def test_while_a_killed_worker_is_replaced_the_others_go_on(hosted: bool) -> None:
+    """A replacement builds its rewards (seconds, for a model) without holding up the pool,
+    nor, hosted, the event loop."""
+    spec = {
+        "rewards": {"s": {"type": SCRIPTED}, "w": {"type": "tests.engine.slow_start"}},
+        "timeout_s": 0.5,
+    }
+
+    async def main(engine: Engine) -> tuple[list, list, bool]:
+        if hosted:
+            engine.host(asyncio.get_running_loop())
+        await asyncio.to_thread(engine.start)
+        hung = asyncio.ensure_future(engine.ascore([{"completion": "hang"}]))
+        while engine.pool.replaced == 0:
+            await asyncio.sleep(0.05)
+        quick = await engine.ascore([{"id": str(i), "completion": "ab"} for i in range(8)])
+        starting = any(w.starting is not None for w in engine.pool._workers)
+        hung_results = await hung
+        await asyncio.to_thread(engine.close)
+        return hung_results, quick, starting
+
+    engine = Engine(spec, workers=2)
+    hung, quick, starting = asyncio.run(main(engine))
+    assert starting  # the quick call was answered while the replacement still built
+    assert [r.components["s"].status for r in hung] == ["timeout"]
+    assert [r.reward for r in quick] == [3.0] * 8

@@ -168,6 +168,14 @@ class Engine:
         """The admission limit (None: none)."""
         return self._limit
 
+    def host(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Drive the workers from `loop` (call it on the loop's thread, before the engine's
+        first use) rather than from a thread of the engine's own, until `close`: what a
+        server does, whose loop would otherwise take turns with that thread on the
+        interpreter lock for every request (`Front.host`). A local pool only: with Ray,
+        nothing changes."""
+        self.front.host(loop, pool_watched=self._backend == "local")
+
     def start(self) -> None:
         """Start the workers now rather than on the first call (raises what stops them)."""
         sink = _Collect()
@@ -390,7 +398,11 @@ class _Handover:
         self._scheduled = False
 
     def call(self, fn: Callable[[Any], None], arg: Any) -> None:
-        """Run `fn(arg)` on the loop soon (from any thread; nothing if the loop is closed)."""
+        """Run `fn(arg)` on the loop soon (from any thread; nothing if the loop is closed);
+        from the loop itself (a driver it hosts), at once."""
+        if asyncio._get_running_loop() is self._loop() and not self._calls:
+            self._call(fn, arg)
+            return
         self._calls.append((fn, arg))
         if not self._scheduled:  # else a batch is due, and runs this call (it is queued)
             self._scheduled = True
@@ -406,15 +418,17 @@ class _Handover:
         self._scheduled = False  # before taking: a call queued from now on schedules a batch
         calls = self._calls
         while calls:
-            fn, arg = calls.popleft()
-            try:
-                fn(arg)
-            except Exception as exc:  # reported; the rest of the batch still runs
-                loop = self._loop()
-                if loop is not None:
-                    loop.call_exception_handler(
-                        {"message": "rewardsmith: handing a result over failed", "exception": exc}
-                    )
+            self._call(*calls.popleft())
+
+    def _call(self, fn: Callable[[Any], None], arg: Any) -> None:
+        try:
+            fn(arg)
+        except Exception as exc:  # reported; the other calls still run
+            loop = self._loop()
+            if loop is not None:
+                loop.call_exception_handler(
+                    {"message": "rewardsmith: handing a result over failed", "exception": exc}
+                )
 
 
 class _Awaited(_Whole):

@@ -11,7 +11,10 @@ results, in its input order, as soon as its next sample is finished.
 
 The driver sleeps on a wake-up pipe while nothing is in flight, and waits on that pipe
 together with the workers while something is, so a new sample never waits for a poll
-interval. A run that is cancelled (a caller that stopped reading) loses its queued tasks,
+interval. A server hosts the driver on its event loop instead (`host`): the loop watches the
+pipes of the workers it waits for and drives the pool from its own thread, because a loop
+and a driver thread in one process would take turns on the interpreter lock for every
+request. A run that is cancelled (a caller that stopped reading) loses its queued tasks,
 and the results of its tasks already running are dropped: nothing leaks into another run.
 
 Admission control is an option (`limit`): a run that would take the samples accepted and
@@ -21,6 +24,7 @@ front without it.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import select
@@ -55,6 +59,13 @@ class Pool(Protocol):
     def poll(self, max_wait_s: float = 0.1, wake: int | None = None) -> list[tuple[Any, Score]]: ...
     def drop(self, match: Callable[[Any], bool]) -> None: ...
     def close(self) -> None: ...
+
+
+class WatchedPool(Pool, Protocol):
+    """A pool an event loop can drive (`TimeoutPool`): it says what to watch and when to look."""
+
+    def watched(self) -> list[int]: ...
+    def next_look_s(self, max_wait_s: float) -> float: ...
 
 
 class Sink(Protocol):
@@ -152,6 +163,8 @@ class Front:
         an input that is ready as it is (an invalid one's result) still wakes it."""
         self._wake_w = -1
         """Write end of the running driver's wake-up pipe (the driver closes it as it ends)."""
+        self._host: _Hosted | None = None
+        """The event loop that drives the pool instead of a thread (see `host`)."""
         self._ids = itertools.count()
 
     @property
@@ -200,11 +213,33 @@ class Front:
             self._inbox.append((run, op, payload))
             if last:
                 self._inbox.append((run, "end", None))
-            if self._thread is None:
+            if self._host is not None and self._host.gone:  # its loop closed unclosed: a
+                self._host = None  # thread takes over the pool and what is in flight
+            if self._host is None and self._thread is None:
                 self._start_driver()
             elif not self._woken and not (op == "add" and self._saturated and _to_score(payload)):
                 self._woken = True
-                os.write(self._wake_w, b"\0")
+                if self._host is not None:
+                    self._host.wake()
+                else:
+                    os.write(self._wake_w, b"\0")
+
+    def host(self, loop: asyncio.AbstractEventLoop, pool_watched: bool) -> None:
+        """Drive the pool from `loop`, whose thread this call must run on, rather than from a
+        thread of the front's own, until `close`. `pool_watched`: the pool `make_pool` starts
+        is a `WatchedPool` (else nothing changes: the driver stays a thread).
+
+        A server's event loop and a driver thread in one process take turns on the
+        interpreter lock, and with one sample per request they would do so for every
+        request; on the loop, a new run costs a callback, and a finished one sets its
+        future there and then. Callers on other threads still work (they wake the loop).
+        """
+        if not pool_watched:
+            return
+        with self._lock:
+            if self._thread is not None or self._host is not None:
+                raise RuntimeError("host the front before its first use")
+            self._host = _Hosted(self, loop)
 
     def _start_driver(self) -> None:
         """Start a driver thread and its wake-up pipe (with `_lock` held)."""
@@ -220,20 +255,24 @@ class Front:
     def close(self) -> None:
         """Stop the driver, fail the runs in flight (`EngineClosed`), stop the workers.
 
-        The front can be used again afterwards: a new driver and pool start on demand.
+        The front can be used again afterwards: a new driver and pool start on demand (a
+        thread's: `close` ends hosting).
         """
         with self._lock:
-            thread = self._thread
+            thread, host = self._thread, self._host
             self._closing = True
             if thread is not None and not self._woken:
                 self._woken = True
                 os.write(self._wake_w, b"\0")
+        if host is not None:
+            host.stop()
         if thread is not None and thread is not threading.current_thread():
             thread.join()
         self._fail_all(EngineClosed("the engine was closed"))
         self._close_pool()
         with self._lock:
             self._closing = False
+            self._host = None
             if self._inbox:  # runs opened while it closed
                 self._start_driver()
 
@@ -292,6 +331,32 @@ class Front:
             if self._inbox or self._woken or self._closing:
                 return
         select.select([wake_r], [], [])
+
+    # -- the driver hosted on an event loop --------------------------------------------------
+
+    def _step(self, host: _Hosted) -> None:
+        """One look, on the loop: new commands, finished tasks, deadlines (the thread
+        driver's loop body, without the wait: the loop waits)."""
+        with self._lock:
+            if host.stopped or self._closing:
+                return
+            commands, self._inbox = self._inbox, []
+            self._woken = False
+        try:
+            pool: WatchedPool = self.pool  # type: ignore[assignment]
+            for run, op, payload in commands:
+                self._apply(pool, run, op, payload)
+            done = pool.poll(0.0)  # also when idle: a new worker's "ready" must be read
+            self._saturated = pool.saturated
+            self._collect(done)
+            watched = pool.watched()
+            host.watch(watched, pool.next_look_s(_POLL_S) if watched else None)
+        except BaseException as exc:  # the pool broke: as the thread driver, the next run
+            host.watch([], None)  # starts a new one
+            self._fail_all(exc)
+            self._close_pool()
+            if not isinstance(exc, Exception):
+                raise
 
     def _apply(self, pool: Pool, run: Run, op: str, payload: Any) -> None:
         if run.over:
@@ -381,3 +446,86 @@ class Front:
         if count:
             with self._lock:
                 self._admitted -= count
+
+
+class _Hosted:
+    """The front's driver as callbacks of an event loop: a look (`Front._step`) when a run
+    comes, when a busy worker's pipe has something, and when a deadline is due."""
+
+    def __init__(self, front: Front, loop: asyncio.AbstractEventLoop) -> None:
+        self._front = front
+        self._loop = loop
+        self._thread = threading.get_ident()
+        self._watched: set[int] = set()
+        self._timer: asyncio.TimerHandle | None = None
+        self.stopped = False
+
+    @property
+    def gone(self) -> bool:
+        """Its loop is closed: it looks no more."""
+        return self._loop.is_closed()
+
+    def wake(self) -> None:
+        """A look soon (from any thread; the front's lock is held)."""
+        if threading.get_ident() == self._thread:
+            self._loop.call_soon(self._look)
+        else:
+            self._loop.call_soon_threadsafe(self._look)
+
+    def _look(self) -> None:
+        self._front._step(self)
+
+    def watch(self, fds: list[int], look_in_s: float | None) -> None:
+        """Look when one of `fds` is readable (only busy workers': an idle one's pipe that
+        ends would be readable for good), and after `look_in_s` (None: no need)."""
+        wanted = set(fds)
+        if wanted != self._watched:
+            for fd in self._watched - wanted:
+                self._loop.remove_reader(fd)
+            for fd in wanted - self._watched:
+                self._loop.add_reader(fd, self._look)
+            self._watched = wanted
+        if look_in_s is None:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            return
+        due = self._loop.time() + look_in_s
+        if self._timer is None or self._timer.when() > due:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = self._loop.call_at(due, self._tick)
+
+    def _tick(self) -> None:
+        self._timer = None
+        self._look()
+
+    def stop(self) -> None:
+        """No more looks: the loop lets go of the pool (from another thread, this waits for
+        the loop to do it, unless the loop no longer runs)."""
+        if threading.get_ident() == self._thread or not self._loop.is_running():
+            self._stop()
+            return
+        stopped = threading.Event()
+
+        def stop_there() -> None:
+            self._stop()
+            stopped.set()
+
+        try:
+            self._loop.call_soon_threadsafe(stop_there)
+        except RuntimeError:  # closed meanwhile
+            self._stop()
+            return
+        while not stopped.wait(0.1):
+            if not self._loop.is_running():  # it stopped before it ran the call
+                self._stop()
+                return
+
+    def _stop(self) -> None:
+        self.stopped = True
+        if self._loop.is_closed():
+            self._watched.clear()
+            self._timer = None
+        else:
+            self.watch([], None)

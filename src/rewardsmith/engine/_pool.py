@@ -77,6 +77,8 @@ class _Worker:
     conn: Connection
     progress: Any  # shared double[2]: [seq of the running task or _IDLE, its start time]
     outstanding: dict[int, Task] = field(default_factory=dict)
+    starting: float | None = None
+    """`time.monotonic()` at its start, until it says it is ready (no task goes to it before)."""
 
     def running(self) -> tuple[int, float] | None:
         """(seq, start) of the task the worker is on, read consistently; None if unknown."""
@@ -188,17 +190,21 @@ class TimeoutPool:
         process.start()
         track_worker(process)
         child.close()
-        return _Worker(process, parent, progress)
+        return _Worker(process, parent, progress, starting=time.monotonic())
 
     def _await_ready(self, worker: _Worker) -> None:
         if worker.conn.poll(_START_TIMEOUT_S):
             try:
                 worker.conn.recv()
+                worker.starting = None
                 return
             except EOFError:
                 pass
-        worker.process.join(timeout=1)
-        raise RuntimeError(
+        raise self._failed_to_start(worker)
+
+    def _failed_to_start(self, worker: _Worker) -> RuntimeError:
+        _kill(worker)
+        return RuntimeError(
             f"a reward worker failed to start (exit code {worker.process.exitcode}). Workers "
             "are started like those of any Python process pool: a script must run its code "
             "under `if __name__ == '__main__':`, and reward types must be importable."
@@ -211,8 +217,8 @@ class TimeoutPool:
 
     @property
     def saturated(self) -> bool:
-        """Every worker has work: tasks submitted now would only queue."""
-        return all(w.outstanding for w in self._workers)
+        """Every worker has work (or is starting): tasks submitted now would only queue."""
+        return all(w.outstanding or w.starting is not None for w in self._workers)
 
     def submit(self, tasks: Sequence[Task]) -> None:
         """Queue tasks; they start as workers free up."""
@@ -230,20 +236,21 @@ class TimeoutPool:
         """
         self._dispatch()
         done, self._rejected = self._rejected, []
-        active = [w for w in self._workers if w.outstanding]
+        active = self._watched()
         if not active:
             return done
-        now = time.monotonic()
-        wait_s = min([max_wait_s] + [self._deadline(w, w.running()) - now for w in active])
+        wait_s = self._look_in(active, max_wait_s)
         by_conn = {id(w.conn): w for w in active}
         waited: list[Any] = [w.conn for w in active]
         if wake is not None:
             waited.append(wake)
-        for conn in wait(waited, timeout=0.0 if done else max(0.0, wait_s)):
+        for conn in wait(waited, timeout=0.0 if done else wait_s):
             if conn is not wake:
                 self._drain(by_conn[id(conn)], done)
         now = time.monotonic()
         for index, worker in enumerate(self._workers):
+            if worker.starting is not None and now > worker.starting + _START_TIMEOUT_S:
+                raise self._failed_to_start(worker)
             if not worker.outstanding:
                 continue
             running = worker.running()  # read once: the kill decision and the verdict use it
@@ -253,6 +260,28 @@ class TimeoutPool:
         done += self._rejected
         self._rejected = []
         return done
+
+    def watched(self) -> list[int]:
+        """The pipes of the workers with tasks: one is readable when results come (or its
+        worker died). An event loop that drives the pool watches them (`Front.host`)."""
+        return [w.conn.fileno() for w in self._watched()]
+
+    def next_look_s(self, max_wait_s: float) -> float:
+        """When to poll again at the latest: the next deadline of a running task (or of a
+        worker's start), or `max_wait_s` if it is sooner."""
+        return self._look_in(self._watched(), max_wait_s)
+
+    def _watched(self) -> list[_Worker]:
+        """The workers to hear from: those with tasks, and those starting."""
+        return [w for w in self._workers if w.outstanding or w.starting is not None]
+
+    def _look_in(self, active: list[_Worker], max_wait_s: float) -> float:
+        now = time.monotonic()
+        due = [
+            self._deadline(w, w.running()) if w.starting is None else w.starting + _START_TIMEOUT_S
+            for w in active
+        ]
+        return max(0.0, min([max_wait_s] + [d - now for d in due]))
 
     def _deadline(self, worker: _Worker, running: tuple[int, float] | None) -> float:
         if running is None:  # between two tasks for a moment: look again soon
@@ -278,6 +307,13 @@ class TimeoutPool:
         self._replace(index)
 
     def _drain(self, worker: _Worker, done: list[tuple[Any, Score]]) -> None:
+        if worker.starting is not None:  # what it has to say is that it is ready
+            try:
+                worker.conn.recv()
+            except (EOFError, OSError):
+                raise self._failed_to_start(worker) from None
+            worker.starting = None
+            return
         try:
             while worker.outstanding and worker.conn.poll():
                 for seq, (value, status, detail) in worker.conn.recv():
@@ -294,15 +330,17 @@ class TimeoutPool:
             self._replace(self._workers.index(worker))
 
     def _replace(self, index: int) -> None:
-        """Kill a worker and start another; tasks it held go back to the front of the queue."""
+        """Kill a worker and start another; tasks it held go back to the front of the queue.
+
+        The new one is not waited for (it builds its rewards: a fraction of a second, or
+        seconds for a model): the other workers go on meanwhile, and it takes tasks once it
+        says it is ready (`poll` hears it)."""
         old = self._workers[index]
         self._pending.extendleft(reversed(list(old.outstanding.values())))
         old.outstanding.clear()
         _kill(old)
         self.replaced += 1
-        fresh = self._start()
-        self._await_ready(fresh)
-        self._workers[index] = fresh
+        self._workers[index] = self._start()
 
     def _dispatch(self) -> None:
         """Hand a batch to each idle worker.
@@ -310,7 +348,7 @@ class TimeoutPool:
         Only idle workers get work: a worker blocked in a hung task would not read its pipe,
         and a large batch written into a full pipe would block the parent past any deadline.
         """
-        idle = [i for i, w in enumerate(self._workers) if not w.outstanding]
+        idle = [i for i, w in enumerate(self._workers) if not w.outstanding and w.starting is None]
         for index in idle:
             if not self._pending:
                 return

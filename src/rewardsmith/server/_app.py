@@ -131,16 +131,19 @@ class RewardApp:
 
     # -- the server's calls ---------------------------------------------------------------
 
-    def start(self) -> None:
-        self.engine.start()
+    async def start(self) -> None:
+        # the loop drives the workers: a driver thread would take turns with it on the
+        # interpreter lock for every request (BENCHMARKS.md, "Reward server under load")
+        self.engine.host(asyncio.get_running_loop())
+        await asyncio.to_thread(self.engine.start)
         self._accepting = True
 
     def stop_accepting(self) -> None:
         self._accepting = False
 
-    def close(self) -> None:
+    async def close(self) -> None:
         self._accepting = False
-        self.engine.close()
+        await asyncio.to_thread(self.engine.close)
 
     def open(self, request: Request) -> Answer | Respond:
         if self._expected is None:

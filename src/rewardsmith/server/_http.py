@@ -145,14 +145,14 @@ Respond = Callable[[bytes], Awaitable[Answer]]
 class Handler(Protocol):
     """The app behind the server."""
 
-    def start(self) -> None:
-        """Called (in a thread) before the server listens."""
+    async def start(self) -> None:
+        """Called before the server listens (on its loop: blocking work goes to a thread)."""
 
     def stop_accepting(self) -> None:
         """The server is stopping: requests still coming should be refused."""
 
-    def close(self) -> None:
-        """Called (in a thread) once the last connection is gone."""
+    async def close(self) -> None:
+        """Called once the last connection is gone (as `start`)."""
 
     def open(self, request: Request) -> Answer | Respond:
         """What to do with a request whose headers are complete: answer it now (its body
@@ -707,7 +707,7 @@ async def serve_http(
     connections, idle ones closed, requests in flight answered for at most
     `graceful_timeout_s` (then their connections are cut), and the handler closed."""
     loop = asyncio.get_running_loop()
-    await asyncio.to_thread(handler.start)
+    await handler.start()
     server = _Server(handler, limits, access_log)
     try:
         listener = await loop.create_server(lambda: _Connection(server), host, port, backlog=2048)
@@ -733,5 +733,5 @@ async def serve_http(
                 connection.abort()
             await asyncio.sleep(0)  # let the aborted connections see it
     finally:
-        await asyncio.to_thread(handler.close)
+        await handler.close()
         _log.info("stopped")

@@ -92,25 +92,26 @@ def _worker_main(conn: Connection, progress: Any, plan: dict[str, Any]) -> None:
     """Build the reward functions once, then score batches until the pipe closes."""
     die_with_parent()
     rewards: dict[str, RewardFn] = {name: component.build() for name, component in plan.items()}
-    conn.send(("ready", os.getpid()))
-    while True:
-        try:
+    try:
+        conn.send(("ready", os.getpid()))
+        while True:
             batch: list[tuple[int, str, Sample]] = conn.recv()
-        except (EOFError, OSError):
-            return
-        _prefetch(rewards, batch)
-        done: list[tuple[int, tuple[float | None, str, dict[str, Any]]]] = []
-        flushed = time.monotonic()
-        for seq, component, sample in batch:
-            progress[1] = time.monotonic()  # start time first: a reader never sees a new seq
-            progress[0] = seq  # paired with an old start time
-            score = _run_one(rewards[component], sample)
-            done.append((seq, (score.score, score.status, score.detail)))
-            if time.monotonic() - flushed > _FLUSH_S:
+            _prefetch(rewards, batch)
+            done: list[tuple[int, tuple[float | None, str, dict[str, Any]]]] = []
+            flushed = time.monotonic()
+            for seq, component, sample in batch:
+                progress[1] = time.monotonic()  # start time first: a reader never sees a
+                progress[0] = seq  # new seq paired with an old start time
+                score = _run_one(rewards[component], sample)
+                done.append((seq, (score.score, score.status, score.detail)))
+                if time.monotonic() - flushed > _FLUSH_S:
+                    conn.send(done)
+                    done, flushed = [], time.monotonic()
+            progress[0] = _IDLE
+            if done:
                 conn.send(done)
-                done, flushed = [], time.monotonic()
-        progress[0] = _IDLE
-        conn.send(done)
+    except (EOFError, OSError):  # the pool closed its end (a send to it: broken pipe)
+        return
 
 
 def _prefetch(rewards: dict[str, RewardFn], batch: list[tuple[int, str, Sample]]) -> None:

@@ -46,7 +46,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 from urllib.parse import unquote
 
 import httptools
@@ -56,6 +56,7 @@ __all__ = [
     "Answer",
     "Handler",
     "Limits",
+    "Pending",
     "Refusal",
     "Request",
     "Respond",
@@ -138,8 +139,23 @@ class Refusal(Exception):
         return Answer(self.status, body, JSON, self.headers, self.reject, self.close)
 
 
-Respond = Callable[[bytes], Awaitable[Answer]]
-"""Answers a request from its whole body."""
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Pending(Generic[T]):
+    """An answer to come: `finish` makes it, on the loop, of what `future` gives (none: the
+    future gives the answer). The future is cancelled if the client leaves first; it may
+    fail with a `Refusal`."""
+
+    future: asyncio.Future[T]
+    finish: Callable[[T], Answer] | None = None
+
+
+Respond = Callable[[bytes], "Answer | Pending[Any]"]
+"""Answers a request from its whole body, at once or later (a future, not a task per
+request: with one sample per request, a task's steps were a cost of their own). May raise
+`Refusal`."""
 
 
 class Handler(Protocol):
@@ -275,7 +291,8 @@ class _Connection(asyncio.Protocol):
         """The last bytes of the headers read so far: their blank line may span two reads."""
         # requests with complete headers, in order; the first is the one being answered
         self._queue: deque[_Exchange] = deque()
-        self._task: asyncio.Task[None] | None = None
+        self._pending: Pending[Any] | None = None
+        """The app's answer to come to the first request in line."""
         self._advancing = False
         """`_next` is taking the requests in line."""
         self._stalled: asyncio.TimerHandle | None = None
@@ -307,13 +324,14 @@ class _Connection(asyncio.Protocol):
         if self._stalled is not None:
             self._stalled.cancel()
             self._stalled = None
-        if self._task is not None:  # its client is gone: the app drops the request's work
-            self._task.cancel()
-        elif self._queue and self._queue[0].taken and not self._queue[0].sent:  # body not in
+        if self._pending is not None:  # its client is gone: the app drops the request's work
+            self._pending.future.cancel()
+            self._pending = None
+        if self._queue and self._queue[0].taken and not self._queue[0].sent:
             self._handler.answered(self._queue[0].request, None)
-        # the parser and the task refer back to this protocol: no cycle is left for the
-        # garbage collector's pauses
-        self._parser = self._task = None  # type: ignore[assignment]
+        # the parser refers back to this protocol: no cycle is left for the garbage
+        # collector's pauses
+        self._parser = None  # type: ignore[assignment]
         self._queue.clear()
         self._server.forget(self)
 
@@ -501,24 +519,31 @@ class _Connection(asyncio.Protocol):
         body = b"".join(exchange.chunks)
         exchange.chunks = []
         assert exchange.respond is not None
-        self._task = self._loop.create_task(self._respond(exchange, exchange.respond, body))
-
-    async def _respond(self, exchange: _Exchange, respond: Respond, body: bytes) -> None:
         try:
-            answer = await respond(body)
+            outcome = exchange.respond(body)
+        except Refusal as refusal:
+            outcome = refusal.answer()
+        except Exception:
+            outcome = _failed(exchange)
+        if isinstance(outcome, Answer):
+            self._send(exchange, outcome)
+        else:
+            self._pending = outcome
+            outcome.future.add_done_callback(lambda future: self._finish(exchange, outcome))
+
+    def _finish(self, exchange: _Exchange, pending: Pending[Any]) -> None:
+        """The app's answer came (unless it was cancelled: the client left)."""
+        if pending is not self._pending:
+            return
+        self._pending = None
+        try:
+            given = pending.future.result()
+            answer = given if pending.finish is None else pending.finish(given)
         except Refusal as refusal:
             answer = refusal.answer()
-        except asyncio.CancelledError:
-            if self._closed:  # the client left: nobody reads an answer
-                self._handler.answered(exchange.request, None)
-                return
-            raise
         except Exception:
-            _log.exception("%s %s failed", exchange.request.method.decode(), exchange.request.path)
-            answer = _INTERNAL
-        self._task = None
-        if not self._closed:
-            self._send(exchange, answer)
+            answer = _failed(exchange)
+        self._send(exchange, answer)
 
     def _send(self, exchange: _Exchange, answer: Answer) -> None:
         """Write the answer to the first request in line, then go on to the next."""
@@ -680,6 +705,12 @@ class _Connection(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = self._timer_callback = None
+
+
+def _failed(exchange: _Exchange) -> Answer:
+    """500, for an exception of the app's (being handled), which is logged."""
+    _log.exception("%s %s failed", exchange.request.method.decode(), exchange.request.path)
+    return _INTERNAL
 
 
 def new_loop() -> asyncio.AbstractEventLoop:

@@ -53,6 +53,18 @@ _END = object()
 Backend = Literal["local", "ray"]
 """Where CPU rewards run."""
 
+_pid = os.getpid()
+"""This process's id, kept by a fork hook: `os.getpid()` is a system call, and an engine
+asks on every call whether it runs in the process that built it."""
+
+
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
+
 
 def invalid_result(spec: RewardSpec, sample_id: str, reason: str) -> Result:
     """The result of an input that is not a valid sample: every component `invalid`."""
@@ -126,7 +138,7 @@ class Engine:
         self._ray_address = ray_address
         self._limit = max_queue_samples
         self._front = Front(self.spec, self._start_pool, max_queue_samples)
-        self._pid = os.getpid()
+        self._pid = _pid
         self._handovers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Handover] = (
             weakref.WeakKeyDictionary()
         )
@@ -148,8 +160,8 @@ class Engine:
         even have been held by one of the parent's threads at the fork), so they are
         dropped, never closed or killed; this process starts its own on first use.
         """
-        if os.getpid() != self._pid:
-            self._pid = os.getpid()
+        if _pid != self._pid:
+            self._pid = _pid
             self._front = Front(self.spec, self._start_pool, self._limit)
         return self._front
 
@@ -212,7 +224,7 @@ class Engine:
         """
         loop = asyncio.get_running_loop()
         handover = self._handovers.get(loop)
-        if handover is None or handover.pid != os.getpid():  # after a fork: the child's own
+        if handover is None or handover.pid != _pid:  # after a fork: the child's own
             for closed in [old for old in self._handovers if old.is_closed()]:
                 del self._handovers[closed]  # its undelivered answers hold it
             handover = self._handovers[loop] = _Handover(loop)
@@ -391,7 +403,7 @@ class _Handover:
     `asyncio.run` must leave nothing behind."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.pid = os.getpid()
+        self.pid = _pid
         """The process it hands over in (a forked child may inherit one mid-batch)."""
         self._loop = weakref.ref(loop)
         self._calls: deque[tuple[Callable[[Any], None], Any]] = deque()

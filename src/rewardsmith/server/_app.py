@@ -43,9 +43,8 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable, Sequence
-from functools import partial
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -67,27 +66,13 @@ from ._config import (
     check_settings,
     is_loopback,
 )
-from ._http import (
-    Answer,
-    Headers,
-    Limits,
-    Pending,
-    Refusal,
-    Request,
-    Respond,
-    new_loop,
-    serve_http,
-)
+from ._http import Answer, Headers, Limits, Refusal, Request, Respond, new_loop, serve_http
 from ._metrics import CONTENT_TYPE, Metrics
 from ._openrlhf import OpenRLHFRequest, openrlhf_response
 
 __all__ = ["RewardApp", "create_app", "serve"]
 
 _SAMPLES = TypeAdapter(list[Sample])
-_Dump = Callable[[list[Result]], bytes]
-"""Writes a route's answer from its results."""
-_Parse = Callable[[bytes], tuple[Sequence["Sample | InputError"], _Dump]]
-"""Reads a route's body: its samples, and how to write the answer."""
 _SCORE_KEYS = ("samples",)
 _MAX_ERRORS = 3
 _INLINE_BYTES = 256 * 2**10
@@ -96,6 +81,8 @@ _BODY_NESTING = MAX_NESTING + 2
 """Deepest JSON body: a sample's own limit plus the body's list and object around it."""
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 """The usual loopback host names, known without parsing an address."""
+
+T = TypeVar("T")
 
 _log = logging.getLogger("rewardsmith.server")
 
@@ -185,8 +172,10 @@ class RewardApp:
         self._authorize(request)
         return self._score_body
 
-    def _score_body(self, body: bytes) -> Pending[Any]:
-        return self._respond(body, self._parse_samples, "/v1/score")
+    async def _score_body(self, body: bytes) -> Answer:
+        samples = await _off_loop(len(body), self._parse_samples, body)
+        results = await self._run(list(samples), "/v1/score")
+        return Answer(200, await _off_loop(len(body), _dump_results, results))
 
     def _get_reward(self, request: Request) -> Respond:
         self._authorize(request)
@@ -198,8 +187,11 @@ class RewardApp:
             )
         return self._reward_body
 
-    def _reward_body(self, body: bytes) -> Pending[Any]:
-        return self._respond(body, self._parse_openrlhf, "/get_reward")
+    async def _reward_body(self, body: bytes) -> Answer:
+        samples, found = await _off_loop(len(body), self._parse_openrlhf, body)
+        results = await self._run(samples, "/get_reward")
+        answer = openrlhf_response(self.spec, results, found)
+        return Answer(200, await _off_loop(len(body), lambda: json.dumps(answer).encode()))
 
     def _health(self, request: Request) -> Answer:
         state = {
@@ -229,48 +221,27 @@ class RewardApp:
                 headers=((b"www-authenticate", b"Bearer"),),
             )
 
-    def _respond(self, body: bytes, parse: _Parse, route: str) -> Pending[Any]:
-        """Parse the body, queue its samples, answer once they are scored. A large body is
-        parsed, and its answer written, in a thread, so it never stalls the event loop."""
-        if len(body) > _INLINE_BYTES:
-            return Pending(asyncio.ensure_future(self._respond_in_thread(body, parse, route)))
-        samples, dump = parse(body)
-        return Pending(self._submit(samples, route), partial(self._answer, route, dump))
-
-    async def _respond_in_thread(self, body: bytes, parse: _Parse, route: str) -> Answer:
-        samples, dump = await asyncio.to_thread(parse, body)
-        results = await self._submit(samples, route)
-        self.metrics.observe_samples(route, results)
-        return Answer(200, await asyncio.to_thread(dump, results))
-
-    def _answer(self, route: str, dump: _Dump, results: list[Result]) -> Answer:
-        self.metrics.observe_samples(route, results)
-        return Answer(200, dump(results))
-
-    def _parse_samples(self, body: bytes) -> tuple[list[Sample], _Dump]:
+    def _parse_samples(self, body: bytes) -> list[Sample]:
         raw = _samples_field(_parse_json(body))
         for position, item in enumerate(raw, start=1):
             if isinstance(item, dict) and "id" not in item:
                 item["id"] = str(position)
         try:
-            return _SAMPLES.validate_python(raw), _dump_results
+            return _SAMPLES.validate_python(raw)
         except ValidationError as exc:
             raise Refusal(422, _describe(exc, "samples"), reject="malformed") from None
 
-    def _parse_openrlhf(self, body: bytes) -> tuple[list[Sample | InputError], _Dump]:
+    def _parse_openrlhf(self, body: bytes) -> tuple[list[Sample | InputError], list[bool]]:
         data = _parse_json(body)
         try:
             parsed = OpenRLHFRequest.model_validate(data)
         except ValidationError as exc:
             raise Refusal(422, _describe(exc, ""), reject="malformed") from None
-        samples, found = parsed.samples()
-        return samples, partial(_dump_openrlhf, self.spec, found)
+        return parsed.samples()
 
-    def _submit(
-        self, samples: Sequence[Sample | InputError], route: str
-    ) -> asyncio.Future[list[Result]]:
-        """The samples' results to come (cancelling the future drops those not yet
-        scored); refused at once when the server cannot take them."""
+    async def _run(self, samples: list[Sample | InputError], route: str) -> list[Result]:
+        """The samples' results; cancelled (the client left), the engine drops those not yet
+        scored."""
         if len(samples) > self._max_queue_samples:
             raise Refusal(
                 413,
@@ -286,13 +257,15 @@ class RewardApp:
                 headers=((b"retry-after", b"5"),),
             )
         try:
-            return self.engine.asubmit(samples)
+            results = await self.engine.asubmit(samples)
         except QueueFull as exc:
             raise Refusal(
                 503, str(exc), reject="queue_full", headers=((b"retry-after", b"1"),)
             ) from None
         except InputError as exc:  # e.g. a group that is not contiguous
             raise Refusal(422, f"samples: {exc}", reject="malformed") from None
+        self.metrics.observe_samples(route, results)
+        return results
 
 
 def create_app(
@@ -387,12 +360,15 @@ def _parse_json(body: bytes) -> Any:
     return data
 
 
+async def _off_loop(size: int, work: Callable[..., T], *args: Any) -> T:
+    """`work(*args)`, in a thread when the request is large."""
+    if size <= _INLINE_BYTES:
+        return work(*args)
+    return await asyncio.to_thread(work, *args)
+
+
 def _dump_results(results: list[Result]) -> bytes:
     return f'{{"results":[{",".join(result_json(r) for r in results)}]}}'.encode()
-
-
-def _dump_openrlhf(spec: RewardSpec, found: list[bool], results: list[Result]) -> bytes:
-    return json.dumps(openrlhf_response(spec, results, found)).encode()
 
 
 def _samples_field(data: Any) -> list[Any]:

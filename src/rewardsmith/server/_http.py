@@ -46,7 +46,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Protocol
 from urllib.parse import unquote
 
 import httptools
@@ -56,7 +56,6 @@ __all__ = [
     "Answer",
     "Handler",
     "Limits",
-    "Pending",
     "Refusal",
     "Request",
     "Respond",
@@ -139,23 +138,8 @@ class Refusal(Exception):
         return Answer(self.status, body, JSON, self.headers, self.reject, self.close)
 
 
-T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class Pending(Generic[T]):
-    """An answer to come: `finish` makes it, on the loop, of what `future` gives (none: the
-    future gives the answer). The future is cancelled if the client leaves first; it may
-    fail with a `Refusal`."""
-
-    future: asyncio.Future[T]
-    finish: Callable[[T], Answer] | None = None
-
-
-Respond = Callable[[bytes], "Answer | Pending[Any]"]
-"""Answers a request from its whole body, at once or later (a future, not a task per
-request: with one sample per request, a task's steps were a cost of their own). May raise
-`Refusal`."""
+Respond = Callable[[bytes], Awaitable[Answer]]
+"""Answers a request from its whole body."""
 
 
 class Handler(Protocol):
@@ -197,6 +181,8 @@ _HEADERS_TOO_LARGE = _refusal(431, b"request line and headers over %d bytes" % M
 _UNPARSED_TOO_LARGE = _refusal(
     400, b"over %d bytes of a chunked body with neither data nor a chunk" % MAX_HEADER_BYTES
 )
+_TIMER_SLACK_S = 0.002
+"""How early a timer may fire (the loop's timers count in milliseconds)."""
 _STATUS_LINES = {s.value: b"HTTP/1.1 %d %s\r\n" % (s.value, s.phrase.encode()) for s in HTTPStatus}
 
 
@@ -271,7 +257,10 @@ class _Connection(asyncio.Protocol):
         self._parser = httptools.HttpRequestParser(self)
         self._transport: asyncio.Transport | None = None
         self._timer: asyncio.TimerHandle | None = None
+        """The connection's one timer, armed for `_due` or sooner."""
+        self._due = 0.0
         self._timer_callback: Callable[[], None] | None = None
+        """What runs at `_due` (None: nothing is timed)."""
         # the request being parsed
         self._url = bytearray()
         self._headers: Headers = []
@@ -291,8 +280,7 @@ class _Connection(asyncio.Protocol):
         """The last bytes of the headers read so far: their blank line may span two reads."""
         # requests with complete headers, in order; the first is the one being answered
         self._queue: deque[_Exchange] = deque()
-        self._pending: Pending[Any] | None = None
-        """The app's answer to come to the first request in line."""
+        self._task: asyncio.Task[None] | None = None
         self._advancing = False
         """`_next` is taking the requests in line."""
         self._stalled: asyncio.TimerHandle | None = None
@@ -321,17 +309,19 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
         self._cancel_timer()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._stalled is not None:
             self._stalled.cancel()
             self._stalled = None
-        if self._pending is not None:  # its client is gone: the app drops the request's work
-            self._pending.future.cancel()
-            self._pending = None
-        if self._queue and self._queue[0].taken and not self._queue[0].sent:
+        if self._task is not None:  # its client is gone: the app drops the request's work
+            self._task.cancel()
+        elif self._queue and self._queue[0].taken and not self._queue[0].sent:  # body not in
             self._handler.answered(self._queue[0].request, None)
-        # the parser refers back to this protocol: no cycle is left for the garbage
-        # collector's pauses
-        self._parser = None  # type: ignore[assignment]
+        # the parser and the task refer back to this protocol: no cycle is left for the
+        # garbage collector's pauses
+        self._parser = self._task = None  # type: ignore[assignment]
         self._queue.clear()
         self._server.forget(self)
 
@@ -519,31 +509,24 @@ class _Connection(asyncio.Protocol):
         body = b"".join(exchange.chunks)
         exchange.chunks = []
         assert exchange.respond is not None
-        try:
-            outcome = exchange.respond(body)
-        except Refusal as refusal:
-            outcome = refusal.answer()
-        except Exception:
-            outcome = _failed(exchange)
-        if isinstance(outcome, Answer):
-            self._send(exchange, outcome)
-        else:
-            self._pending = outcome
-            outcome.future.add_done_callback(lambda future: self._finish(exchange, outcome))
+        self._task = self._loop.create_task(self._respond(exchange, exchange.respond, body))
 
-    def _finish(self, exchange: _Exchange, pending: Pending[Any]) -> None:
-        """The app's answer came (unless it was cancelled: the client left)."""
-        if pending is not self._pending:
-            return
-        self._pending = None
+    async def _respond(self, exchange: _Exchange, respond: Respond, body: bytes) -> None:
         try:
-            given = pending.future.result()
-            answer = given if pending.finish is None else pending.finish(given)
+            answer = await respond(body)
         except Refusal as refusal:
             answer = refusal.answer()
+        except asyncio.CancelledError:
+            if self._closed:  # the client left: nobody reads an answer
+                self._handler.answered(exchange.request, None)
+                return
+            raise
         except Exception:
-            answer = _failed(exchange)
-        self._send(exchange, answer)
+            _log.exception("%s %s failed", exchange.request.method.decode(), exchange.request.path)
+            answer = _INTERNAL
+        self._task = None
+        if not self._closed:
+            self._send(exchange, answer)
 
     def _send(self, exchange: _Exchange, answer: Answer) -> None:
         """Write the answer to the first request in line, then go on to the next."""
@@ -625,7 +608,6 @@ class _Connection(asyncio.Protocol):
         self._send(exchange, Refusal(413, detail, reject="too_large").answer())
 
     def _body_too_slow(self) -> None:
-        self._timer = None
         if self._closed or not self._queue:
             return
         detail = f"body: not received within {self._limits.body_timeout_s:g} s"
@@ -633,7 +615,6 @@ class _Connection(asyncio.Protocol):
         self._send(self._queue[0], refusal.answer())
 
     def _headers_too_slow(self) -> None:
-        self._timer = None
         if self._closed:
             return
         if self._begun:  # a request was on its way: tell the client why
@@ -694,23 +675,32 @@ class _Connection(asyncio.Protocol):
             self._stall()
 
     def _set_timer(self, delay: float, callback: Callable[[], None]) -> None:
-        self._cancel_timer()
-        self._timer = self._loop.call_later(delay, callback)
+        """Run `callback` in `delay` seconds, instead of what was timed. The armed timer is
+        kept when it fires no later (it looks again then): arming and cancelling one for
+        every request (keep-alive, headers) cost as much as parsing it."""
+        self._due = self._loop.time() + delay
         self._timer_callback = callback
+        if self._timer is None or self._timer.when() > self._due:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = self._loop.call_at(self._due, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        callback = self._timer_callback
+        if callback is None:
+            return
+        if self._loop.time() < self._due - _TIMER_SLACK_S:  # moved on since it was armed
+            self._timer = self._loop.call_at(self._due, self._fire)
+            return
+        self._timer_callback = None
+        callback()
 
     def _timing(self, callback: Callable[[], None]) -> bool:
-        return self._timer is not None and self._timer_callback == callback
+        return self._timer_callback == callback
 
     def _cancel_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = self._timer_callback = None
-
-
-def _failed(exchange: _Exchange) -> Answer:
-    """500, for an exception of the app's (being handled), which is logged."""
-    _log.exception("%s %s failed", exchange.request.method.decode(), exchange.request.path)
-    return _INTERNAL
+        self._timer_callback = None  # an armed timer fires for nothing
 
 
 def new_loop() -> asyncio.AbstractEventLoop:

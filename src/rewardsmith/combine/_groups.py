@@ -152,7 +152,9 @@ class ResultBuilder:
             )
             if combined.steps is not None:
                 result.steps = list(combined.steps)
-            if combined.status == "ok" and combined.reward is not None:
+            if self._transform is None:  # no group statistics to take part in
+                pass
+            elif combined.status == "ok" and combined.reward is not None:
                 entry = Entry(item.sample, result, combined.counted, combined.reward)
                 entries.append((len(results), entry))
             elif result.cause == "completion":

@@ -71,11 +71,13 @@ class Row:
 
 def shape(spec: RewardSpec, items: Sequence[Scored]) -> list[dict[str, Score]]:
     """Every component's transforms applied, in spec order, over one group of samples."""
+    steps = [(name, t) for name, component in spec.rewards.items() for t in component.transform]
+    if not steps:
+        return [dict(item.scores) for item in items]
     rows = [Row(item.sample, dict(item.scores), item.scores, spec) for item in items]
-    for name, component in spec.rewards.items():
-        for transform in component.transform:
-            for row, score in zip(rows, transform.apply(name, rows), strict=True):
-                row.scores[name] = score
+    for name, transform in steps:
+        for row, score in zip(rows, transform.apply(name, rows), strict=True):
+            row.scores[name] = score
     return [row.scores for row in rows]
 
 

@@ -70,9 +70,11 @@ BEFORE = [
     "of the table above before its own HTTP layer (uvicorn and the plain ASGI app), run on the "
     "virtual machine this project had until the evening of 2026-11-23, where scoring took "
     "about 0.23 ms of CPU per sample, with a p99 over the target there; the four after them "
-    "are the same code (commit 3e8f246, uvicorn) run on this machine just before the table "
-    "above, with the same options: the server's own HTTP layer is the only change between "
-    "them.",
+    "are the same code (commit 3e8f246, uvicorn) run on this machine on 2026-11-24, with the "
+    "same options, just before its own HTTP layer replaced uvicorn. The last four rows are "
+    "the code before its event loop drove the workers (commit 0b16816: its own HTTP layer "
+    "and a driver thread), run on this machine just before the table above, with the same "
+    "options.",
     "",
     "| samples per request | server | HTTP / in process | p50 latency ms | p99 latency ms "
     "| HTTP CPU ms per request: server / clients |",
@@ -103,6 +105,14 @@ BEFORE = [
     "| 16 | 2026-11-24: uvicorn, plain ASGI app (3e8f246) | 91% | 88.6 | 136.3 | 0.32 / 0.07 |",
     "| 64 | 2026-11-24: uvicorn, plain ASGI app (3e8f246) | 102% | 325.1 | 392.0 | 0.22 / 0.14 |",
     "| 256 | 2026-11-24: uvicorn, plain ASGI app (3e8f246) | 98% | 1012.2 | 1967.3 | 2.79 / 0.38 |",
+    "| 1 | 2026-11-24: own HTTP layer, a driver thread (0b16816) | 40% | 12.4 | 21.3 "
+    "| 0.13 / 0.03 |",
+    "| 16 | 2026-11-24: own HTTP layer, a driver thread (0b16816) | 100% | 79.6 | 121.3 "
+    "| 0.16 / 0.06 |",
+    "| 64 | 2026-11-24: own HTTP layer, a driver thread (0b16816) | 104% | 308.2 | 364.9 "
+    "| 0.30 / 0.11 |",
+    "| 256 | 2026-11-24: own HTTP layer, a driver thread (0b16816) | 99% | 882.9 | 1397.3 "
+    "| 0.44 / 0.35 |",
 ]
 
 
@@ -427,10 +437,10 @@ def main() -> None:
         f"scoring costs about {rows[0][8][0] / n * 1e3:.2f} ms of CPU per sample, so where "
         "the two per-request costs exceed that, the 2 shared cores cannot reach half the "
         "in-process rate at 1 sample per request. Server process CPU per request: the "
-        "server's own process without its workers (HTTP, JSON, the engine front's driver "
-        "thread); its event loop and the driver share one interpreter lock, so it uses one "
-        "core at most, and 1,000 ms divided by this number is a ceiling on its requests per "
-        "second. Results identical: every "
+        "server's own process without its workers (HTTP, JSON, and the engine front, which "
+        "its event loop drives: one thread, so it uses one core at most, and 1,000 ms "
+        "divided by this number is a ceiling on its requests per second). Results "
+        "identical: every "
         "result equals the in-process one (parsed JSON), in every run. Targets: HTTP / in "
         "process >= 50% at 1 sample per request, >= 80% at 16, >= 90% at 64; p99 < 50 ms at 1.",
         "",

@@ -333,7 +333,10 @@ def test_while_a_killed_worker_is_replaced_the_others_go_on(hosted: bool) -> Non
     """A replacement builds its rewards (seconds, for a model) without holding up the pool,
     nor, hosted, the event loop."""
     spec = {
-        "rewards": {"s": {"type": SCRIPTED}, "w": {"type": "tests.engine.slow_start"}},
+        "rewards": {
+            "s": {"type": SCRIPTED},
+            "w": {"type": "tests.engine.rewards_for_tests:slow_start"},
+        },
         "timeout_s": 0.5,
     }
 
@@ -355,3 +358,35 @@ def test_while_a_killed_worker_is_replaced_the_others_go_on(hosted: bool) -> Non
     assert starting  # the quick call was answered while the replacement still built
     assert [r.components["s"].status for r in hung] == ["timeout"]
     assert [r.reward for r in quick] == [3.0] * 8
+
+
+def test_a_hosting_loop_goes_on_while_the_pool_starts() -> None:
+    spec = {"rewards": {"w": {"type": "tests.engine.rewards_for_tests:slow_start"}}}
+
+    async def main(engine: Engine) -> tuple[int, list]:
+        engine.host(asyncio.get_running_loop())
+        call = asyncio.ensure_future(engine.ascore([{"completion": "a"}]))
+        ticks = 0
+        for _ in range(10):  # within the 3 s the workers take to build their rewards
+            await asyncio.sleep(0.05)
+            ticks += 1
+        ticked = ticks if not call.done() else -1
+        results = await call
+        await asyncio.to_thread(engine.close)
+        return ticked, results
+
+    ticked, results = asyncio.run(main(Engine(spec, workers=1)))
+    assert ticked == 10 and [r.reward for r in results] == [1.0]
+
+
+def test_a_hosted_pool_that_cannot_start_fails_each_call_and_hangs_none() -> None:
+    async def main(engine: Engine) -> list:
+        engine.host(asyncio.get_running_loop())
+        calls = [engine.ascore([{"completion": "a"}]) for _ in range(2)]
+        got = await asyncio.gather(*calls, return_exceptions=True)
+        got += await asyncio.gather(engine.ascore([{"completion": "b"}]), return_exceptions=True)
+        await asyncio.to_thread(engine.close)
+        return got
+
+    got = asyncio.run(asyncio.wait_for(main(BrokenPoolEngine(PLAIN, workers=1)), 30))
+    assert [str(e) for e in got] == ["a reward worker failed to start"] * 3

@@ -158,3 +158,31 @@ def test_closing_lets_idle_workers_exit_so_their_semaphores_are_released(tmp_pat
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "1.0"
     assert "leaked semaphore" not in done.stderr, done.stderr
+
+
+def test_a_pipe_is_let_go_of_before_the_pool_closes_it() -> None:
+    """An event loop watching a worker's pipe must stop before it is closed: a replacement's
+    pipe may get the same number, and the loop would never hear from it (`Front.host`)."""
+    from rewardsmith.engine._pool import Task, TimeoutPool
+    from rewardsmith.spec import load_spec
+
+    plan = load_spec(spec(timeout_s=0.3)).rewards
+    told: list[tuple[int, bool]] = []
+
+    def closing(fd: int) -> None:
+        try:
+            os.fstat(fd)
+            told.append((fd, True))
+        except OSError:
+            told.append((fd, False))
+
+    with TimeoutPool(plan, workers=1) as pool:
+        pool.closing = closing
+        old = pool.watched() or [pool._workers[0].conn.fileno()]
+        pool.submit([Task("k", "s", Sample(id="1", completion="hang"), 0.3)])
+        done: list = []
+        while not done:
+            done += pool.poll(0.1)
+        assert [score.status for _, score in done] == ["timeout"]
+    assert told[0] == (old[0], True)  # told while still open
+    assert all(is_open for _, is_open in told)

@@ -25,6 +25,7 @@ front without it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import select
@@ -63,6 +64,8 @@ class Pool(Protocol):
 
 class WatchedPool(Pool, Protocol):
     """A pool an event loop can drive (`TimeoutPool`): it says what to watch and when to look."""
+
+    closing: Callable[[int], None] | None
 
     def watched(self) -> list[int]: ...
     def next_look_s(self, max_wait_s: float) -> float: ...
@@ -340,10 +343,14 @@ class Front:
         with self._lock:
             if host.stopped or self._closing:
                 return
+            if self._pool is None:  # started in a thread: the loop goes on meanwhile
+                host.start_pool()
+                return
             commands, self._inbox = self._inbox, []
             self._woken = False
+        pool: WatchedPool = self._pool  # type: ignore[assignment]
+        pool.closing = host.forget
         try:
-            pool: WatchedPool = self.pool  # type: ignore[assignment]
             for run, op, payload in commands:
                 self._apply(pool, run, op, payload)
             done = pool.poll(0.0)  # also when idle: a new worker's "ready" must be read
@@ -351,12 +358,22 @@ class Front:
             self._collect(done)
             watched = pool.watched()
             host.watch(watched, pool.next_look_s(_POLL_S) if watched else None)
-        except BaseException as exc:  # the pool broke: as the thread driver, the next run
+        except BaseException as exc:  # the pool broke: as with a thread, the next run
             host.watch([], None)  # starts a new one
             self._fail_all(exc)
             self._close_pool()
             if not isinstance(exc, Exception):
                 raise
+
+    def _pool_started(self, host: _Hosted, error: BaseException | None) -> None:
+        """The hosted pool's start (in a thread) ended: look again, or fail the runs that
+        waited for it (as with a driver thread; the next run tries again)."""
+        if error is None:
+            self._step(host)
+            return
+        with self._lock:
+            self._woken = False
+        self._fail_all(error)
 
     def _apply(self, pool: Pool, run: Run, op: str, payload: Any) -> None:
         if run.over:
@@ -458,6 +475,9 @@ class _Hosted:
         self._thread = threading.get_ident()
         self._watched: set[int] = set()
         self._timer: asyncio.TimerHandle | None = None
+        self._starting: threading.Thread | None = None
+        """Starts the pool: its workers build their rewards (seconds, for a model) off the
+        loop."""
         self.stopped = False
 
     @property
@@ -474,6 +494,34 @@ class _Hosted:
 
     def _look(self) -> None:
         self._front._step(self)
+
+    def start_pool(self) -> None:
+        """Start the pool in a thread, then look again (a pool that cannot start fails the
+        runs waiting for it, as with a driver thread; the next run tries again)."""
+        if self._starting is None:
+            self._starting = threading.Thread(
+                target=self._start_pool, name="rewardsmith-pool-start", daemon=True
+            )
+            self._starting.start()
+
+    def _start_pool(self) -> None:
+        error: BaseException | None = None
+        try:
+            self._front.pool  # noqa: B018  (starts it)
+        except BaseException as exc:
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: a thread
+            self._loop.call_soon_threadsafe(self._started, error)  # takes over later
+
+    def _started(self, error: BaseException | None) -> None:
+        self._starting = None
+        self._front._pool_started(self, error)
+
+    def forget(self, fd: int) -> None:
+        """The pool closes `fd`: stop watching it first."""
+        if fd in self._watched:
+            self._loop.remove_reader(fd)
+            self._watched.discard(fd)
 
     def watch(self, fds: list[int], look_in_s: float | None) -> None:
         """Look when one of `fds` is readable (only busy workers': an idle one's pipe that
@@ -524,6 +572,9 @@ class _Hosted:
 
     def _stop(self) -> None:
         self.stopped = True
+        starting = self._starting
+        if starting is not None and starting is not threading.current_thread():
+            starting.join()  # the pool it starts is closed with the front
         if self._loop.is_closed():
             self._watched.clear()
             self._timer = None

@@ -175,6 +175,10 @@ class TimeoutPool:
         self._seq = 0
         self.replaced = 0
         """Workers killed and replaced so far (timeouts and crashes)."""
+        self.closing: Callable[[int], None] | None = None
+        """Called with a worker pipe's file descriptor before the pool closes it: an event
+        loop that watches it lets go first (a new pipe may get the same number, which the
+        loop would then never hear from)."""
         self._workers = [self._start() for _ in range(self._size)]
         for worker in self._workers:
             self._await_ready(worker)
@@ -204,7 +208,7 @@ class TimeoutPool:
         raise self._failed_to_start(worker)
 
     def _failed_to_start(self, worker: _Worker) -> RuntimeError:
-        _kill(worker)
+        self._kill(worker)
         return RuntimeError(
             f"a reward worker failed to start (exit code {worker.process.exitcode}). Workers "
             "are started like those of any Python process pool: a script must run its code "
@@ -300,7 +304,7 @@ class TimeoutPool:
         task gets `timeout`: both go back to the queue with the worker's other tasks.
         """
         worker = self._workers[index]
-        _kill(worker)
+        self._kill(worker)
         if running is not None and worker.running() == running:
             task = worker.outstanding.pop(running[0])
             reason = f"exceeded {task.timeout_s:g}s; worker killed"
@@ -339,7 +343,7 @@ class TimeoutPool:
         old = self._workers[index]
         self._pending.extendleft(reversed(list(old.outstanding.values())))
         old.outstanding.clear()
-        _kill(old)
+        self._kill(old)
         self.replaced += 1
         self._workers[index] = self._start()
 
@@ -391,24 +395,29 @@ class TimeoutPool:
         reported leaked at exit); a busy or slow one is killed."""
         for worker in self._workers:
             if not worker.outstanding:
-                worker.conn.close()
+                self._close_pipe(worker)
         deadline = time.monotonic() + _EXIT_S
         for worker in self._workers:
             if not worker.outstanding:
                 worker.process.join(max(0.0, deadline - time.monotonic()))
-            _kill(worker)
+            self._kill(worker)
         self._workers.clear()
         self._pending.clear()
+
+    def _kill(self, worker: _Worker) -> None:
+        if worker.process.is_alive():
+            worker.process.kill()
+        worker.process.join(timeout=5)
+        self._close_pipe(worker)
+
+    def _close_pipe(self, worker: _Worker) -> None:
+        if not worker.conn.closed:
+            if self.closing is not None:
+                self.closing(worker.conn.fileno())
+            worker.conn.close()
 
     def __enter__(self) -> TimeoutPool:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _kill(worker: _Worker) -> None:
-    if worker.process.is_alive():
-        worker.process.kill()
-    worker.process.join(timeout=5)
-    worker.conn.close()

@@ -359,7 +359,8 @@ class Front:
             watched = pool.watched()
             host.watch(watched, pool.next_look_s(_POLL_S) if watched else None)
         except BaseException as exc:  # the pool broke: as with a thread, the next run
-            host.watch([], None)  # starts a new one
+            host.watch([], None)  # starts a new one (and wakes the loop: no worker is busy)
+            self._saturated = False
             self._fail_all(exc)
             self._close_pool()
             if not isinstance(exc, Exception):
@@ -372,7 +373,7 @@ class Front:
             self._step(host)
             return
         with self._lock:
-            self._woken = False
+            self._woken = self._saturated = False
         self._fail_all(error)
 
     def _apply(self, pool: Pool, run: Run, op: str, payload: Any) -> None:
@@ -474,7 +475,9 @@ class _Hosted:
         self._loop = loop
         self._thread = threading.get_ident()
         self._watched: set[int] = set()
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None
+        self._timer_due = 0.0
+        """When `_timer` fires (uvloop gives a timer due at once no `when()`)."""
         self._starting: threading.Thread | None = None
         """Starts the pool: its workers build their rewards (seconds, for a model) off the
         loop."""
@@ -539,10 +542,10 @@ class _Hosted:
                 self._timer = None
             return
         due = self._loop.time() + look_in_s
-        if self._timer is None or self._timer.when() > due:
+        if self._timer is None or self._timer_due > due:
             if self._timer is not None:
                 self._timer.cancel()
-            self._timer = self._loop.call_at(due, self._tick)
+            self._timer, self._timer_due = self._loop.call_at(due, self._tick), due
 
     def _tick(self) -> None:
         self._timer = None

@@ -256,8 +256,9 @@ class _Connection(asyncio.Protocol):
         self._loop = asyncio.get_running_loop()
         self._parser = httptools.HttpRequestParser(self)
         self._transport: asyncio.Transport | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        """The connection's one timer, armed for `_due` or sooner."""
+        self._timer: asyncio.Handle | None = None
+        """The connection's one timer, armed for `_armed` (`_due` or sooner)."""
+        self._armed = 0.0
         self._due = 0.0
         self._timer_callback: Callable[[], None] | None = None
         """What runs at `_due` (None: nothing is timed)."""
@@ -680,10 +681,10 @@ class _Connection(asyncio.Protocol):
         every request (keep-alive, headers) cost as much as parsing it."""
         self._due = self._loop.time() + delay
         self._timer_callback = callback
-        if self._timer is None or self._timer.when() > self._due:
+        if self._timer is None or self._armed > self._due:
             if self._timer is not None:
                 self._timer.cancel()
-            self._timer = self._loop.call_at(self._due, self._fire)
+            self._timer, self._armed = self._loop.call_at(self._due, self._fire), self._due
 
     def _fire(self) -> None:
         self._timer = None
@@ -691,7 +692,7 @@ class _Connection(asyncio.Protocol):
         if callback is None:
             return
         if self._loop.time() < self._due - _TIMER_SLACK_S:  # moved on since it was armed
-            self._timer = self._loop.call_at(self._due, self._fire)
+            self._timer, self._armed = self._loop.call_at(self._due, self._fire), self._due
             return
         self._timer_callback = None
         callback()

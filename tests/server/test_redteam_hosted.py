@@ -5,7 +5,7 @@ no longer waited for (`engine/_pool.py`), the hand-over that runs at once on the
 
 One row per attack (helper-54, rt-hosted). The `hole` rows were holes, each fixed and now a
 guard: a stale "every worker busy" flag after a pool break left the next request unwoken
-(2c fix: reset with the pool), a new pool built on the loop stalled it (46c329c: built in a
+(reset with the pool), a new pool built on the loop stalled it (46c329c: built in a
 thread), and a look due at once got a uvloop handle without `when()`, which failed every
 run in flight (the due time is kept beside the handle); the connection timer had the same
 latent fault. The other rows are attacks repelled the first time, kept as guards.

@@ -185,7 +185,11 @@ class Engine:
         first use) rather than from a thread of the engine's own, until `close`: what a
         server does, whose loop would otherwise take turns with that thread on the
         interpreter lock for every request (`Front.host`). A local pool only: with Ray,
-        nothing changes."""
+        nothing changes.
+
+        While hosted, make no blocking call (`score`, `start`, a `submit` future's
+        `result()`) on the loop's thread: the loop would wait for itself. Close the engine
+        before the loop stops (after it is closed, a thread takes over)."""
         self.front.host(loop, pool_watched=self._backend == "local")
 
     def start(self) -> None:

@@ -390,3 +390,28 @@ def test_a_hosted_pool_that_cannot_start_fails_each_call_and_hangs_none() -> Non
 
     got = asyncio.run(asyncio.wait_for(main(BrokenPoolEngine(PLAIN, workers=1)), 30))
     assert [str(e) for e in got] == ["a reward worker failed to start"] * 3
+
+
+def test_a_hosting_uvloop_leaves_the_pipes_blocking_and_large_samples_go_through() -> None:
+    """uvloop (libuv) makes the fds it watches non-blocking; the pool writes whole messages
+    on its pipes, so a large sample failed half-sent: its worker was replaced, the call
+    stuck (found by the rtHTTP2 rows of 12 MB answers)."""
+    uvloop = pytest.importorskip("uvloop")
+
+    async def main(engine: Engine) -> tuple[list, bool, int]:
+        engine.host(asyncio.get_running_loop())
+        rewards = []
+        for size in (100_000, 3_000_000) * 3:
+            call = engine.ascore([{"id": "i" * size, "completion": "abc"}])
+            rewards += [r.reward for r in await asyncio.wait_for(call, 60)]
+        blocking = os.get_blocking(engine.pool._workers[0].conn.fileno())
+        replaced = engine.pool.replaced
+        await asyncio.to_thread(engine.close)
+        return rewards, blocking, replaced
+
+    loop = uvloop.new_event_loop()
+    try:
+        rewards, blocking, replaced = loop.run_until_complete(main(Engine(PLAIN, workers=1)))
+    finally:
+        loop.close()
+    assert rewards == [3.0] * 6 and blocking and replaced == 0

@@ -343,12 +343,17 @@ class Front:
         with self._lock:
             if host.stopped or self._closing:
                 return
-            if self._pool is None:  # started in a thread: the loop goes on meanwhile
-                host.start_pool()
-                return
-            commands, self._inbox = self._inbox, []
             self._woken = False
-        pool: WatchedPool = self._pool  # type: ignore[assignment]
+            pool: WatchedPool | None = self._pool  # type: ignore[assignment]  (see `host`)
+            if pool is None:  # started in a thread: the loop goes on meanwhile, and a run
+                host.start_pool()  # cancelled before it is up leaves at once
+                cancelled = self._drop_cancelled()
+            else:
+                commands, self._inbox = self._inbox, []
+        if pool is None:
+            for run in cancelled:
+                self._finish(run, None, notify=False)
+            return
         pool.closing = host.forget
         try:
             for run, op, payload in commands:
@@ -362,13 +367,38 @@ class Front:
             host.watch([], None)  # starts a new one (and wakes the loop: no worker is busy)
             self._saturated = False
             self._fail_all(exc)
-            self._close_pool()
+            with self._pool_lock:
+                self._pool = None
+            pool.closing = None  # closed in a thread: its idle workers get a second to exit
+            threading.Thread(target=pool.close, name="rewardsmith-pool-close").start()
             if not isinstance(exc, Exception):
                 raise
+
+    def _drop_cancelled(self) -> list[Run]:
+        """Take the cancelled runs' commands out of the inbox, their samples no longer
+        admitted (with `_lock` held); the runs, to finish."""
+        cancelled = {run for run, op, _ in self._inbox if op == "cancel"}
+        if cancelled:
+            for run, op, payload in self._inbox:
+                if op == "add" and run in cancelled:
+                    self._admitted -= len(payload[1])
+            self._inbox = [c for c in self._inbox if c[0] not in cancelled]
+        return list(cancelled)
+
+    def _adopt(self, pool: Pool, host: _Hosted) -> bool:
+        """Take the pool a host started in its thread, unless the host was stopped
+        meanwhile (then the pool is the caller's to close)."""
+        with self._pool_lock:
+            if host.stopped or self._pool is not None:
+                return False
+            self._pool = pool
+            return True
 
     def _pool_started(self, host: _Hosted, error: BaseException | None) -> None:
         """The hosted pool's start (in a thread) ended: look again, or fail the runs that
         waited for it (as with a driver thread; the next run tries again)."""
+        if host.stopped:  # the front was closed meanwhile: these runs are not its own
+            return
         if error is None:
             self._step(host)
             return
@@ -477,7 +507,7 @@ class _Hosted:
         self._watched: set[int] = set()
         self._timer: asyncio.Handle | None = None
         self._timer_due = 0.0
-        """When `_timer` fires (uvloop gives a timer due at once no `when()`)."""
+        """When `_timer` fires (uvloop's handle of a timer due at once has no `when()`)."""
         self._starting: threading.Thread | None = None
         """Starts the pool: its workers build their rewards (seconds, for a model) off the
         loop."""
@@ -510,9 +540,13 @@ class _Hosted:
     def _start_pool(self) -> None:
         error: BaseException | None = None
         try:
-            self._front.pool  # noqa: B018  (starts it)
+            pool = self._front._make_pool()
         except BaseException as exc:
             error = exc
+        else:
+            if not self._front._adopt(pool, self):  # stopped meanwhile: nobody waits
+                pool.close()
+                return
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: a thread
             self._loop.call_soon_threadsafe(self._started, error)  # takes over later
 
@@ -535,6 +569,9 @@ class _Hosted:
                 self._loop.remove_reader(fd)
             for fd in wanted - self._watched:
                 self._loop.add_reader(fd, self._look)
+                # uvloop (libuv) makes a watched fd non-blocking; the pool reads and writes
+                # whole messages on its pipes, and a large one would fail half-sent
+                os.set_blocking(fd, True)
             self._watched = wanted
         if look_in_s is None:
             if self._timer is not None:
@@ -574,10 +611,7 @@ class _Hosted:
                 return
 
     def _stop(self) -> None:
-        self.stopped = True
-        starting = self._starting
-        if starting is not None and starting is not threading.current_thread():
-            starting.join()  # the pool it starts is closed with the front
+        self.stopped = True  # a pool still starting is closed by its thread, not adopted
         if self._loop.is_closed():
             self._watched.clear()
             self._timer = None

@@ -24,6 +24,7 @@ node's cores (`_capacity`).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing as mp
 import os
@@ -79,6 +80,8 @@ class _Worker:
     outstanding: dict[int, Task] = field(default_factory=dict)
     starting: float | None = None
     """`time.monotonic()` at its start, until it says it is ready (no task goes to it before)."""
+    killed: bool = False
+    """Killed, its pipe closed and its process let go of."""
 
     def running(self) -> tuple[int, float] | None:
         """(seq, start) of the task the worker is on, read consistently; None if unknown."""
@@ -170,6 +173,10 @@ class TimeoutPool:
         modules = {type(c).__module__ for c in plan.values()} | {__name__, *preload}
         self._context.set_forkserver_preload(sorted(modules))
         self._pending: deque[Task] = deque()
+        self._alone: set[int] = set()
+        """Tasks (`id`) back from a killed worker: each goes out alone next, so it cannot be
+        lost again behind another hanging task (a worker sends its results at the end of a
+        batch: those done before a task that hangs die with the worker)."""
         self._rejected: list[tuple[Any, Score]] = []
         self._workers: list[_Worker] = []
         self._seq = 0
@@ -179,9 +186,15 @@ class TimeoutPool:
         """Called with a worker pipe's file descriptor before the pool closes it: an event
         loop that watches it lets go first (a new pipe may get the same number, which the
         loop would then never hear from)."""
-        self._workers = [self._start() for _ in range(self._size)]
-        for worker in self._workers:
-            self._await_ready(worker)
+        try:
+            for _ in range(self._size):
+                self._workers.append(self._start())
+            for worker in self._workers:
+                self._await_ready(worker)
+        except BaseException:  # none is left waiting on its pipe, holding what it built
+            for worker in self._workers:
+                self._kill(worker)
+            raise
 
     def _start(self) -> _Worker:
         parent, child = self._context.Pipe()
@@ -208,9 +221,9 @@ class TimeoutPool:
         raise self._failed_to_start(worker)
 
     def _failed_to_start(self, worker: _Worker) -> RuntimeError:
-        self._kill(worker)
+        code = self._kill(worker)
         return RuntimeError(
-            f"a reward worker failed to start (exit code {worker.process.exitcode}). Workers "
+            f"a reward worker failed to start (exit code {code}). Workers "
             "are started like those of any Python process pool: a script must run its code "
             "under `if __name__ == '__main__':`, and reward types must be importable."
         )
@@ -232,6 +245,7 @@ class TimeoutPool:
     def drop(self, match: Callable[[Any], bool]) -> None:
         """Forget the queued tasks whose key `match`es (tasks already sent run to the end)."""
         self._pending = deque(task for task in self._pending if not match(task.key))
+        self._alone &= {id(task) for task in self._pending}
 
     def poll(self, max_wait_s: float = 0.1, wake: int | None = None) -> list[tuple[Any, Score]]:
         """Dispatch queued tasks and return the results that arrive within `max_wait_s`.
@@ -341,6 +355,7 @@ class TimeoutPool:
         seconds for a model): the other workers go on meanwhile, and it takes tasks once it
         says it is ready (`poll` hears it)."""
         old = self._workers[index]
+        self._alone.update(id(task) for task in old.outstanding.values())
         self._pending.extendleft(reversed(list(old.outstanding.values())))
         old.outstanding.clear()
         self._kill(old)
@@ -357,8 +372,13 @@ class TimeoutPool:
         for index in idle:
             if not self._pending:
                 return
-            size = min(_BATCH, max(1, -(-len(self._pending) // len(idle))))
-            batch = [self._pending.popleft() for _ in range(min(size, len(self._pending)))]
+            if id(self._pending[0]) in self._alone:
+                self._alone.discard(id(self._pending[0]))
+                batch = [self._pending.popleft()]
+            else:
+                size = min(_BATCH, max(1, -(-len(self._pending) // len(idle))))
+                size = min(size, len(self._pending))
+                batch = [self._pending.popleft() for _ in range(size)]
             worker = self._workers[index]
             message = []
             for task in batch:
@@ -398,17 +418,27 @@ class TimeoutPool:
                 self._close_pipe(worker)
         deadline = time.monotonic() + _EXIT_S
         for worker in self._workers:
-            if not worker.outstanding:
+            if not worker.outstanding and not worker.killed:
                 worker.process.join(max(0.0, deadline - time.monotonic()))
             self._kill(worker)
         self._workers.clear()
         self._pending.clear()
 
-    def _kill(self, worker: _Worker) -> None:
-        if worker.process.is_alive():
-            worker.process.kill()
-        worker.process.join(timeout=5)
+    def _kill(self, worker: _Worker) -> int | None:
+        """Kill the worker (if it runs), close its pipe and let go of its process (its exit
+        code, returned, is all that is left of it)."""
+        process = worker.process
+        if worker.killed:
+            return None
+        worker.killed = True
+        if process.is_alive():
+            process.kill()
+        process.join(timeout=5)
+        code = process.exitcode
         self._close_pipe(worker)
+        with contextlib.suppress(ValueError):  # still running after SIGKILL: kept open
+            process.close()  # its sentinel's descriptor
+        return code
 
     def _close_pipe(self, worker: _Worker) -> None:
         if not worker.conn.closed:

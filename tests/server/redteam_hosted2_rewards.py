@@ -22,12 +22,7 @@ def rigged(*, folder: str) -> RewardFn:
       exit handler).
     """
     where = Path(folder)
-    for token in sorted(where.glob("die-*")):
-        try:
-            token.unlink()
-        except FileNotFoundError:
-            continue
-        os._exit(7)
+    _die_on_a_token(where, "die")
     build = where / "build_s"
     if build.exists():
         time.sleep(float(build.read_text() or 0))
@@ -36,15 +31,20 @@ def rigged(*, folder: str) -> RewardFn:
         from multiprocessing import util
 
         util.Finalize(None, time.sleep, args=(float(leave.read_text() or 0),), exitpriority=10)
-    for token in sorted(where.glob("late-*")):
-        try:
-            token.unlink()
-        except FileNotFoundError:
-            continue
-        os._exit(7)
+    _die_on_a_token(where, "late")
     score = scripted()
 
     def run(sample: Sample) -> Score:
         return score(sample)
 
     return run
+
+
+def _die_on_a_token(where: Path, kind: str) -> None:
+    """Take one `kind-*` file, if another worker has not, and die (exit code 7)."""
+    for token in sorted(where.glob(f"{kind}-*")):
+        try:
+            token.unlink()
+        except FileNotFoundError:
+            continue
+        os._exit(7)

@@ -67,7 +67,8 @@ REFERENCE_ALIASES = ("reference", "ground_truth", "answer", "solution", "label")
 """Names trainers use for the gold field, in priority order; each is read as `reference`."""
 
 
-_SAMPLE_KEYS = frozenset({"id", "completion", "prompt", "metadata", "group", *REFERENCE_ALIASES})
+_CONTRACT_KEYS = frozenset({"id", "completion", "prompt", "reference", "metadata", "group"})
+_SAMPLE_KEYS = _CONTRACT_KEYS | frozenset(REFERENCE_ALIASES)
 
 MAX_NESTING = 100
 """Deepest nesting of lists and objects in a sample. Deeper data cannot travel: pickling it to
@@ -77,16 +78,21 @@ a worker and writing it back in a result fail a few hundred levels down."""
 def nested_deeper_than(value: Any, limit: int = MAX_NESTING) -> bool:
     """Whether `value` nests lists, tuples or dicts more than `limit` levels deep.
 
-    Iterative, so any depth is measured without recursion.
+    Level by level, so any depth is measured without recursion (and a flat sample, checked
+    for every request the server takes, costs one pass over its values).
     """
     containers = (dict, list, tuple)
-    stack = [(value, 1)] if isinstance(value, containers) else []
-    while stack:
-        item, depth = stack.pop()
+    level = [value] if isinstance(value, containers) else []
+    depth = 1
+    while level:
         if depth > limit:
             return True
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((c, depth + 1) for c in children if isinstance(c, containers))
+        inner: list[Any] = []
+        for item in level:
+            children = item.values() if isinstance(item, dict) else item
+            inner += [c for c in children if isinstance(c, containers)]
+        level = inner
+        depth += 1
     return False
 
 
@@ -260,6 +266,42 @@ def _shallow_call(call: Any) -> Any:
     return _as_text(call)
 
 
+def _columns(data: dict[str, Any]) -> dict[str, Any]:
+    """A trainer's dataset row mapped onto the sample contract.
+
+    The first gold column present, in the order of `REFERENCE_ALIASES`, becomes `reference`
+    (MATH rows carry both `answer` and `solution`: the final answer wins). Other gold columns
+    and unknown columns (e.g. `level`) travel in `metadata`, as dataset columns do in TRL.
+    Integer ids and groups become text.
+    """
+    numbered = [k for k in _IDENTIFIERS if _is_number(data.get(k))]
+    if numbered:
+        data = {**data, **{k: str(data[k]) for k in numbered}}
+    if data.keys() <= _CONTRACT_KEYS:  # the common case: nothing to move
+        return data
+    gold = next((k for k in REFERENCE_ALIASES if k in data), None)
+    extra = {
+        k: v
+        for k, v in data.items()
+        if k not in _SAMPLE_KEYS or (k in REFERENCE_ALIASES and k != gold)
+    }
+    if not extra and gold in (None, "reference"):
+        return data
+    known = {k: v for k, v in data.items() if k in _SAMPLE_KEYS and k not in extra}
+    if gold is not None:
+        known["reference"] = known.pop(gold)
+    metadata = known.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        return data  # let field validation report the bad metadata
+    if extra:
+        known["metadata"] = {**extra, **metadata}
+    return known
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class Sample(BaseModel):
     """One model completion to reward, with what the reward needs to judge it."""
 
@@ -281,53 +323,21 @@ class Sample(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _travels(cls, data: Any) -> Any:
-        """Refuse data too deep to travel; replace lone surrogates (U+FFFD) in the text
-        fields, which could not be written as UTF-8: the policy's completion is scored as
-        what it says (never made `invalid` for it), and no result that echoes it fails to
-        be written. `id` and `group` keep theirs, and are refused for them."""
+    def _arrives(cls, data: Any) -> Any:
+        """Map a trainer's dataset row onto the contract (`_columns`); then refuse data too
+        deep to travel, and replace lone surrogates (U+FFFD) in the text fields, which could
+        not be written as UTF-8: the policy's completion is scored as what it says (never
+        made `invalid` for it), and no result that echoes it fails to be written. `id` and
+        `group` keep theirs, and are refused for them (`_ids_writable`). One validator, not
+        one per step: each costs a call for every sample the server takes."""
         if not isinstance(data, dict):
             return data
+        data = _columns(data)
         if nested_deeper_than(data):
             raise ValueError(f"nested more than {MAX_NESTING} levels deep")
         if not _has_lone_surrogate(data):
             return data
         return {k: v if k in _IDENTIFIERS else _replace_lone_surrogates(v) for k, v in data.items()}
-
-    @model_validator(mode="before")
-    @classmethod
-    def _normalise_columns(cls, data: Any) -> Any:
-        """Map a trainer's dataset row onto the contract.
-
-        The first gold column present, in the order of `REFERENCE_ALIASES`, becomes
-        `reference` (MATH rows carry both `answer` and `solution`: the final answer wins).
-        Other gold columns and unknown columns (e.g. `level`) travel in `metadata`, as
-        dataset columns do in TRL.
-        """
-        if not isinstance(data, dict):
-            return data
-        gold = next((k for k in REFERENCE_ALIASES if k in data), None)
-        extra = {
-            k: v
-            for k, v in data.items()
-            if k not in _SAMPLE_KEYS or (k in REFERENCE_ALIASES and k != gold)
-        }
-        if not extra and gold in (None, "reference"):
-            return data
-        known = {k: v for k, v in data.items() if k in _SAMPLE_KEYS and k not in extra}
-        if gold is not None:
-            known["reference"] = known.pop(gold)
-        metadata = known.get("metadata") or {}
-        if not isinstance(metadata, dict):
-            return data  # let field validation report the bad metadata
-        if extra:
-            known["metadata"] = {**extra, **metadata}
-        return known
-
-    @field_validator("id", "group", mode="before")
-    @classmethod
-    def _ids_as_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
     @field_validator("id", "group")
     @classmethod

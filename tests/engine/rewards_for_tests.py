@@ -10,7 +10,8 @@ from rewardsmith import RewardFn, Sample, Score, reward
 
 @reward("tests.engine.scripted")
 def scripted() -> RewardFn:
-    """Acts out the instruction in the completion: hang, die, raise, nan, or score its length."""
+    """Acts out the instruction in the completion: hang, die, raise, nan, or score its length
+    (`policy`: its worker's scheduling policy)."""
 
     def score(sample: Sample) -> Score:
         text = sample.text
@@ -27,6 +28,8 @@ def scripted() -> RewardFn:
             return Score.ok(float("nan"))
         if text == "not a score":
             return 1.0  # type: ignore[return-value]
+        if text == "policy":
+            return Score.ok(os.sched_getscheduler(0))
         if text == "n/a":
             return Score.failed("not_applicable", "nothing to check")
         if text == "invalid":

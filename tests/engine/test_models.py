@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from rewardsmith import Sample, Score
@@ -230,3 +232,70 @@ def test_result_json_escapes_lone_surrogates_a_reward_echoed() -> None:
     assert "advantage" not in back  # unset optional fields stay out, as on the fast path
     plain = Result(id="i", reward=1.0, status="ok", components={})
     assert result_json(plain) == plain.model_dump_json(exclude_unset=True)
+
+
+def _depth(value: object) -> int:
+    """Levels of lists, tuples and dicts in `value`, by recursion (the oracle)."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        return 1 + max((_depth(v) for v in value), default=0)
+    return 0
+
+
+_NESTED = st.recursive(
+    st.none() | st.integers() | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=2), inner, max_size=3)
+    ),
+    max_leaves=40,
+)
+
+
+@given(_NESTED, st.integers(min_value=0, max_value=8))
+def test_nested_deeper_than_measures_the_depth(value: object, limit: int) -> None:
+    assert nested_deeper_than(value, limit) == (_depth(value) > limit)
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        # integer ids and groups become text, also when columns move or metadata is bad
+        ({"id": 3, "group": 4, "completion": "x"}, {"id": "3", "group": "4"}),
+        ({"id": 3, "completion": "x", "answer": "5"}, {"id": "3", "reference": "5"}),
+        # the gold column moves; the other gold columns and unknown ones go to metadata
+        (
+            {"id": "a", "completion": "x", "solution": "s", "answer": "5", "level": 2},
+            {"reference": "5", "metadata": {"solution": "s", "level": 2}},
+        ),
+        # a lone surrogate in an unknown column's name is replaced once it is in metadata
+        ({"id": "a", "completion": "x", f"k{LONE}": 1}, {"metadata": {"k\ufffd": 1}}),
+    ],
+)
+def test_a_dataset_row_becomes_a_sample(data: dict, expected: dict) -> None:
+    sample = Sample.model_validate(data)
+    assert {k: getattr(sample, k) for k in expected} == expected
+
+
+@pytest.mark.parametrize(
+    ("data", "locs"),
+    [
+        ({"id": True, "completion": "x"}, {("id",)}),  # a bool is no number id
+        # bad metadata: the row is left as it is for the errors (the id is still text)
+        ({"id": 1, "completion": "x", "metadata": "m", "level": 2}, {("metadata",), ("level",)}),
+        # an unknown column at the nesting limit is one level deeper in metadata
+        ({"id": "a", "completion": "x", "deep": "PLACEHOLDER"}, {()}),
+    ],
+)
+def test_rows_that_cannot_be_samples_are_refused(data: dict, locs: set) -> None:
+    if data.get("deep") == "PLACEHOLDER":
+        deep: object = 1
+        for _ in range(MAX_NESTING - 1):
+            deep = [deep]
+        data = {**data, "deep": deep}
+        assert not nested_deeper_than(data)  # as given, within the limit
+    with pytest.raises(ValidationError) as caught:
+        Sample.model_validate(data)
+    assert {error["loc"] for error in caught.value.errors()} == locs

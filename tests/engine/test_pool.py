@@ -75,6 +75,17 @@ def test_each_timeout_is_bounded_by_timeout_plus_one_second() -> None:
             assert time.monotonic() - started < 0.5 + 1.0
 
 
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="a Linux scheduling policy")
+def test_workers_run_as_batch_jobs_and_their_caller_does_not(engine: Engine) -> None:
+    """A batch job woken by new tasks does not preempt the process that sent them (the
+    server's event loop); a replacement after a kill is one too."""
+    texts = ["policy", "die", "policy", "policy"]
+    results = engine.score([{"id": str(i), "completion": t} for i, t in enumerate(texts)])
+    assert results[1].status == "error"
+    assert {r.reward for r in results if r.id != "1"} == {float(os.SCHED_BATCH)}
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER
+
+
 def test_engine_can_be_reused_after_worker_replacement(engine: Engine) -> None:
     before = engine.pool.replaced
     engine.score([{"completion": "die"}])

@@ -94,6 +94,7 @@ class _Worker:
 def _worker_main(conn: Connection, progress: Any, plan: dict[str, Any]) -> None:
     """Build the reward functions once, then score batches until the pipe closes."""
     die_with_parent()
+    _run_as_batch()
     rewards: dict[str, RewardFn] = {name: component.build() for name, component in plan.items()}
     try:
         conn.send(("ready", os.getpid()))
@@ -115,6 +116,14 @@ def _worker_main(conn: Connection, progress: Any, plan: dict[str, Any]) -> None:
                 conn.send(done)
     except (EOFError, OSError):  # the pool closed its end (a send to it: broken pipe)
         return
+
+
+def _run_as_batch() -> None:
+    """Schedule this worker as a batch job (Linux `SCHED_BATCH`, same share of the CPU): a
+    worker woken by new tasks then does not preempt the process that feeds it (a server's
+    event loop, which on a busy node would otherwise lose its core at every batch sent)."""
+    with contextlib.suppress(AttributeError, OSError):  # not Linux, or refused: as it was
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
 
 
 def _prefetch(rewards: dict[str, RewardFn], batch: list[tuple[int, str, Sample]]) -> None:

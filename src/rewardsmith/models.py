@@ -354,6 +354,8 @@ class Sample(BaseModel):
         """An oversized image in the prompt (the dataset's) makes the sample invalid; one in
         the completion (the policy's side) is replaced by an `OMITTED_IMAGE` part, so what
         the policy produced is scored, never turned into a null."""
+        if not isinstance(self.completion, list) and not isinstance(self.prompt, list):
+            return self  # text only: no part to look at
         for side in ("prompt", "completion"):
             messages = getattr(self, side)
             for i, message in enumerate(messages if isinstance(messages, list) else []):

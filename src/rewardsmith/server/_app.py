@@ -36,16 +36,19 @@ cores with the reward workers, every layer a request passes through is CPU the w
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import hmac
 import json
 import logging
 import os
+import re
 import signal
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from .._exceptions import InputError
@@ -348,10 +351,26 @@ def _check_local(headers: Headers) -> None:
         )
 
 
+_LONG_NUMBER = re.compile(rb"\d{19}")
+"""Nineteen digits in a row: a number orjson might read otherwise than `json` (an integer
+past 64 bits becomes a float), or text that merely holds one."""
+
+
+def _loads(body: bytes) -> Any:
+    """`json.loads(body)`, read by orjson (about 4x faster) where it reads the same: not
+    when a number could pass 64 bits, and not what orjson refuses but `json` takes (NaN, a
+    lone surrogate, a byte-order mark, UTF-16): `json` then reads it, or refuses it, as
+    ever."""
+    if not _LONG_NUMBER.search(body):
+        with contextlib.suppress(orjson.JSONDecodeError):
+            return orjson.loads(body)
+    return json.loads(body)
+
+
 def _parse_json(body: bytes) -> Any:
     too_deep = f"body: JSON nested more than {MAX_NESTING} levels deep"
     try:
-        data = json.loads(body)
+        data = _loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise Refusal(422, f"body: not valid JSON: {exc}", reject="malformed") from None
     except RecursionError:  # nested thousands of levels deep

@@ -43,10 +43,9 @@ class Metrics:
     def __init__(self, gauges: Mapping[str, tuple[str, Callable[[], float]]] | None = None):
         """`gauges`: name -> (help text, function read at scrape time)."""
         self._lock = threading.Lock()
-        self._requests: Counter[tuple[str, str]] = Counter()
+        self._requests: Counter[tuple[str, int]] = Counter()
         self._latency: dict[str, list[int]] = {}
         self._latency_sum: Counter[str] = Counter()
-        self._latency_count: Counter[str] = Counter()
         self._samples: Counter[str] = Counter()
         self._components: Counter[tuple[str, str]] = Counter()
         self._rewards: Counter[str] = Counter()
@@ -60,12 +59,13 @@ class Metrics:
     def observe_request(self, route: str, code: int, seconds: float) -> None:
         """One finished HTTP request."""
         with self._lock:
-            self._requests[(route, str(code))] += 1
+            self._requests[route, code] += 1
             # counts per bucket, made cumulative at scrape time (the last one: over 60 s)
-            buckets = self._latency.setdefault(route, [0] * (len(LATENCY_BUCKETS) + 1))
+            buckets = self._latency.get(route)
+            if buckets is None:
+                buckets = self._latency[route] = [0] * (len(LATENCY_BUCKETS) + 1)
             buckets[bisect.bisect_left(LATENCY_BUCKETS, seconds)] += 1
             self._latency_sum[route] += seconds
-            self._latency_count[route] += 1
 
     def observe_samples(self, route: str, results: Sequence[Result]) -> None:
         """Results answered on a route: their count, statuses and component statuses."""
@@ -92,9 +92,8 @@ class Metrics:
         with self._lock:
             family("rewardsmith_requests_total", "counter", "HTTP requests by route and code.")
             for (route, code), n in sorted(self._requests.items()):
-                out.append(
-                    f"rewardsmith_requests_total{_labels([('route', route), ('code', code)])} {n}"
-                )
+                labels = _labels([("route", route), ("code", str(code))])
+                out.append(f"rewardsmith_requests_total{labels} {n}")
             family(
                 "rewardsmith_request_duration_seconds",
                 "histogram",
@@ -106,7 +105,7 @@ class Metrics:
                     labels = _labels([("route", route), ("le", _number(bound))])
                     out.append(f"rewardsmith_request_duration_seconds_bucket{labels} {n}")
                 labels = _labels([("route", route), ("le", "+Inf")])
-                count = self._latency_count[route]
+                count = sum(self._latency[route])
                 out.append(f"rewardsmith_request_duration_seconds_bucket{labels} {count}")
                 route_label = _labels([("route", route)])
                 out.append(

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
+from collections.abc import Iterable
+from typing import Any, Literal, TypeVar
 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -36,9 +37,12 @@ __all__ = [
     "Sample",
     "Score",
     "Status",
+    "built",
     "nested_deeper_than",
     "result_json",
 ]
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 Status = Literal["ok", "timeout", "error", "invalid", "not_applicable"]
 """How a score came about. Only `ok` carries a number that means what it says."""
@@ -129,6 +133,25 @@ def _replace_lone_surrogates(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return type(value)(_replace_lone_surrogates(v) for v in value)
     return value
+
+
+_new = object.__new__
+_set = object.__setattr__
+_SCORE_FIELDS = ("score", "status", "detail")
+
+
+def built(model: type[_Model], values: dict[str, Any], fields_set: Iterable[str]) -> _Model:
+    """`model.model_construct(fields_set, **values)`, for `values` that hold every field of
+    a model with no private attributes and no extra ones (`Score`, `Result`), already
+    validated: the same object without pydantic's lookups per field, three times faster
+    (the server makes a score and a result per request). `fields_set`: the fields a dump
+    with `exclude_unset` writes."""
+    instance = _new(model)
+    _set(instance, "__dict__", values)
+    _set(instance, "__pydantic_fields_set__", set(fields_set))
+    _set(instance, "__pydantic_extra__", None)
+    _set(instance, "__pydantic_private__", None)
+    return instance
 
 
 def result_json(result: Result) -> str:
@@ -413,6 +436,11 @@ class Score(BaseModel):
         if cause is not None:
             detail["cause"] = cause
         return cls(score=None, status=status, detail={"reason": reason, **detail})
+
+    @classmethod
+    def received(cls, value: float | None, status: Status, detail: dict[str, Any]) -> Score:
+        """A score as a worker sent it: its fields, validated where it was made."""
+        return built(cls, {"score": value, "status": status, "detail": detail}, _SCORE_FIELDS)
 
     @property
     def cause(self) -> Cause | None:

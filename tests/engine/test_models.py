@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 
 import pytest
 from hypothesis import given
@@ -299,3 +300,25 @@ def test_rows_that_cannot_be_samples_are_refused(data: dict, locs: set) -> None:
     with pytest.raises(ValidationError) as caught:
         Sample.model_validate(data)
     assert {error["loc"] for error in caught.value.errors()} == locs
+
+
+def test_built_models_are_the_ones_model_construct_makes() -> None:
+    """`built` skips pydantic's per-field work; a pydantic upgrade that changes what a
+    model holds must fail here, not in a written result."""
+    from rewardsmith.models import built
+
+    detail = {"extracted": "18", "cause": "completion"}
+    score = Score.received(1.0, "ok", detail)
+    assert score == Score.model_construct(score=1.0, status="ok", detail=detail)
+    values = {"id": "a", "reward": 0.5, "status": "ok", "components": {"m": score}}
+    written = ("id", "reward", "status", "components")
+    result = built(Result, {**values, "advantage": None, "steps": None}, written)
+    expected = Result.model_construct(set(written), **values, advantage=None, steps=None)
+    assert result == expected and result.model_fields_set == expected.model_fields_set
+    assert result_json(result) == result_json(expected)
+    assert result.__pydantic_extra__ is expected.__pydantic_extra__
+    assert result.__pydantic_private__ is expected.__pydantic_private__
+    result.steps = [0.5]  # set later: written, and only in this result's own fields
+    assert "steps" in result_json(result) and "steps" not in result_json(expected)
+    assert Result.model_validate(result.model_dump()) == result
+    assert pickle.loads(pickle.dumps(result)) == result

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .._exceptions import InputError
-from ..models import Result, Sample, Score
+from ..models import Result, Sample, Score, built
 from ._advantages import Entry
 from ._base import Scored
 from ._combine import combine_scores
@@ -46,6 +46,9 @@ __all__ = ["GroupOrder", "ResultBuilder"]
 
 Pending = Scored | Result
 """A scored sample waiting for its group, or an input that failed before scoring."""
+
+_WRITTEN = ("id", "reward", "status", "components")
+"""A result's fields written as it is made (`advantage` and `steps` when set later)."""
 
 Finished = tuple[Result, float | None, bool]
 """A result, its group-step value, and whether that value is the lowest of its batch (a
@@ -141,15 +144,15 @@ class ResultBuilder:
                 results.append(item)
                 continue
             combined = combine_scores(self._spec, next(shaped))
-            result = Result.model_construct(  # every field is already validated
-                {"id", "reward", "status", "components"},  # set: written; the defaults given
-                id=item.sample.id,  # here, not looked up per result, and not written
-                reward=combined.reward,
-                status=combined.status,
-                components=combined.components,
-                advantage=None,
-                steps=None,
-            )
+            fields = {  # every field is already validated
+                "id": item.sample.id,
+                "reward": combined.reward,
+                "status": combined.status,
+                "components": combined.components,
+                "advantage": None,  # the defaults: given here, not looked up, and not written
+                "steps": None,
+            }
+            result = built(Result, fields, _WRITTEN)
             if combined.steps is not None:
                 result.steps = list(combined.steps)
             if self._transform is None:  # no group statistics to take part in

@@ -346,7 +346,7 @@ class TimeoutPool:
             while worker.outstanding and worker.conn.poll():
                 for seq, (value, status, detail) in worker.conn.recv():
                     task = worker.outstanding.pop(seq)
-                    score = Score.model_construct(score=value, status=status, detail=detail)
+                    score = Score.received(value, status, detail)
                     done.append((task.key, score))
         except (EOFError, OSError):  # the worker died under a task (os._exit, OOM kill...)
             running = worker.running()

@@ -222,9 +222,7 @@ class RayPool:
         for seq, value, status, detail in rows:
             task = call.tasks.pop(seq)
             self._attempts.pop(seq, None)
-            done.append(
-                (task.key, Score.model_construct(score=value, status=status, detail=detail))
-            )
+            done.append((task.key, Score.received(value, status, detail)))
 
     def _lost(self, call: _Call, reason: str, done: list[tuple[Any, Score]]) -> None:
         """Requeue the tasks of a call whose actor is gone, up to `_MAX_ATTEMPTS` actors."""

@@ -367,15 +367,12 @@ class _Whole:
     when the run is over; cancelling that future cancels the run."""
 
     future: Future[list[Result]] | asyncio.Future[list[Result]]
-    _cancels: Callable[[Any], None]
-    """Cancels the run when the future is cancelled (set by `bind`)."""
 
     def __init__(self) -> None:
         self._results: list[Result] = []
 
     def bind(self, run: Run) -> None:
-        self._cancels = lambda future: run.cancel() if future.cancelled() else None
-        self.future.add_done_callback(self._cancels)
+        self.future.add_done_callback(lambda f: run.cancel() if f.cancelled() else None)
 
     def scored(self, count: int) -> None:
         pass
@@ -468,9 +465,6 @@ class _Awaited(_Whole):
             wrapped.__cause__ = error
             error = wrapped
         if not self.future.done():
-            # the run is over: an asyncio future would still schedule a call to this
-            # callback on the loop, one per request a server answers
-            self.future.remove_done_callback(self._cancels)  # type: ignore[union-attr]
             self._settle(error)
 
 

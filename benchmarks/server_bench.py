@@ -71,10 +71,14 @@ BEFORE = [
     "virtual machine this project had until the evening of 2026-11-23, where scoring took "
     "about 0.23 ms of CPU per sample, with a p99 over the target there; the four after them "
     "are the same code (commit 3e8f246, uvicorn) run on this machine on 2026-11-24, with the "
-    "same options, just before its own HTTP layer replaced uvicorn. The last four rows are "
+    "same options, just before its own HTTP layer replaced uvicorn. The four after those are "
     "the code before its event loop drove the workers (commit 0b16816: its own HTTP layer "
-    "and a driver thread), run on this machine just before the table above, with the same "
-    "options.",
+    "and a driver thread), run on this machine on 2026-11-24 with the same options. The last "
+    "four rows are the code at the start of the session that made the table above (commit "
+    "280fa43: the event loop drives the workers), run on this machine in that session with "
+    "`--repeats 3`. This machine's speed varied by up to a third within minutes that session: "
+    "at 1 sample per request, six runs of 280fa43 gave 38-46% (4,000-5,800 requests per "
+    "second), and eight runs of the code of the table 42-48% (3,700-6,600).",
     "",
     "| samples per request | server | HTTP / in process | p50 latency ms | p99 latency ms "
     "| HTTP CPU ms per request: server / clients |",
@@ -113,6 +117,14 @@ BEFORE = [
     "| 0.30 / 0.11 |",
     "| 256 | 2026-11-24: own HTTP layer, a driver thread (0b16816) | 99% | 882.9 | 1397.3 "
     "| 0.44 / 0.35 |",
+    "| 1 | 2026-11-24: the event loop drives the workers (280fa43) | 38% | 12.2 | 26.5 "
+    "| 0.14 / 0.04 |",
+    "| 16 | 2026-11-24: the event loop drives the workers (280fa43) | 101% | 79.6 | 126.5 "
+    "| 0.11 / 0.08 |",
+    "| 64 | 2026-11-24: the event loop drives the workers (280fa43) | 115% | 305.7 | 370.8 "
+    "| -0.41 / 0.14 |",
+    "| 256 | 2026-11-24: the event loop drives the workers (280fa43) | 103% | 883.9 | 1392.4 "
+    "| -0.88 / 0.40 |",
 ]
 
 

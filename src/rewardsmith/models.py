@@ -82,21 +82,16 @@ a worker and writing it back in a result fail a few hundred levels down."""
 def nested_deeper_than(value: Any, limit: int = MAX_NESTING) -> bool:
     """Whether `value` nests lists, tuples or dicts more than `limit` levels deep.
 
-    Level by level, so any depth is measured without recursion (and a flat sample, checked
-    for every request the server takes, costs one pass over its values).
+    Iterative, so any depth is measured without recursion.
     """
     containers = (dict, list, tuple)
-    level = [value] if isinstance(value, containers) else []
-    depth = 1
-    while level:
+    stack = [(value, 1)] if isinstance(value, containers) else []
+    while stack:
+        item, depth = stack.pop()
         if depth > limit:
             return True
-        inner: list[Any] = []
-        for item in level:
-            children = item.values() if isinstance(item, dict) else item
-            inner += [c for c in children if isinstance(c, containers)]
-        level = inner
-        depth += 1
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, containers))
     return False
 
 
@@ -295,12 +290,8 @@ def _columns(data: dict[str, Any]) -> dict[str, Any]:
     The first gold column present, in the order of `REFERENCE_ALIASES`, becomes `reference`
     (MATH rows carry both `answer` and `solution`: the final answer wins). Other gold columns
     and unknown columns (e.g. `level`) travel in `metadata`, as dataset columns do in TRL.
-    Integer ids and groups become text.
     """
-    numbered = [k for k in _IDENTIFIERS if _is_number(data.get(k))]
-    if numbered:
-        data = {**data, **{k: str(data[k]) for k in numbered}}
-    if data.keys() <= _CONTRACT_KEYS:  # the common case: nothing to move
+    if _CONTRACT_KEYS.issuperset(data.keys()):  # the common case: nothing to move
         return data
     gold = next((k for k in REFERENCE_ALIASES if k in data), None)
     extra = {
@@ -319,10 +310,6 @@ def _columns(data: dict[str, Any]) -> dict[str, Any]:
     if extra:
         known["metadata"] = {**extra, **metadata}
     return known
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class Sample(BaseModel):
@@ -361,6 +348,11 @@ class Sample(BaseModel):
         if not _has_lone_surrogate(data):
             return data
         return {k: v if k in _IDENTIFIERS else _replace_lone_surrogates(v) for k, v in data.items()}
+
+    @field_validator("id", "group", mode="before")
+    @classmethod
+    def _ids_as_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
     @field_validator("id", "group")
     @classmethod

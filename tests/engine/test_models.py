@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from collections.abc import Iterator, Mapping
 
 import pytest
 from hypothesis import given
@@ -322,3 +323,51 @@ def test_built_models_are_the_ones_model_construct_makes() -> None:
     assert "steps" in result_json(result) and "steps" not in result_json(expected)
     assert Result.model_validate(result.model_dump()) == result
     assert pickle.loads(pickle.dumps(result)) == result
+
+
+class _Row(Mapping):
+    """A mapping that is not a dict, as a dataset library may give."""
+
+    def __init__(self, data: dict) -> None:
+        self._data = data
+
+    def __getitem__(self, key: str) -> object:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class _ListedKeys(dict):
+    def keys(self) -> list:  # type: ignore[override]
+        return list(super().keys())
+
+
+def test_rows_that_are_not_plain_dicts_validate_as_dicts_do() -> None:
+    """Red team (helper-58) on the fused validators."""
+    assert Sample.model_validate(_Row({"id": 1, "completion": "x"})).id == "1"
+    assert Sample.model_validate(_ListedKeys(id="a", completion="x", level=2)).metadata == {
+        "level": 2
+    }
+
+
+def test_an_id_too_long_to_write_as_text_is_an_id_error() -> None:
+    with pytest.raises(ValidationError) as caught:
+        Sample.model_validate({"id": 10**5000, "completion": "x"})
+    assert [error["loc"] for error in caught.value.errors()] == [("id",)]
+
+
+def test_a_cyclic_or_shared_structure_is_measured_at_once() -> None:
+    """Depth first: a structure that refers to itself, or shares halves at every level,
+    is found too deep along one path instead of being walked level by level (2^depth)."""
+    cycle: list = []
+    cycle += [cycle, cycle]
+    shared: list = []
+    for _ in range(120):
+        shared = [shared, shared]
+    assert nested_deeper_than(cycle) and nested_deeper_than(shared)
+    with pytest.raises(ValidationError, match="nested more than"):
+        Sample.model_validate({"id": "a", "completion": "x", "metadata": {"m": cycle}})

@@ -4,12 +4,21 @@ with `json` everywhere else: the fast path must never change what a body means."
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rewardsmith.server._app import _loads
+
+
+def _loaded(body: bytes) -> object:
+    """`_loads` as `_parse_json` calls it."""
+    return _loads(body, body.count(b"[") + body.count(b"{"))
 
 
 def _read(loads, body: bytes) -> tuple[str, ...]:
@@ -40,13 +49,14 @@ def _read(loads, body: bytes) -> tuple[str, ...]:
         b'{"a": 1, "a": 2}',
         b"[-0.0, 0.1, 1e-400, 1.7976931348623157e308]",
         b"[" * 2000 + b"]" * 2000,
+        b"[" * 990 + b"]" * 990,  # json's RecursionError depends on the stack: so must ours
         b'{"a": "\\u0000\\/"}',
         b"",
         b"[1,]",
     ],
 )
 def test_a_body_reads_as_json_reads_it(body: bytes) -> None:
-    assert _read(_loads, body) == _read(json.loads, body)
+    assert _read(_loaded, body) == _read(json.loads, body)
 
 
 _TEXT = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=6)
@@ -77,4 +87,27 @@ def _encoded(value: object, ascii_only: bool) -> bytes:
     )
 )
 def test_any_body_reads_as_json_reads_it(body: bytes) -> None:
-    assert _read(_loads, body) == _read(json.loads, body)
+    assert _read(_loaded, body) == _read(json.loads, body)
+
+
+DEEP = """
+from rewardsmith.server._app import _parse_json
+from rewardsmith.server._http import Refusal
+for body in (b"[" * 140000 + b"]" * 140000, b'{"a":' * 70000 + b"1" + b"}" * 70000):
+    try:
+        _parse_json(body)
+    except Refusal as refusal:
+        print(refusal.answer().status)
+"""
+
+
+def test_a_body_nested_past_any_parser_stack_is_refused_not_a_crash() -> None:
+    """orjson 3.8 reads nesting with no limit: 140,000 brackets (280 KB) overflowed the C
+    stack and killed the server (red team, helper-58). Run apart: a crash is an exit code."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)])}
+    done = subprocess.run(
+        [sys.executable, "-c", DEEP], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["422", "422"]

@@ -4,7 +4,8 @@ Node.js and uvicorn), with the limits a server that many trainer processes call 
 Why not an ASGI server: with one sample per request, the layers a request passes through
 cost more CPU than scoring it, and on a node the server shares its cores with the reward
 workers (BENCHMARKS.md, "Reward server under load"). Here a request is parsed by llhttp,
-handed to the app as bytes, and answered with one write.
+handed to the app as bytes, and answered with one write, made with the other answers of the
+same pass of the event loop (`_Server.write_soon`).
 
 What a connection may do:
 
@@ -235,9 +236,26 @@ class _Server:
         self.limits = limits
         self.access_log = access_log
         self.connections: set[_Connection] = set()
+        self._loop = asyncio.get_running_loop()
+        self._outbox: list[_Connection] = []
+        """Connections with an answer to write at the end of this pass of the loop."""
         self.stopping = False
         self.emptied: asyncio.Event | None = None
         """Set once the last connection is gone, while stopping."""
+
+    def write_soon(self, connection: _Connection) -> None:
+        """Have `connection` write what it holds with the other answers of this pass of the
+        loop. On loopback a write wakes its reader before it returns, and that cost the
+        server as much CPU as parsing the request: back to back, the answers of one pass
+        wake a client process once (BENCHMARKS.md, "Reward server under load")."""
+        if not self._outbox:
+            self._loop.call_soon(self._flush)
+        self._outbox.append(connection)
+
+    def _flush(self) -> None:
+        outbox, self._outbox = self._outbox, []
+        for connection in outbox:
+            connection.flush()
 
     def forget(self, connection: _Connection) -> None:
         self.connections.discard(connection)
@@ -286,6 +304,8 @@ class _Connection(asyncio.Protocol):
         """`_next` is taking the requests in line."""
         self._stalled: asyncio.TimerHandle | None = None
         """Cuts off a client that leaves its answers unread."""
+        self._unsent: list[bytes] = []
+        """Bytes to write at the end of this pass of the loop (`_Server.write_soon`)."""
         self._written = 0
         """Bytes handed to the transport so far."""
         self._sent_mark = 0
@@ -324,6 +344,7 @@ class _Connection(asyncio.Protocol):
         # garbage collector's pauses
         self._parser = self._task = None  # type: ignore[assignment]
         self._queue.clear()
+        self._unsent = []
         self._server.forget(self)
 
     def data_received(self, data: bytes) -> None:
@@ -647,6 +668,23 @@ class _Connection(asyncio.Protocol):
             self._close()
 
     def _write(self, data: bytes) -> None:
+        """Write `data` at the end of this pass of the loop; a second write meanwhile (a
+        pipelined request answered at once) writes both now, so that a client that does not
+        read is noticed (`pause_writing`) one answer late at most, as the limits need."""
+        if self._closed or self._transport is None:
+            return
+        self._unsent.append(data)
+        if len(self._unsent) == 1:
+            self._server.write_soon(self)
+        else:
+            self.flush()
+
+    def flush(self) -> None:
+        """Hand what `_write` holds to the transport."""
+        if not self._unsent:
+            return
+        data = b"".join(self._unsent)
+        self._unsent = []
         if not self._closed and self._transport is not None:
             self._written += len(data)
             self._transport.write(data)
@@ -654,6 +692,7 @@ class _Connection(asyncio.Protocol):
     def _close(self) -> None:
         self._cancel_timer()
         if not self._closed and self._transport is not None:
+            self.flush()
             self._closed = True
             self._transport.close()  # once what is written is sent
             if self._transport.get_write_buffer_size():

@@ -211,11 +211,9 @@ class Front:
                         f"its limit of {self.limit}. Retry later."
                     )
                 self._admitted += count
-                payload = (run.added, payload)
+                payload = (run.added, payload, last)
                 run.added += count
             self._inbox.append((run, op, payload))
-            if last:
-                self._inbox.append((run, "end", None))
             if self._host is not None and self._host.gone:  # its loop closed unclosed: a
                 self._host = None  # thread takes over the pool and what is in flight
             if self._host is None and self._thread is None:
@@ -418,7 +416,7 @@ class Front:
         if op == "end":
             run.ended = True
         else:
-            start, items = payload
+            start, items, last = payload
             run.received += len(items)
             timeout = self.spec.timeout_s
             tasks = []
@@ -430,6 +428,10 @@ class Front:
                 tasks += [Task((run, index, name), name, item, timeout) for name in self._names]
             if tasks:
                 pool.submit(tasks)
+            if last:
+                run.ended = True
+            elif len(tasks) == len(items) * len(self._names):  # none is ready yet
+                return
         self._advance(run)
 
     def _collect(self, done: list[tuple[Any, Score]]) -> None:

@@ -73,12 +73,15 @@ BEFORE = [
     "are the same code (commit 3e8f246, uvicorn) run on this machine on 2026-11-24, with the "
     "same options, just before its own HTTP layer replaced uvicorn. The four after those are "
     "the code before its event loop drove the workers (commit 0b16816: its own HTTP layer "
-    "and a driver thread), run on this machine on 2026-11-24 with the same options. The last "
-    "four rows are the code at the start of the session that made the table above (commit "
-    "280fa43: the event loop drives the workers), run on this machine in that session with "
-    "`--repeats 3`. This machine's speed varied by up to a third within minutes that session: "
-    "at 1 sample per request, six runs of 280fa43 gave 38-46% (4,000-5,800 requests per "
-    "second), and eight runs of the code of the table 42-48% (3,700-6,600).",
+    "and a driver thread), run on this machine on 2026-11-24 with the same options. The four "
+    "after those are commit 280fa43 (the event loop drives the workers), run with "
+    "`--repeats 3` on 2026-11-24. The last four rows are the code at the start of the session "
+    "that made the table above (commit 73a7b1a: each answer written as it was made, a Task "
+    "per request), run on this machine in that session with `--repeats 3`. This machine's "
+    "speed varies by up to a third within minutes: at 1 sample per request, eight runs of "
+    "73a7b1a that session gave 44-51% (median 47.5%; 4,600-6,800 requests per second), and "
+    "twelve runs of the code of the table before it was recorded gave 43-55% (median 51%; "
+    "4,200-7,300 requests per second), seven of them alternating with 73a7b1a.",
     "",
     "| samples per request | server | HTTP / in process | p50 latency ms | p99 latency ms "
     "| HTTP CPU ms per request: server / clients |",
@@ -125,6 +128,14 @@ BEFORE = [
     "| -0.41 / 0.14 |",
     "| 256 | 2026-11-24: the event loop drives the workers (280fa43) | 103% | 883.9 | 1392.4 "
     "| -0.88 / 0.40 |",
+    "| 1 | 2026-11-24: answers written one by one, a Task per request (73a7b1a) | 48% | 9.4 "
+    "| 18.6 | 0.10 / 0.03 |",
+    "| 16 | 2026-11-24: answers written one by one, a Task per request (73a7b1a) | 100% "
+    "| 76.5 | 121.9 | 0.08 / 0.08 |",
+    "| 64 | 2026-11-24: answers written one by one, a Task per request (73a7b1a) | 110% "
+    "| 287.8 | 347.4 | -0.48 / 0.13 |",
+    "| 256 | 2026-11-24: answers written one by one, a Task per request (73a7b1a) | 95% "
+    "| 779.8 | 1219.4 | 0.74 / 0.34 |",
 ]
 
 

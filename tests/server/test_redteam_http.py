@@ -691,6 +691,21 @@ def test_a_half_closed_client_counts_as_gone(world: World) -> None:
     assert wait_until(lambda: rejected(server, "disconnected") == before + 1)
 
 
+def test_a_half_closed_client_gets_an_answer_already_made(world: World) -> None:
+    """Attack (helper-59): a request the app refuses at once (malformed JSON: 422), then
+    shutdown(SHUT_WR), then read. Was (fixed): the answer, made and counted as sent, waited
+    for the end of the loop's pass, the FIN was read first, and the transport closed without
+    it (1 in 30 arrived). Now: it is written before the connection closes, as before answers
+    were written per pass."""
+    server = world.server()
+    for _ in range(10):
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            sock.sendall(request("POST", "/v1/score", b"{not json"))
+            sock.shutdown(socket.SHUT_WR)
+            done = read_all(sock)
+        assert statuses(done) == [422] and done.closed, done.raw[:300]
+
+
 def test_request_then_immediate_close_is_counted_and_leaves_the_queue(world: World) -> None:
     """Attack: a request whose samples take 1.5 s, and the socket closed at once (its task
     may not even have started). Today: `disconnected` counted, the queue back to 0."""

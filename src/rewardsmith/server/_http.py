@@ -140,7 +140,7 @@ class Refusal(Exception):
 
 
 Respond = Callable[[bytes], Awaitable[Answer]]
-"""Answers a request from its whole body."""
+"""Answers a request from its whole body (run without a Task: see `_Answering`)."""
 
 
 class Handler(Protocol):
@@ -229,12 +229,16 @@ class _Exchange:
 
 
 class _Answering:
-    """Runs the coroutine that answers one request as a Task would, without one: `start` it
-    on the loop's next pass (the requests read in one pass go to the engine together), and
-    it resumes from the done callback of the future it awaits. With one sample per request,
-    a Task cost the server about 5% of its CPU (BENCHMARKS.md, "Reward server under load").
-    `cancel` cancels that future, so the coroutine gets `CancelledError` where it waits, as
-    in a Task; cancelled before it starts, it never runs."""
+    """Runs the coroutine that answers one request without a Task: `start` it on the loop's
+    next pass (the requests read in one pass go to the engine together), and it resumes from
+    the done callback of the future it awaits. With one sample per request, a Task cost the
+    server about 5% of its CPU (BENCHMARKS.md, "Reward server under load").
+
+    `cancel` cancels that future, so the coroutine gets `CancelledError` where it waits, once,
+    as in a Task; cancelled before it starts, it never runs. Unlike a Task, there is no
+    current task while it runs: a `Respond` must not use `asyncio.timeout` or
+    `asyncio.current_task()` (the app's routes use neither), and may await only asyncio
+    futures (anything else gets `RuntimeError` where it awaited it)."""
 
     __slots__ = ("_cancelled", "_coroutine", "_waiting")
 
@@ -253,18 +257,27 @@ class _Answering:
 
     def _step(self, done: asyncio.Future[Any] | None) -> None:
         self._waiting = None
+        error: BaseException | None = None
+        if self._cancelled:  # delivered once: a coroutine that catches it may go on
+            self._cancelled = False
+            if done is None or not done.cancelled():  # else awaiting it raises it
+                error = asyncio.CancelledError()
+        self._resume(error)
+
+    def _resume(self, error: BaseException | None) -> None:
+        coroutine = self._coroutine
         try:
-            if self._cancelled and not (done is not None and done.cancelled()):
-                awaited = self._coroutine.throw(asyncio.CancelledError())
-            else:
-                awaited = self._coroutine.send(None)
+            awaited = coroutine.send(None) if error is None else coroutine.throw(error)
         except (StopIteration, asyncio.CancelledError):
             return
+        loop = asyncio.get_running_loop()
         if awaited is None:  # a bare `yield` (`asyncio.sleep(0)`): on the loop's next pass
-            asyncio.get_running_loop().call_soon(self._step, None)
-        else:
+            loop.call_soon(self._step, None)
+        elif asyncio.isfuture(awaited):
             self._waiting = awaited
             awaited.add_done_callback(self._step)
+        else:
+            loop.call_soon(self._resume, RuntimeError(f"a Respond awaited {awaited!r}"))
 
 
 class _Server:
@@ -277,7 +290,7 @@ class _Server:
         self.connections: set[_Connection] = set()
         self._loop = asyncio.get_running_loop()
         self._outbox: list[_Connection] = []
-        """Connections with an answer to write at the end of this pass of the loop."""
+        """Connections with an answer to write once this pass of the loop is over."""
         self.stopping = False
         self.emptied: asyncio.Event | None = None
         """Set once the last connection is gone, while stopping."""
@@ -344,7 +357,7 @@ class _Connection(asyncio.Protocol):
         self._stalled: asyncio.TimerHandle | None = None
         """Cuts off a client that leaves its answers unread."""
         self._unsent: list[bytes] = []
-        """Bytes to write at the end of this pass of the loop (`_Server.write_soon`)."""
+        """Bytes to write once this pass of the loop is over (`_Server.write_soon`)."""
         self._written = 0
         """Bytes handed to the transport so far."""
         self._sent_mark = 0
@@ -385,6 +398,11 @@ class _Connection(asyncio.Protocol):
         self._queue.clear()
         self._unsent = []
         self._server.forget(self)
+
+    def eof_received(self) -> None:
+        """The client closed its side: it counts as gone (the transport closes, and its
+        request is cancelled), but an answer already made is written first."""
+        self.flush()
 
     def data_received(self, data: bytes) -> None:
         if self._closed or self._broken:
@@ -708,7 +726,7 @@ class _Connection(asyncio.Protocol):
             self._close()
 
     def _write(self, data: bytes) -> None:
-        """Write `data` at the end of this pass of the loop; a second write meanwhile (a
+        """Write `data` once this pass of the loop is over; a second write meanwhile (a
         pipelined request answered at once) writes both now, so that a client that does not
         read is noticed (`pause_writing`) one answer late at most, as the limits need."""
         if self._closed or self._transport is None:

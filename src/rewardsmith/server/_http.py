@@ -298,8 +298,9 @@ class _Server:
     def write_soon(self, connection: _Connection) -> None:
         """Have `connection` write what it holds with the other answers of this pass of the
         loop. On loopback a write wakes its reader before it returns, and that cost the
-        server as much CPU as parsing the request: back to back, the answers of one pass
-        wake a client process once (BENCHMARKS.md, "Reward server under load")."""
+        server as much CPU as parsing the request: written back to back, the answers of one
+        pass can wake a client process that reads several of them once (BENCHMARKS.md,
+        "Reward server under load")."""
         if not self._outbox:
             self._loop.call_soon(self._flush)
         self._outbox.append(connection)

@@ -250,14 +250,9 @@ class Engine:
         return items
 
     def _queue(self, items: list[Sample | Result], sink: _Whole | _Futures) -> None:
-        run = self.front.open(sink, whole=isinstance(sink, _Whole))
+        run = self.front.submit(sink, items, whole=isinstance(sink, _Whole))
         if isinstance(sink, _Whole):
             sink.bind(run)
-        try:
-            run.add(items, last=True)
-        except QueueFull:
-            run.cancel()
-            raise
 
     def iter_score(
         self,

@@ -106,7 +106,7 @@ class Run:
         self.over = False
         """Failed, cancelled or finished: the driver ignores whatever still comes for it."""
         # Driver side
-        self.builder = ResultBuilder(front.spec, grouped=front.grouped)
+        self.builder = front.shared_builder or ResultBuilder(front.spec, grouped=True)
         self.partial: dict[int, tuple[Sample, dict[str, Score]]] = {}
         self.ready: dict[int, Scored | Result] = {}
         self.received = 0
@@ -148,6 +148,9 @@ class Front:
         self.spec = spec
         self.grouped = spec.needs_groups
         """Whether results need their whole group (the spec's `needs_groups`, looked up once)."""
+        self.shared_builder = None if self.grouped else ResultBuilder(spec, grouped=False)
+        """Without group-level work a builder keeps nothing between samples, so every run
+        shares this one rather than making its own (one per call of a single sample)."""
         self.limit = limit
         self._make_pool = make_pool
         self._names = list(spec.rewards)
@@ -195,35 +198,48 @@ class Front:
             self._runs.add(run)
         return run
 
+    def submit(self, sink: Sink, items: list[Sample | Result], *, whole: bool = False) -> Run:
+        """A new run of `items` and no more: `open`, `Run.add` and `Run.end` in one hand-over
+        (a call per sample makes one run each).
+
+        Raises:
+            QueueFull: the admission limit would be passed (no run was opened).
+        """
+        run = Run(self, sink, whole)
+        with self._lock:
+            self._hand_over(run, "add", items, last=True)
+            self._runs.add(run)
+        return run
+
     def command(self, run: Run, op: str, payload: Any, *, last: bool = False) -> None:
         """Hand the driver an operation on `run` (then its end, with `last`); start the
         driver if it is not running."""
         with self._lock:
-            if op == "add":
-                count = len(payload)
-                if (
-                    self.limit is not None
-                    and self._admitted
-                    and self._admitted + count > self.limit
-                ):
-                    raise QueueFull(
-                        f"the engine holds {self._admitted} samples; {count} more would pass "
-                        f"its limit of {self.limit}. Retry later."
-                    )
-                self._admitted += count
-                payload = (run.added, payload, last)
-                run.added += count
-            self._inbox.append((run, op, payload))
-            if self._host is not None and self._host.gone:  # its loop closed unclosed: a
-                self._host = None  # thread takes over the pool and what is in flight
-            if self._host is None and self._thread is None:
-                self._start_driver()
-            elif not self._woken and not (op == "add" and self._saturated and _to_score(payload)):
-                self._woken = True
-                if self._host is not None:
-                    self._host.wake()
-                else:
-                    os.write(self._wake_w, b"\0")
+            self._hand_over(run, op, payload, last)
+
+    def _hand_over(self, run: Run, op: str, payload: Any, last: bool) -> None:
+        """`command`, with `_lock` held."""
+        if op == "add":
+            count = len(payload)
+            if self.limit is not None and self._admitted and self._admitted + count > self.limit:
+                raise QueueFull(
+                    f"the engine holds {self._admitted} samples; {count} more would pass "
+                    f"its limit of {self.limit}. Retry later."
+                )
+            self._admitted += count
+            payload = (run.added, payload, last)
+            run.added += count
+        self._inbox.append((run, op, payload))
+        if self._host is not None and self._host.gone:  # its loop closed unclosed: a
+            self._host = None  # thread takes over the pool and what is in flight
+        if self._host is None and self._thread is None:
+            self._start_driver()
+        elif not self._woken and not (op == "add" and self._saturated and _to_score(payload)):
+            self._woken = True
+            if self._host is not None:
+                self._host.wake()
+            else:
+                os.write(self._wake_w, b"\0")
 
     def host(self, loop: asyncio.AbstractEventLoop, pool_watched: bool) -> None:
         """Drive the pool from `loop`, whose thread this call must run on, rather than from a
@@ -430,8 +446,6 @@ class Front:
                 pool.submit(tasks)
             if last:
                 run.ended = True
-            elif len(tasks) == len(items) * len(self._names):  # none is ready yet
-                return
         self._advance(run)
 
     def _collect(self, done: list[tuple[Any, Score]]) -> None:
@@ -451,6 +465,8 @@ class Front:
 
     def _advance(self, run: Run) -> None:
         """Finish what is ready in order; give results; close the run when it is over."""
+        if run.pushed not in run.ready and not (run.ended and run.pushed == run.received):
+            return  # its next sample is still being scored
         out: list[Result] = []
         pushed = run.pushed
         try:

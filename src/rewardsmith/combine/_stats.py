@@ -44,7 +44,10 @@ def all_equal(values: Sequence[float]) -> bool:
 def exact_sum(values: Iterable[float]) -> float:
     """Correctly rounded sum; +-inf (nan for inf - inf) where it leaves the float range, as
     float arithmetic does, never an exception out of a combination."""
-    return _divided_sum(list(values), 1)
+    values = list(values)
+    if len(values) == 1:  # one component, the usual case: `fsum`'s value (-0.0 gives 0.0)
+        return values[0] + 0.0
+    return _divided_sum(values, 1)
 
 
 def mean(values: Sequence[float]) -> float:

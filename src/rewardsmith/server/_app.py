@@ -178,9 +178,16 @@ class RewardApp:
         return self._score_body
 
     async def _score_body(self, body: bytes) -> Answer:
-        samples = await _off_loop(len(body), self._parse_samples, body)
-        results = await self._run(list(samples), "/v1/score")
-        return Answer(200, await _off_loop(len(body), _dump_results, results))
+        inline = len(body) <= _INLINE_BYTES  # else parsed and written in a thread
+        if inline:
+            samples = self._parse_samples(body)
+        else:
+            samples = await asyncio.to_thread(self._parse_samples, body)
+        results = await self._run(list(samples))
+        self.metrics.observe_samples("/v1/score", results)
+        if inline:
+            return Answer(200, _dump_results(results))
+        return Answer(200, await asyncio.to_thread(_dump_results, results))
 
     def _get_reward(self, request: Request) -> Respond:
         self._authorize(request)
@@ -194,7 +201,8 @@ class RewardApp:
 
     async def _reward_body(self, body: bytes) -> Answer:
         samples, found = await _off_loop(len(body), self._parse_openrlhf, body)
-        results = await self._run(samples, "/get_reward")
+        results = await self._run(samples)
+        self.metrics.observe_samples("/get_reward", results)
         answer = openrlhf_response(self.spec, results, found)
         return Answer(200, await _off_loop(len(body), lambda: json.dumps(answer).encode()))
 
@@ -244,9 +252,9 @@ class RewardApp:
             raise Refusal(422, _describe(exc, ""), reject="malformed") from None
         return parsed.samples()
 
-    async def _run(self, samples: list[Sample | InputError], route: str) -> list[Result]:
-        """The samples' results; cancelled (the client left), the engine drops those not yet
-        scored."""
+    def _run(self, samples: list[Sample | InputError]) -> asyncio.Future[list[Result]]:
+        """The samples' results, to come; cancelled (the client left), the engine drops
+        those not yet scored. (A future, not a coroutine: one less frame per request.)"""
         if len(samples) > self._max_queue_samples:
             raise Refusal(
                 413,
@@ -262,15 +270,13 @@ class RewardApp:
                 headers=((b"retry-after", b"5"),),
             )
         try:
-            results = await self.engine.asubmit(samples)
+            return self.engine.asubmit(samples)
         except QueueFull as exc:
             raise Refusal(
                 503, str(exc), reject="queue_full", headers=((b"retry-after", b"1"),)
             ) from None
         except InputError as exc:  # e.g. a group that is not contiguous
             raise Refusal(422, f"samples: {exc}", reject="malformed") from None
-        self.metrics.observe_samples(route, results)
-        return results
 
 
 def create_app(

@@ -35,7 +35,7 @@ from .._exceptions import InputError
 from ..models import Result, Sample, Score, built
 from ._advantages import Entry
 from ._base import Scored
-from ._combine import combine_scores
+from ._combine import Combined, combine_scores
 from ._failures import cap_charged, charged_counted, charged_value
 from ._shaping import shape
 
@@ -100,8 +100,10 @@ class ResultBuilder:
 
     def push(self, item: Pending) -> list[Result]:
         """Take the next item in input order; return the results now finished, in order."""
-        if not self._grouped:
-            return self._emit(self._finish([item]))
+        if not self._grouped:  # no group to wait for, no transform to give an advantage
+            if isinstance(item, Result):
+                return [item]
+            return [self._result(item.sample, shape(self._spec, [item])[0])[0]]
         if isinstance(item, Result):
             if self._pending:
                 self._pending.append(item)
@@ -143,18 +145,7 @@ class ResultBuilder:
             if isinstance(item, Result):
                 results.append(item)
                 continue
-            combined = combine_scores(self._spec, next(shaped))
-            fields = {  # every field is already validated
-                "id": item.sample.id,
-                "reward": combined.reward,
-                "status": combined.status,
-                "components": combined.components,
-                "advantage": None,  # the defaults: given here, not looked up, and not written
-                "steps": None,
-            }
-            result = built(Result, fields, _WRITTEN)
-            if combined.steps is not None:
-                result.steps = list(combined.steps)
+            result, combined = self._result(item.sample, next(shaped))
             if self._transform is None:  # no group statistics to take part in
                 pass
             elif combined.status == "ok" and combined.reward is not None:
@@ -179,6 +170,23 @@ class ResultBuilder:
             to_batch = deferred and entry.charged
             finished[position] = (results[position], None if to_batch else v, to_batch)
         return finished
+
+    def _result(self, sample: Sample, scores: dict[str, Score]) -> tuple[Result, Combined]:
+        """One sample's result from its shaped scores (no advantage yet), and its
+        combination."""
+        combined = combine_scores(self._spec, scores)
+        fields = {  # every field is already validated
+            "id": sample.id,
+            "reward": combined.reward,
+            "status": combined.status,
+            "components": combined.components,
+            "advantage": None,  # the defaults: given here, not looked up, and not written
+            "steps": None,
+        }
+        result = built(Result, fields, _WRITTEN)
+        if combined.steps is not None:
+            result.steps = list(combined.steps)
+        return result, combined
 
     def _group_step(self, scored: list[Scored]) -> list[Scored]:
         """Group-scoped reward types turn the group's per-sample scores into final ones."""

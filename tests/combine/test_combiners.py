@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from rewardsmith import Score
 from rewardsmith.combine import combine, combine_scores
+from rewardsmith.combine._stats import exact_sum
 
 from .helpers import ok, row, run, spec
 
@@ -188,3 +189,20 @@ def test_lexicographic_order_holds_for_binary_primary(p1, p2, s1, s2) -> None:
         assert t1 >= t2  # strictly, down to the float resolution of the primary's scale:
         if s1 - s2 > 1e-9:
             assert t1 > t2
+
+
+@given(st.floats() | st.integers(-(2**60), 2**60))
+def test_the_sum_of_one_value_is_fsums(value: float) -> None:
+    """One counted component (the usual spec) takes a shortcut; it must give `fsum`'s value
+    to the bit: -0.0 becomes 0.0, infinities stay, nan stays nan."""
+    got, want = exact_sum([value]), math.fsum([value])
+    assert type(got) is float
+    if math.isnan(want):
+        assert math.isnan(got)
+    else:
+        assert (got, math.copysign(1.0, got)) == (want, math.copysign(1.0, want))
+
+
+def test_one_component_scoring_minus_zero_totals_plus_zero() -> None:
+    total = combine_scores(spec({"a": {"weight": 1.0, **UNIT}}), {"a": ok(-0.0)}).reward
+    assert total == 0.0 and math.copysign(1.0, total) == 1.0

@@ -304,6 +304,28 @@ def test_a_hosted_front_closed_from_another_thread_fails_its_calls_and_works_aga
         engine.close()
 
 
+def test_a_blocking_call_on_the_hosting_loop_raises_rather_than_hangs() -> None:
+    """`score` or `start` on the thread of the loop that drives the engine would wait for
+    that loop, forever: it is refused, and the engine goes on."""
+    outcome: list = []
+
+    async def main(engine: Engine) -> None:
+        engine.host(asyncio.get_running_loop())
+        for call in (lambda: engine.score([{"completion": "a"}]), engine.start):
+            with pytest.raises(RuntimeError, match="would wait for itself"):
+                call()
+        outcome.append([r.reward for r in await engine.ascore([{"completion": "ab"}])])
+        outcome.append(engine.admitted)
+        engine.close()
+
+    engine = Engine(PLAIN, workers=1)
+    # in a thread: without the check the loop hangs, and the test must fail, not hang
+    thread = threading.Thread(target=asyncio.run, args=(main(engine),), daemon=True)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive() and outcome == [[2.0], 0]
+
+
 def test_an_engine_whose_hosting_loop_closed_goes_on_with_a_thread() -> None:
     async def main(engine: Engine) -> list:
         engine.host(asyncio.get_running_loop())

@@ -187,13 +187,15 @@ class Engine:
         interpreter lock for every request (`Front.host`). A local pool only: with Ray,
         nothing changes.
 
-        While hosted, make no blocking call (`score`, `start`, a `submit` future's
-        `result()`) on the loop's thread: the loop would wait for itself. Close the engine
-        before the loop stops (after it is closed, a thread takes over)."""
+        While hosted, make no blocking call on the loop's thread: the loop would wait for
+        itself. `score`, `iter_score` and `start` raise `RuntimeError` there; a `submit`
+        future's `result()` cannot tell, and hangs. Close the engine before the loop stops
+        (after it is closed, a thread takes over)."""
         self.front.host(loop, pool_watched=self._backend == "local")
 
     def start(self) -> None:
         """Start the workers now rather than on the first call (raises what stops them)."""
+        self.front.refuse_waiting_on_host("Engine.start")
         sink = _Collect()
         self._queue([], sink)
         sink.future.result()
@@ -268,6 +270,7 @@ class Engine:
         a group's results come once the group is complete, and a group must be contiguous in
         the input: a group id seen again after other groups raises `InputError`.
         """
+        self.front.refuse_waiting_on_host("Engine.score (iter_score)")
         stream = _Stream()
         run = self.front.open(stream)
         try:

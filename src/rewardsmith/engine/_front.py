@@ -258,6 +258,17 @@ class Front:
                 raise RuntimeError("host the front before its first use")
             self._host = _Hosted(self, loop)
 
+    def refuse_waiting_on_host(self, call: str) -> None:
+        """Raise instead of waiting for results on the thread of the event loop that drives
+        the pool (`host`): the loop would wait for itself, forever."""
+        host = self._host
+        if host is not None and host.on_its_thread() and not host.gone:
+            raise RuntimeError(
+                f"{call} waits for its results, on the thread of the event loop that drives "
+                "the engine (Engine.host): the loop would wait for itself. Await "
+                "`engine.ascore(...)` there, or call from another thread."
+            )
+
     def _start_driver(self) -> None:
         """Start a driver thread and its wake-up pipe (with `_lock` held)."""
         wake_r, self._wake_w = os.pipe()
@@ -530,6 +541,10 @@ class _Hosted:
         """Starts the pool: its workers build their rewards (seconds, for a model) off the
         loop."""
         self.stopped = False
+
+    def on_its_thread(self) -> bool:
+        """The caller runs on the loop's thread."""
+        return threading.get_ident() == self._thread
 
     @property
     def gone(self) -> bool:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -201,6 +203,12 @@ def test_the_sum_of_one_value_is_fsums(value: float) -> None:
         assert math.isnan(got)
     else:
         assert (got, math.copysign(1.0, got)) == (want, math.copysign(1.0, want))
+
+
+@pytest.mark.parametrize("value", [np.float32(0.5), np.float64(-0.0), np.int64(3), Decimal("0.1")])
+def test_the_sum_of_one_number_of_another_type_is_fsums_float(value: object) -> None:
+    got, want = exact_sum([value]), math.fsum([value])
+    assert type(got) is float and (got, math.copysign(1.0, got)) == (want, math.copysign(1.0, want))
 
 
 def test_one_component_scoring_minus_zero_totals_plus_zero() -> None:

@@ -45,8 +45,8 @@ def exact_sum(values: Iterable[float]) -> float:
     """Correctly rounded sum; +-inf (nan for inf - inf) where it leaves the float range, as
     float arithmetic does, never an exception out of a combination."""
     values = list(values)
-    if len(values) == 1:  # one component, the usual case: `fsum`'s value (-0.0 gives 0.0)
-        return values[0] + 0.0
+    if len(values) == 1:  # one component, the usual case: `fsum`'s value (a float; -0.0
+        return float(values[0]) + 0.0  # gives 0.0)
     return _divided_sum(values, 1)
 
 

@@ -1,0 +1,53 @@
+"""Which work a request's size sends off the event loop: a body over `_INLINE_BYTES` is read
+in a thread, and a request of more than `_INLINE_SAMPLES` samples is validated and answered
+in one (helper-61: 13,796 tiny samples in a 256 KiB body took the loop 100 ms to validate)."""
+
+from __future__ import annotations
+
+import threading
+
+import httpx
+
+from rewardsmith.server._app import _INLINE_SAMPLES, create_app
+
+from .conftest import served_in_thread
+
+SPEC = {"rewards": {"e": {"type": "exact_match"}}}
+
+
+def test_a_request_of_many_samples_is_validated_off_the_loop() -> None:
+    app = create_app(SPEC, workers=1)
+    seen: dict[str, set[int]] = {"loop": set(), "validated": set()}
+    opened, validate = app.open, app._validate_samples
+
+    def spied_open(request):  # always on the loop
+        seen["loop"].add(threading.get_ident())
+        return opened(request)
+
+    def spied_validate(raw):
+        seen["validated"].add(threading.get_ident())
+        return validate(raw)
+
+    app.open, app._validate_samples = spied_open, spied_validate  # type: ignore[method-assign]
+    with served_in_thread(app) as url, httpx.Client(base_url=url, timeout=60) as client:
+        one = [{"completion": "a", "reference": "a"}]
+        assert client.post("/v1/score", json=one).json()["results"][0]["reward"] == 1.0
+        assert seen["validated"] == seen["loop"]  # a small request: on the loop
+        seen["validated"].clear()
+        many = [{"completion": "a", "reference": "b"}] * (_INLINE_SAMPLES + 1)
+        answer = client.post("/v1/score", json=many).json()["results"]
+        assert [r["reward"] for r in answer] == [0.0] * (_INLINE_SAMPLES + 1)
+        assert seen["validated"] and not seen["validated"] & seen["loop"]
+
+
+def test_a_request_the_queue_cannot_hold_is_refused_before_its_samples_are_read() -> None:
+    """413, not the 422 its first invalid sample would get: no time goes into samples that
+    could never be scored."""
+    app = create_app(SPEC, workers=1, max_queue_samples=4)
+    with served_in_thread(app) as url, httpx.Client(base_url=url, timeout=60) as client:
+        invalid = client.post("/v1/score", json=[{"prompt": "no completion"}] * 5)
+        assert invalid.status_code == 413 and "samples: 5" in invalid.json()["detail"]
+        queries = client.post("/get_reward", json={"query": ["a"] * 5, "labels": None})
+        assert queries.status_code == 413 and "samples: 5" in queries.json()["detail"]
+        fits = client.post("/v1/score", json=[{"prompt": "no completion"}] * 4)
+        assert fits.status_code == 422

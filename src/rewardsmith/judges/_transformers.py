@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import inspect
 import io
 import logging
 import os
@@ -132,6 +133,10 @@ class TransformersRuntime:
         self.stops = set(stops if isinstance(stops, list) else [stops]) - {None}
         self._ids: list[int] = []
         self._cache: Any = None
+        forward = inspect.signature(self.model.forward).parameters
+        self._cache_arg = "cache" if "cache" in forward else "past_key_values"
+        """The KV cache's argument: `cache` from transformers 5.24, which deprecates (with a
+        FutureWarning) the `past_key_values` of earlier versions."""
         self._texts: list[str] | None = None
         self._starts: Any = None
         self.texts()  # part of loading (seconds): not of the first judgement
@@ -186,8 +191,8 @@ class TransformersRuntime:
             with torch.inference_mode():
                 out = self.model(
                     input_ids=torch.tensor([ids[shared:]]),
-                    past_key_values=self._cache,
                     use_cache=True,
+                    **{self._cache_arg: self._cache},
                 )
         except BaseException:
             self._ids, self._cache = [], None  # a half-updated KV cache is never reused

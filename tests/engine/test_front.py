@@ -314,6 +314,10 @@ def test_a_blocking_call_on_the_hosting_loop_raises_rather_than_hangs() -> None:
         for call in (lambda: engine.score([{"completion": "a"}]), engine.start):
             with pytest.raises(RuntimeError, match="would wait for itself"):
                 call()
+        begun = engine.iter_score([{"completion": "sleep 0.05"}, {"completion": "sleep 0.5"}])
+        assert (await asyncio.to_thread(next, begun)).reward == 10.0  # begun in a thread,
+        with pytest.raises(RuntimeError, match="would wait for itself"):  # read on here
+            list(begun)
         outcome.append([r.reward for r in await engine.ascore([{"completion": "ab"}])])
         outcome.append(engine.admitted)
         engine.close()
@@ -324,6 +328,18 @@ def test_a_blocking_call_on_the_hosting_loop_raises_rather_than_hangs() -> None:
     thread.start()
     thread.join(60)
     assert not thread.is_alive() and outcome == [[2.0], 0]
+
+
+def test_hosting_from_another_thread_than_the_loops_is_refused() -> None:
+    """The loop's thread is what `score` checks against: a wrong one would let it hang."""
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        engine = Engine(PLAIN, workers=1)
+        with pytest.raises(RuntimeError, match="thread its loop runs on"):
+            await asyncio.to_thread(engine.host, loop)
+
+    asyncio.run(main())
 
 
 def test_an_engine_whose_hosting_loop_closed_goes_on_with_a_thread() -> None:

@@ -270,7 +270,6 @@ class Engine:
         a group's results come once the group is complete, and a group must be contiguous in
         the input: a group id seen again after other groups raises `InputError`.
         """
-        self.front.refuse_waiting_on_host("Engine.score (iter_score)")
         stream = _Stream()
         run = self.front.open(stream)
         try:
@@ -312,7 +311,8 @@ class Engine:
             if exhausted and not stream.ended:
                 stream.ended = True
                 run.end()
-            events = stream.wait()
+            self.front.refuse_waiting_on_host("Engine.score (iter_score)")  # at every wait:
+            events = stream.wait()  # a stream begun in a thread may be read on from the loop
             for kind, value in events:
                 if kind == "scored":
                     unscored -= value

@@ -253,6 +253,8 @@ class Front:
         """
         if not pool_watched:
             return
+        if loop.is_running() and asyncio._get_running_loop() is not loop:
+            raise RuntimeError("host the front from the thread its loop runs on")
         with self._lock:
             if self._thread is not None or self._host is not None:
                 raise RuntimeError("host the front before its first use")

@@ -1,6 +1,8 @@
-"""Which work a request's size sends off the event loop: a body over `_INLINE_BYTES` is read
-in a thread, and a request of more than `_INLINE_SAMPLES` samples is validated and answered
-in one (helper-61: 13,796 tiny samples in a 256 KiB body took the loop 100 ms to validate)."""
+"""Which work a request's size sends off the event loop: a body over `_INLINE_BYTES` or of
+more than `_INLINE_VALUES` values is read and validated in a thread, and a request of more
+than `_INLINE_SAMPLES` samples is validated and answered in one (helper-61: 13,796 tiny
+samples in a 256 KiB body took the loop 100 ms to validate; helper-63: one sample with
+85,000 empty lists, 250 ms)."""
 
 from __future__ import annotations
 
@@ -38,6 +40,11 @@ def test_a_request_of_many_samples_is_validated_off_the_loop() -> None:
         answer = client.post("/v1/score", json=many).json()["results"]
         assert [r["reward"] for r in answer] == [0.0] * (_INLINE_SAMPLES + 1)
         assert seen["validated"] and not seen["validated"] & seen["loop"]
+        seen["validated"].clear()
+        wide = [{"completion": "a", "reference": "a", "metadata": {"x": [[]] * 3000}}]
+        assert client.post("/v1/score", json=wide).json()["results"][0]["reward"] == 1.0
+        assert seen["validated"] and not seen["validated"] & seen["loop"]  # one sample, but
+        # 3,000 values: helper-63's body of 85,000 held the loop 250 ms
 
 
 def test_a_request_the_queue_cannot_hold_is_refused_before_its_samples_are_read() -> None:

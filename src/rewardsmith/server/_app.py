@@ -19,9 +19,10 @@ answer. Each is `{"detail": "..."}`. Below the app, the connection (`_http`) ans
 to slow headers, 431 to headers over 64 KiB, 400 to upgrade and malformed requests, 413 to
 bodies over `max_body_bytes` and 408 to slow bodies. Every
 request is parsed and validated on its own before it reaches the engine, so a bad request
-is refused alone; a body larger than `_INLINE_BYTES` is read in a thread, and a request of
-more than `_INLINE_SAMPLES` samples is validated (and its answer written) in one, so one
-large request never stalls the event loop, the other requests or `/health`.
+is refused alone; a body larger than `_INLINE_BYTES`, or holding more than `_INLINE_VALUES`
+values, is read and validated in a thread, and so is a request of more than
+`_INLINE_SAMPLES` samples (its answer written there too), so one large request never
+stalls the event loop, the other requests or `/health`.
 
 Each request is one run of the engine's continuous front (`Engine.ascore`): its samples go to
 idle workers as they arrive, alongside those of every other request, and it is answered as
@@ -78,11 +79,14 @@ _SAMPLES = TypeAdapter(list[Sample])
 _SCORE_KEYS = ("samples",)
 _MAX_ERRORS = 3
 _INLINE_BYTES = 256 * 2**10
-"""Bodies up to this size are read (JSON) on the event loop; larger ones in a worker thread."""
+_INLINE_VALUES = 2048
+"""A body of at most `_INLINE_BYTES` with at most this many commas and brackets (a bound on
+the values it holds) is read on the event loop; any other in a worker thread. Reading and
+validating cost by the value: 85,000 empty lists in one sample's metadata took the loop
+250 ms."""
 _INLINE_SAMPLES = 64
 """Requests of up to this many samples, in a body read on the loop, are validated and
-answered there; larger ones in a worker thread (a 256 KiB body of tiny samples took the
-loop 100 ms to validate)."""
+answered there; larger ones in a worker thread (13,796 tiny samples took it 100 ms)."""
 _BODY_NESTING = MAX_NESTING + 2
 """Deepest JSON body: a sample's own limit plus the body's list and object around it."""
 _YOUNG_GENERATION = 10_000
@@ -183,11 +187,12 @@ class RewardApp:
 
     async def _score_body(self, body: bytes) -> Answer:
         # no coroutine per step on the way of a small request: it is the common one
-        if len(body) <= _INLINE_BYTES:
+        small = _small(body)
+        if small:
             raw = _samples_field(_parse_json(body))
         else:
             raw = await asyncio.to_thread(lambda: _samples_field(_parse_json(body)))
-        inline = self._inline(len(body), len(raw))
+        inline = self._inline(small, len(raw))
         if inline:
             samples = self._validate_samples(raw)
         else:
@@ -209,9 +214,10 @@ class RewardApp:
         return self._reward_body
 
     async def _reward_body(self, body: bytes) -> Answer:
-        data = await _off_loop(len(body) <= _INLINE_BYTES, _parse_json, body)
+        small = _small(body)
+        data = await _off_loop(small, _parse_json, body)
         query = data.get("query") if isinstance(data, dict) else None
-        inline = self._inline(len(body), len(query) if isinstance(query, list) else 0)
+        inline = self._inline(small, len(query) if isinstance(query, list) else 0)
         samples, found = await _off_loop(inline, self._validate_openrlhf, data)
         results = await self._run(samples)
         self.metrics.observe_samples("/get_reward", results)
@@ -246,10 +252,11 @@ class RewardApp:
                 headers=((b"www-authenticate", b"Bearer"),),
             )
 
-    def _inline(self, body_size: int, count: int) -> bool:
-        """Whether a request is validated and answered on the loop (`_INLINE_SAMPLES`), once
-        its count is known to fit the queue: a request the queue could never hold gets 413
-        before a second is spent on its samples."""
+    def _inline(self, small: bool, count: int) -> bool:
+        """Whether a request whose body is `small` (`_small`) and holds `count` samples is
+        validated and answered on the loop, once its count is known to fit the queue: a
+        request the queue could never hold gets 413 before a second is spent on its
+        samples."""
         if count > self._max_queue_samples:
             raise Refusal(
                 413,
@@ -257,7 +264,7 @@ class RewardApp:
                 f"{self._max_queue_samples} at once",
                 reject="too_large",
             )
-        return body_size <= _INLINE_BYTES and count <= _INLINE_SAMPLES
+        return small and count <= _INLINE_SAMPLES
 
     def _validate_samples(self, raw: list[Any]) -> list[Sample]:
         for position, item in enumerate(raw, start=1):
@@ -409,6 +416,13 @@ def _parse_json(body: bytes) -> Any:
     if brackets > _BODY_NESTING and nested_deeper_than(data, _BODY_NESTING):
         raise Refusal(422, too_deep, reject="malformed")
     return data
+
+
+def _small(body: bytes) -> bool:
+    """Whether `body` is read on the event loop (`_INLINE_VALUES`)."""
+    if len(body) > _INLINE_BYTES:
+        return False
+    return body.count(b",") + body.count(b"[") + body.count(b"{") <= _INLINE_VALUES
 
 
 async def _off_loop(inline: bool, work: Callable[..., T], *args: Any) -> T:

@@ -4,9 +4,16 @@ server's `/get_reward` and the `reward_func` adapter share)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rewardsmith import RewardSpec
-from rewardsmith.integrations._protocol import completion_from_query, failure_reward
+from rewardsmith.integrations._protocol import (
+    _LEADING,
+    _prompt_end,
+    completion_from_query,
+    failure_reward,
+)
 
 QWEN = "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
 LLAMA3 = (
@@ -84,3 +91,42 @@ def test_failure_reward_is_on_error_else_zero() -> None:
     spec = {"rewards": {"c": {"type": "exact_match"}}}
     assert failure_reward(RewardSpec.from_dict(spec)) == 0.0
     assert failure_reward(RewardSpec.from_dict({**spec, "on_error": -1})) == -1.0
+
+
+def _prompt_end_by_probes(query: str, prompt: str) -> int | None:
+    """`_prompt_end` as it was until helper-63 (each match of an 8-character probe tried):
+    the oracle the linear one must agree with."""
+    lead = _LEADING.match(query)
+    last_start = min(len(query), (lead.end() if lead else 0) + 4)
+    for skip in range(last_start + 1):
+        probe = query[skip : skip + 8]
+        if not probe:
+            break
+        at = prompt.find(probe)
+        while at >= 0:
+            end = prompt[at:]
+            if len(end) >= min(8, len(prompt)) and query.startswith(end, skip):
+                return skip + len(end)
+            at = prompt.find(probe, at + 1)
+    return None
+
+
+_PIECES = st.sampled_from([" ", "\n", "a", "b", "ab", "<|im_end|>", "<|endoftext|>", "Q: 2+2?"])
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(_PIECES, max_size=12), st.lists(_PIECES, max_size=12), st.integers(0, 24))
+def test_a_truncated_prompts_end_is_found_where_probing_found_it(
+    head: list[str], tail: list[str], cut: int
+) -> None:
+    prompt = "".join(head)
+    query = prompt[cut:] + "".join(tail)  # the prompt cut from the left, then anything
+    assert _prompt_end(query, prompt) == _prompt_end_by_probes(query, prompt)
+    assert _prompt_end("".join(tail), prompt) == _prompt_end_by_probes("".join(tail), prompt)
+
+
+def test_padding_made_of_spaces_costs_linear_time_not_cubic() -> None:
+    """helper-63: a 6 KB request (3,000 spaces in query and prompt, no match) held the
+    server 5 s, and 256 KiB would have held it for hours. Nothing is found, as before."""
+    assert completion_from_query(" " * 3000 + "x", " " * 3000 + "y") == (None, False)
+    assert completion_from_query(" " * 100_000 + "x", " " * 100_000 + "y") == (None, False)

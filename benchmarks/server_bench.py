@@ -67,24 +67,33 @@ BEFORE = [
     "four rows are the plain ASGI app before the front's hand-overs were batched (a loop "
     "wake-up per call, the driver woken for every call, a disconnect-watching task per "
     "request), with the lean clients above and `--passes 3`. The last four rows are the code "
-    "of the table above before its own HTTP layer (uvicorn and the plain ASGI app), run on the "
-    "virtual machine this project had until the evening of 2026-11-23, where scoring took "
+    "of the table above before its own HTTP layer (uvicorn and the plain ASGI app), run on "
+    "the virtual machine this project had until the evening of 2026-11-23, where scoring took "
     "about 0.23 ms of CPU per sample, with a p99 over the target there; the four after them "
     "are the same code (commit 3e8f246, uvicorn) run on this machine on 2026-11-24, with the "
     "same options, just before its own HTTP layer replaced uvicorn. The four after those are "
-    "the code before its event loop drove the workers (commit 0b16816: its own HTTP layer "
-    "and a driver thread), run on this machine on 2026-11-24 with the same options. The four "
-    "after those are commit 280fa43 (the event loop drives the workers), run with "
-    "`--repeats 3` on 2026-11-24. The last four rows are the code at the start of the session "
-    "that made the table above (commit 73a7b1a: each answer written as it was made, a Task "
-    "per request), run on this machine in that session with `--repeats 3`. This machine's "
-    "speed varies by up to a third within minutes: at 1 sample per request, eight runs of "
-    "73a7b1a that session gave 44-51% (median 47.5%; 4,600-6,800 requests per second), and "
-    "twelve runs of the code of the table before it was recorded gave 43-55% (median 51%; "
-    "4,200-7,300 requests per second), seven of them alternating with 73a7b1a.",
+    "the code before its event loop drove the workers (commit 0b16816: its own HTTP layer and "
+    "a driver thread), run on this machine on 2026-11-24 with the same options. The four "
+    "after those are commit 280fa43 (the event loop drives the workers), run with `--repeats "
+    "3` on 2026-11-24. The four after those are commit 73a7b1a (each answer written as it was "
+    "made, a Task per request), run on this machine with `--repeats 3`. The last four rows "
+    "are the code at the start of the session that made the table above (commit ac5297b: "
+    "answers written once a pass of the loop is over, no Task per request, but a run and a "
+    "result builder per call and the workers' pipes looked at through "
+    "`multiprocessing.connection.wait`), run on this machine in that session with `--repeats "
+    "3`, in a slower phase (7,364 samples/s in process, against 13,030 in the table above). "
+    "This machine's speed varies by up to a third within minutes, so one run's ratio at 1 "
+    "sample per request says little: that session, four runs of ac5297b alternating with four "
+    "of the code of the table above gave 44-52% (median 45.5%) against 44-54% (median 49.5%; "
+    "50% over five with the recorded run), and the server's own CPU per request was 0.12-0.14 "
+    "ms for ac5297b against 0.11-0.17 ms, the higher in the machine's slower phases "
+    "(10,685-12,779 samples/s in process); in a profiling harness with the same 64 lean "
+    "clients and samples, run alternately in a faster phase, it fell from 0.119-0.136 ms to "
+    "0.113-0.114 ms (three pairs). The session before, eight runs of 73a7b1a gave 44-51% "
+    "(median 47.5%) and twelve of the code that became ac5297b 43-55% (median 51%).",
     "",
-    "| samples per request | server | HTTP / in process | p50 latency ms | p99 latency ms "
-    "| HTTP CPU ms per request: server / clients |",
+    "| samples per request | server | HTTP / in process | p50 latency ms | p99 latency ms | "
+    "HTTP CPU ms per request: server / clients |",
     "|---|---|---|---|---|---|",
     "| 1 | 2026-11-21: FastAPI, batches of `Engine.iter_score` | 9% | 63.4 | 247.4 | |",
     "| 16 | 2026-11-21: FastAPI, batches of `Engine.iter_score` | 62% | 108.3 | 347.8 | |",
@@ -100,42 +109,50 @@ BEFORE = [
     "| 16 | 2026-11-23: plain ASGI app, lean clients | 82% | 182.9 | 285.0 | 0.92 / 0.15 |",
     "| 64 | 2026-11-23: plain ASGI app, lean clients | 91% | 665.9 | 905.8 | 2.10 / 0.31 |",
     "| 256 | 2026-11-23: plain ASGI app, lean clients | 114% | 1509.0 | 2414.7 | -1.47 / 0.52 |",
-    "| 1 | 2026-11-23 (the slower VM): plain ASGI app, batched hand-overs "
-    "| 29% | 30.7 | 61.3 | 0.36 / 0.07 |",
-    "| 16 | 2026-11-23 (the slower VM): plain ASGI app, batched hand-overs "
-    "| 92% | 161.8 | 252.3 | 0.46 / 0.13 |",
-    "| 64 | 2026-11-23 (the slower VM): plain ASGI app, batched hand-overs "
-    "| 100% | 533.5 | 724.8 | 3.21 / 0.29 |",
-    "| 256 | 2026-11-23 (the slower VM): plain ASGI app, batched hand-overs "
-    "| 108% | 1386.2 | 2321.3 | -3.24 / 0.51 |",
+    "| 1 | 2026-11-23 (the slower VM): plain ASGI app, batched hand-overs | 29% | 30.7 | 61.3 "
+    "| 0.36 / 0.07 |",
+    "| 16 | 2026-11-23 (the slower VM): plain ASGI app, batched hand-overs | 92% | 161.8 | "
+    "252.3 | 0.46 / 0.13 |",
+    "| 64 | 2026-11-23 (the slower VM): plain ASGI app, batched hand-overs | 100% | 533.5 | "
+    "724.8 | 3.21 / 0.29 |",
+    "| 256 | 2026-11-23 (the slower VM): plain ASGI app, batched hand-overs | 108% | 1386.2 | "
+    "2321.3 | -3.24 / 0.51 |",
     "| 1 | 2026-11-24: uvicorn, plain ASGI app (3e8f246) | 31% | 17.0 | 28.8 | 0.21 / 0.05 |",
     "| 16 | 2026-11-24: uvicorn, plain ASGI app (3e8f246) | 91% | 88.6 | 136.3 | 0.32 / 0.07 |",
     "| 64 | 2026-11-24: uvicorn, plain ASGI app (3e8f246) | 102% | 325.1 | 392.0 | 0.22 / 0.14 |",
     "| 256 | 2026-11-24: uvicorn, plain ASGI app (3e8f246) | 98% | 1012.2 | 1967.3 | 2.79 / 0.38 |",
-    "| 1 | 2026-11-24: own HTTP layer, a driver thread (0b16816) | 40% | 12.4 | 21.3 "
-    "| 0.13 / 0.03 |",
-    "| 16 | 2026-11-24: own HTTP layer, a driver thread (0b16816) | 100% | 79.6 | 121.3 "
-    "| 0.16 / 0.06 |",
-    "| 64 | 2026-11-24: own HTTP layer, a driver thread (0b16816) | 104% | 308.2 | 364.9 "
-    "| 0.30 / 0.11 |",
-    "| 256 | 2026-11-24: own HTTP layer, a driver thread (0b16816) | 99% | 882.9 | 1397.3 "
-    "| 0.44 / 0.35 |",
-    "| 1 | 2026-11-24: the event loop drives the workers (280fa43) | 38% | 12.2 | 26.5 "
-    "| 0.14 / 0.04 |",
-    "| 16 | 2026-11-24: the event loop drives the workers (280fa43) | 101% | 79.6 | 126.5 "
-    "| 0.11 / 0.08 |",
-    "| 64 | 2026-11-24: the event loop drives the workers (280fa43) | 115% | 305.7 | 370.8 "
-    "| -0.41 / 0.14 |",
+    "| 1 | 2026-11-24: own HTTP layer, a driver thread (0b16816) | 40% | 12.4 | 21.3 | 0.13 / "
+    "0.03 |",
+    "| 16 | 2026-11-24: own HTTP layer, a driver thread (0b16816) | 100% | 79.6 | 121.3 | "
+    "0.16 / 0.06 |",
+    "| 64 | 2026-11-24: own HTTP layer, a driver thread (0b16816) | 104% | 308.2 | 364.9 | "
+    "0.30 / 0.11 |",
+    "| 256 | 2026-11-24: own HTTP layer, a driver thread (0b16816) | 99% | 882.9 | 1397.3 | "
+    "0.44 / 0.35 |",
+    "| 1 | 2026-11-24: the event loop drives the workers (280fa43) | 38% | 12.2 | 26.5 | 0.14 "
+    "/ 0.04 |",
+    "| 16 | 2026-11-24: the event loop drives the workers (280fa43) | 101% | 79.6 | 126.5 | "
+    "0.11 / 0.08 |",
+    "| 64 | 2026-11-24: the event loop drives the workers (280fa43) | 115% | 305.7 | 370.8 | "
+    "-0.41 / 0.14 |",
     "| 256 | 2026-11-24: the event loop drives the workers (280fa43) | 103% | 883.9 | 1392.4 "
     "| -0.88 / 0.40 |",
-    "| 1 | 2026-11-24: answers written one by one, a Task per request (73a7b1a) | 48% | 9.4 "
-    "| 18.6 | 0.10 / 0.03 |",
-    "| 16 | 2026-11-24: answers written one by one, a Task per request (73a7b1a) | 100% "
-    "| 76.5 | 121.9 | 0.08 / 0.08 |",
-    "| 64 | 2026-11-24: answers written one by one, a Task per request (73a7b1a) | 110% "
-    "| 287.8 | 347.4 | -0.48 / 0.13 |",
-    "| 256 | 2026-11-24: answers written one by one, a Task per request (73a7b1a) | 95% "
-    "| 779.8 | 1219.4 | 0.74 / 0.34 |",
+    "| 1 | 2026-11-24: answers written one by one, a Task per request (73a7b1a) | 48% | 9.4 | "
+    "18.6 | 0.10 / 0.03 |",
+    "| 16 | 2026-11-24: answers written one by one, a Task per request (73a7b1a) | 100% | "
+    "76.5 | 121.9 | 0.08 / 0.08 |",
+    "| 64 | 2026-11-24: answers written one by one, a Task per request (73a7b1a) | 110% | "
+    "287.8 | 347.4 | -0.48 / 0.13 |",
+    "| 256 | 2026-11-24: answers written one by one, a Task per request (73a7b1a) | 95% | "
+    "779.8 | 1219.4 | 0.74 / 0.34 |",
+    "| 1 | 2026-11-24: answers per pass, a run and a builder per call (ac5297b) | 47% | 16.6 "
+    "| 32.2 | 0.16 / 0.05 |",
+    "| 16 | 2026-11-24: answers per pass, a run and a builder per call (ac5297b) | 130% | "
+    "97.5 | 171.8 | -0.39 / 0.08 |",
+    "| 64 | 2026-11-24: answers per pass, a run and a builder per call (ac5297b) | 115% | "
+    "301.0 | 365.0 | -0.77 / 0.15 |",
+    "| 256 | 2026-11-24: answers per pass, a run and a builder per call (ac5297b) | 88% | "
+    "1198.9 | 2032.3 | 7.65 / 0.46 |",
 ]
 
 

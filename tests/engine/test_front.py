@@ -330,6 +330,33 @@ def test_a_blocking_call_on_the_hosting_loop_raises_rather_than_hangs() -> None:
     assert not thread.is_alive() and outcome == [[2.0], 0]
 
 
+def test_a_loop_hosted_before_it_runs_elsewhere_refuses_its_own_thread_not_the_host() -> None:
+    """helper-64: `host` on the main thread, then the loop run by another: the main thread
+    may wait for results (and wakes the loop from outside it), the loop's own may not."""
+    engine = Engine(PLAIN, workers=1)
+    loop = asyncio.new_event_loop()
+    engine.host(loop)
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        assert [r.reward for r in engine.score([{"completion": "ab"}])] == [2.0]
+
+        async def on_the_loop() -> str:
+            try:
+                engine.score([{"completion": "ab"}])
+            except RuntimeError as exc:
+                return str(exc)
+            return "scored"
+
+        refused = asyncio.run_coroutine_threadsafe(on_the_loop(), loop).result(timeout=60)
+        assert "would wait for itself" in refused
+    finally:
+        asyncio.run_coroutine_threadsafe(asyncio.to_thread(engine.close), loop).result(60)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(60)
+        loop.close()
+
+
 def test_hosting_from_another_thread_than_the_loops_is_refused() -> None:
     """The loop's thread is what `score` checks against: a wrong one would let it hang."""
 

@@ -264,7 +264,7 @@ class Front:
         """Raise instead of waiting for results on the thread of the event loop that drives
         the pool (`host`): the loop would wait for itself, forever."""
         host = self._host
-        if host is not None and host.on_its_thread() and not host.gone:
+        if host is not None and host.waits_on_itself():
             raise RuntimeError(
                 f"{call} waits for its results, on the thread of the event loop that drives "
                 "the engine (Engine.host): the loop would wait for itself. Await "
@@ -535,6 +535,7 @@ class _Hosted:
         self._front = front
         self._loop = loop
         self._thread = threading.get_ident()
+        """The thread that hosted it: the loop's, unless it was hosted before it ran."""
         self._watched: set[int] = set()
         self._timer: asyncio.Handle | None = None
         self._timer_due = 0.0
@@ -544,8 +545,18 @@ class _Hosted:
         loop."""
         self.stopped = False
 
-    def on_its_thread(self) -> bool:
-        """The caller runs on the loop's thread."""
+    def _on_loop(self) -> bool:
+        """The caller runs inside the loop (what a loop hosted before it ran, on another
+        thread than the one it runs on, tells that the hosting thread does not)."""
+        return asyncio._get_running_loop() is self._loop
+
+    def waits_on_itself(self) -> bool:
+        """A call that waited for results here would wait forever: it runs inside the loop,
+        or on the hosting thread while the loop does not run (nothing drives the pool)."""
+        if self._loop.is_closed():  # a thread takes over
+            return False
+        if self._loop.is_running():
+            return self._on_loop()
         return threading.get_ident() == self._thread
 
     @property
@@ -555,7 +566,7 @@ class _Hosted:
 
     def wake(self) -> None:
         """A look soon (from any thread; the front's lock is held)."""
-        if threading.get_ident() == self._thread:
+        if self._on_loop():
             self._loop.call_soon(self._look)
         else:
             self._loop.call_soon_threadsafe(self._look)
@@ -626,7 +637,7 @@ class _Hosted:
     def stop(self) -> None:
         """No more looks: the loop lets go of the pool (from another thread, this waits for
         the loop to do it, unless the loop no longer runs)."""
-        if threading.get_ident() == self._thread or not self._loop.is_running():
+        if self._on_loop() or not self._loop.is_running():
             self._stop()
             return
         stopped = threading.Event()

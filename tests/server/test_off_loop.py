@@ -58,3 +58,28 @@ def test_a_request_the_queue_cannot_hold_is_refused_before_its_samples_are_read(
         assert queries.status_code == 413 and "samples: 5" in queries.json()["detail"]
         fits = client.post("/v1/score", json=[{"prompt": "no completion"}] * 4)
         assert fits.status_code == 422
+
+
+def test_a_large_openrlhf_body_is_cut_into_samples_off_the_loop() -> None:
+    """helper-64: one 262 KB query of 87,000 `<s>` took 0.3 s to cut from its prompt."""
+    app = create_app(SPEC, workers=1)
+    seen: dict[str, set[int]] = {"loop": set(), "cut": set()}
+    opened, cut = app.open, app._validate_openrlhf
+
+    def spied_open(request):
+        seen["loop"].add(threading.get_ident())
+        return opened(request)
+
+    def spied_cut(data):
+        seen["cut"].add(threading.get_ident())
+        return cut(data)
+
+    app.open, app._validate_openrlhf = spied_open, spied_cut  # type: ignore[method-assign]
+    with served_in_thread(app) as url, httpx.Client(base_url=url, timeout=60) as client:
+        small = {"query": ["Q: 2+2? 4"], "prompts": ["Q: 2+2?"], "labels": ["4"]}
+        assert client.post("/get_reward", json=small).json()["rewards"] == [1.0]
+        assert seen["cut"] == seen["loop"]
+        seen["cut"].clear()
+        large = {"query": ["ABCDEFGHIJx" + "<s>" * 87_000], "prompts": ["QQQQABCDEFGHIJ"]}
+        assert client.post("/get_reward", json=large).status_code == 200
+        assert seen["cut"] and not seen["cut"] & seen["loop"]

@@ -7,30 +7,33 @@ samples in a 256 KiB body took the loop 100 ms to validate; helper-63: one sampl
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import httpx
 
-from rewardsmith.server._app import _INLINE_SAMPLES, create_app
+from rewardsmith.server._app import _INLINE_SAMPLES, RewardApp, create_app
 
 from .conftest import served_in_thread
 
 SPEC = {"rewards": {"e": {"type": "exact_match"}}}
 
 
+def threads_of(app: RewardApp, method: str) -> set[int]:
+    """The threads `app.<method>` runs on from now on (`open`: always the loop's)."""
+    seen: set[int] = set()
+    wrapped = getattr(app, method)
+
+    def spied(*args: Any) -> Any:
+        seen.add(threading.get_ident())
+        return wrapped(*args)
+
+    setattr(app, method, spied)
+    return seen
+
+
 def test_a_request_of_many_samples_is_validated_off_the_loop() -> None:
     app = create_app(SPEC, workers=1)
-    seen: dict[str, set[int]] = {"loop": set(), "validated": set()}
-    opened, validate = app.open, app._validate_samples
-
-    def spied_open(request):  # always on the loop
-        seen["loop"].add(threading.get_ident())
-        return opened(request)
-
-    def spied_validate(raw):
-        seen["validated"].add(threading.get_ident())
-        return validate(raw)
-
-    app.open, app._validate_samples = spied_open, spied_validate  # type: ignore[method-assign]
+    seen = {"loop": threads_of(app, "open"), "validated": threads_of(app, "_validate_samples")}
     with served_in_thread(app) as url, httpx.Client(base_url=url, timeout=60) as client:
         one = [{"completion": "a", "reference": "a"}]
         assert client.post("/v1/score", json=one).json()["results"][0]["reward"] == 1.0
@@ -63,18 +66,7 @@ def test_a_request_the_queue_cannot_hold_is_refused_before_its_samples_are_read(
 def test_a_large_openrlhf_body_is_cut_into_samples_off_the_loop() -> None:
     """helper-64: one 262 KB query of 87,000 `<s>` took 0.3 s to cut from its prompt."""
     app = create_app(SPEC, workers=1)
-    seen: dict[str, set[int]] = {"loop": set(), "cut": set()}
-    opened, cut = app.open, app._validate_openrlhf
-
-    def spied_open(request):
-        seen["loop"].add(threading.get_ident())
-        return opened(request)
-
-    def spied_cut(data):
-        seen["cut"].add(threading.get_ident())
-        return cut(data)
-
-    app.open, app._validate_openrlhf = spied_open, spied_cut  # type: ignore[method-assign]
+    seen = {"loop": threads_of(app, "open"), "cut": threads_of(app, "_validate_openrlhf")}
     with served_in_thread(app) as url, httpx.Client(base_url=url, timeout=60) as client:
         small = {"query": ["Q: 2+2? 4"], "prompts": ["Q: 2+2?"], "labels": ["4"]}
         assert client.post("/get_reward", json=small).json()["rewards"] == [1.0]

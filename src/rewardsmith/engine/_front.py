@@ -114,14 +114,13 @@ class Run:
         self.emitted = 0
         self.ended = False
 
-    def add(self, items: list[Sample | Result], *, last: bool = False) -> None:
-        """Queue samples (a `Result` stands for an input that is not a sample: it is ready);
-        `last`: they end the run (as `end`, in the same hand-over).
+    def add(self, items: list[Sample | Result]) -> None:
+        """Queue samples (a `Result` stands for an input that is not a sample: it is ready).
 
         Raises:
             QueueFull: the front's admission limit would be passed (nothing was added).
         """
-        self._front.command(self, "add", items, last=last)
+        self._front.command(self, "add", items)
 
     def end(self) -> None:
         """No more samples: the last group closes and the run finishes."""
@@ -211,14 +210,13 @@ class Front:
             self._runs.add(run)
         return run
 
-    def command(self, run: Run, op: str, payload: Any, *, last: bool = False) -> None:
-        """Hand the driver an operation on `run` (then its end, with `last`); start the
-        driver if it is not running."""
+    def command(self, run: Run, op: str, payload: Any) -> None:
+        """Hand the driver an operation on `run`; start the driver if it is not running."""
         with self._lock:
-            self._hand_over(run, op, payload, last)
+            self._hand_over(run, op, payload, last=False)
 
     def _hand_over(self, run: Run, op: str, payload: Any, last: bool) -> None:
-        """`command`, with `_lock` held."""
+        """`command` (an add that is `last` ends its run too), with `_lock` held."""
         if op == "add":
             count = len(payload)
             if self.limit is not None and self._admitted and self._admitted + count > self.limit:

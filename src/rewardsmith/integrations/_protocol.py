@@ -62,8 +62,6 @@ _LEADING = re.compile(rf"\A(?:\s*(?:{_HEADER}|{_TOKEN}))*\s*")
 _TOKEN_AT_END = re.compile(rf"(?:{_TOKEN})\Z")
 _LONGEST_TOKEN = 48
 """Characters a special token may span (`<｜` + 40 + `｜>` is 44)."""
-_PROBE = 8
-"""Characters of the query's start looked up in the prompt to find a truncated prompt's end."""
 _MAX_GARBLED = 4
 """Characters a left cut inside a multi-byte character may leave at the query's start."""
 _MIN_PROMPT_END = 8

@@ -338,7 +338,8 @@ def test_a_loop_hosted_before_it_runs_elsewhere_refuses_its_own_thread_not_the_h
     engine.host(loop)
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
-    try:
+    try:  # once the loop runs (before, the hosting thread is the one that would run it)
+        asyncio.run_coroutine_threadsafe(asyncio.sleep(0), loop).result(timeout=60)
         assert [r.reward for r in engine.score([{"completion": "ab"}])] == [2.0]
 
         async def on_the_loop() -> str:
@@ -480,3 +481,115 @@ def test_a_hosting_uvloop_leaves_the_pipes_blocking_and_large_samples_go_through
     finally:
         loop.close()
     assert rewards == [3.0] * 6 and blocking and replaced == 0
+
+
+def outcome_in_thread(call: Callable[[], object], timeout: float = 30) -> list:
+    """`call()`'s value or exception, run in a thread: a row fails, rather than hangs, if it
+    hangs (the list is then empty)."""
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return outcome
+
+
+def test_a_thread_waiting_when_the_hosting_loop_closes_gets_its_results() -> None:
+    """helper-65: a thread's `score` in flight when the hosting loop's `asyncio.run` ended
+    waited forever (only a next call started a thread to take over)."""
+    engine = Engine(PLAIN, workers=1)
+    outcome: list = []
+
+    def call() -> None:
+        outcome.append([r.reward for r in engine.score([{"completion": "sleep 0.5"}])])
+
+    async def main() -> threading.Thread:
+        engine.host(asyncio.get_running_loop())
+        await asyncio.to_thread(engine.start)
+        thread = threading.Thread(target=call, daemon=True)
+        thread.start()
+        await asyncio.sleep(0.2)
+        return thread
+
+    try:
+        thread = asyncio.run(main())
+        thread.join(30)
+        assert outcome == [[9.0]] and engine.admitted == 0
+    finally:
+        engine.close()
+
+
+def test_the_thread_that_ran_a_hosting_loop_is_refused_once_the_loop_stops() -> None:
+    """helper-65: hosted on the main thread, run by another; once the loop stopped, that
+    thread's `score` waited for a loop only it would run again."""
+    engine = Engine(PLAIN, workers=1)
+    loop = asyncio.new_event_loop()
+    engine.host(loop)
+
+    def runner() -> object:
+        loop.run_until_complete(engine.ascore([{"completion": "ab"}]))
+        return engine.score([{"completion": "abc"}])
+
+    try:
+        outcome = outcome_in_thread(runner)
+        assert len(outcome) == 1 and isinstance(outcome[0], RuntimeError)
+        assert "would wait for itself" in str(outcome[0])
+    finally:
+        loop.close()
+        engine.close()
+
+
+def test_a_blocking_call_in_a_submit_callback_raises_rather_than_hangs_the_engine() -> None:
+    """helper-65: a `submit` future's callbacks run on the driver thread; `score` there
+    waited for that thread, and every later call of the engine hung with it."""
+    engine = Engine(PLAIN, workers=1)
+    got: list = []
+
+    def callback(_: object) -> None:
+        for call in (lambda: engine.score([{"completion": "abc"}]), engine.start):
+            try:
+                call()
+            except RuntimeError as exc:
+                got.append(str(exc))
+
+    try:
+        engine.submit([{"completion": "a"}])[0].add_done_callback(callback)
+        outcome = outcome_in_thread(lambda: engine.score([{"completion": "ab"}]))
+        assert [r.reward for r in outcome[0]] == [2.0]
+        assert len(got) == 2 and all("driver would wait for itself" in g for g in got)
+    finally:
+        if outcome:
+            engine.close()
+
+
+@pytest.mark.parametrize("hosted", [False, True], ids=["thread", "hosted"])
+def test_close_in_a_result_callback_leaves_a_working_engine_and_no_admission(
+    hosted: bool,
+) -> None:
+    """helper-65: `close` in a `submit` future's callback, on the driver thread, let that
+    driver go on with the closed pool (the next call hung); hosted, it released the run's
+    samples twice (`admitted` ended at -1, letting a limit be passed)."""
+
+    async def main(engine: Engine) -> tuple[object, list, int]:
+        if hosted:
+            engine.host(asyncio.get_running_loop())
+        await asyncio.to_thread(engine.start)
+        futures = engine.submit([{"completion": "a"}, {"completion": "sleep 1"}])
+        futures[0].add_done_callback(lambda _: engine.close())
+        results = await asyncio.gather(*map(asyncio.wrap_future, futures), return_exceptions=True)
+        after = await engine.ascore([{"completion": "abc"}])
+        admitted = engine.admitted
+        await asyncio.to_thread(engine.close)
+        return results[1], [r.reward for r in after], admitted
+
+    engine = Engine(PLAIN, workers=2)
+    outcome = outcome_in_thread(lambda: asyncio.run(main(engine)))
+    assert len(outcome) == 1, "the engine hung"
+    second, after, admitted = outcome[0]
+    assert isinstance(second, EngineClosed) and after == [3.0] and admitted == 0

@@ -43,6 +43,9 @@ __all__ = [
 
 _WINDOW = 4_096
 """Most samples of one stream read and not yet scored."""
+_LOOK_S = 0.1
+"""How often a thread that waits for results checks that something still drives the pool
+(an event loop that hosted it may have been closed with the run in flight)."""
 
 SampleLike = Sample | dict[str, Any] | InputError
 """What the engine accepts: a sample, its dict form, or a line that failed to parse."""
@@ -190,20 +193,30 @@ class Engine:
         While hosted, make no blocking call on the loop's thread: the loop would wait for
         itself. `score`, `iter_score` and `start` raise `RuntimeError` there; a `submit`
         future's `result()` cannot tell, and hangs. Close the engine before the loop stops
-        (after it is closed, a thread takes over)."""
+        (once it is closed, a thread takes over what is in flight: at the next call, or
+        within a tenth of a second for a thread waiting in `score`, `iter_score` or
+        `start`; a `submit` future alone waits for the next call)."""
         self.front.host(loop, pool_watched=self._backend == "local")
 
     def start(self) -> None:
         """Start the workers now rather than on the first call (raises what stops them)."""
-        self.front.refuse_waiting_on_host("Engine.start")
+        self.front.refuse_waiting_on_driver("Engine.start")
         sink = _Collect()
         self._queue([], sink)
-        sink.future.result()
+        while True:
+            try:
+                sink.future.result(timeout=_LOOK_S)
+                return
+            except TimeoutError:
+                self.front.take_over_if_orphaned()
 
     def submit(self, samples: Iterable[SampleLike]) -> list[Future[Result]]:
         """Queue samples now; one future result each, set as soon as it is finished.
 
         Inputs that are dicts are validated here (an invalid one gets an `invalid` result).
+        A future's callbacks run on the thread that drives the workers: `score`, `iter_score`
+        and `start` raise `RuntimeError` there (they would wait for that thread), and a
+        future's `result()` there hangs.
 
         Raises:
             QueueFull: the engine's admission limit would be passed.
@@ -311,8 +324,9 @@ class Engine:
             if exhausted and not stream.ended:
                 stream.ended = True
                 run.end()
-            self.front.refuse_waiting_on_host("Engine.score (iter_score)")  # at every wait:
-            events = stream.wait()  # a stream begun in a thread may be read on from the loop
+            self.front.refuse_waiting_on_driver("Engine.score (iter_score)")  # at every wait:
+            events = stream.wait(self.front.take_over_if_orphaned)  # a stream begun in a
+            # thread may be read on from the loop
             for kind, value in events:
                 if kind == "scored":
                     unscored -= value
@@ -482,9 +496,15 @@ class _Stream:
     def done(self, error: BaseException | None) -> None:
         self._events.put(("done", error))
 
-    def wait(self) -> list[tuple[str, Any]]:
-        """The next event, and every other one already there."""
-        events = [self._events.get()]
+    def wait(self, idle: Callable[[], None]) -> list[tuple[str, Any]]:
+        """The next event, and every other one already there; `idle()` every `_LOOK_S`
+        meanwhile."""
+        while True:
+            try:
+                events = [self._events.get(timeout=_LOOK_S)]
+                break
+            except queue.Empty:
+                idle()
         while True:
             try:
                 events.append(self._events.get_nowait())

@@ -228,8 +228,8 @@ class Front:
             payload = (run.added, payload, last)
             run.added += count
         self._inbox.append((run, op, payload))
-        if self._host is not None and self._host.gone:  # its loop closed unclosed: a
-            self._host = None  # thread takes over the pool and what is in flight
+        if self._host is not None and self._host.gone:
+            self._take_over()
         if self._host is None and self._thread is None:
             self._start_driver()
         elif not self._woken and not (op == "add" and self._saturated and _to_score(payload)):
@@ -258,9 +258,10 @@ class Front:
                 raise RuntimeError("host the front before its first use")
             self._host = _Hosted(self, loop)
 
-    def refuse_waiting_on_host(self, call: str) -> None:
-        """Raise instead of waiting for results on the thread of the event loop that drives
-        the pool (`host`): the loop would wait for itself, forever."""
+    def refuse_waiting_on_driver(self, call: str) -> None:
+        """Raise instead of waiting for results where they are made, which would wait for
+        itself, forever: on the event loop that drives the pool (`host`), or on the driver
+        thread (where a `submit` future's callbacks run)."""
         host = self._host
         if host is not None and host.waits_on_itself():
             raise RuntimeError(
@@ -268,6 +269,29 @@ class Front:
                 "the engine (Engine.host): the loop would wait for itself. Await "
                 "`engine.ascore(...)` there, or call from another thread."
             )
+        if self._thread is threading.current_thread():
+            raise RuntimeError(
+                f"{call} waits for its results, on the engine's driver thread (a callback "
+                "of a `submit` future runs there): the driver would wait for itself. Call "
+                "from another thread."
+            )
+
+    def take_over_if_orphaned(self) -> None:
+        """Drive the pool from a thread if the event loop that hosted it was closed with
+        runs in flight (a caller that waits for one looks now and then): nothing else would
+        ever finish them."""
+        with self._lock:
+            if self._host is not None and self._host.gone:
+                self._take_over()
+
+    def _take_over(self) -> None:
+        """A thread takes over the pool and what is in flight from a closed hosting loop
+        (with `_lock` held)."""
+        assert self._host is not None
+        self._host.abandon()
+        self._host = None
+        if self._thread is None and not self._closing:
+            self._start_driver()
 
     def _start_driver(self) -> None:
         """Start a driver thread and its wake-up pipe (with `_lock` held)."""
@@ -289,7 +313,9 @@ class Front:
         with self._lock:
             thread, host = self._thread, self._host
             self._closing = True
-            if thread is not None and not self._woken:
+            if thread is threading.current_thread():  # a callback of its own results: the
+                self._thread = None  # driver ends once it returns (`_take`), and the next
+            elif thread is not None and not self._woken:  # call starts another
                 self._woken = True
                 os.write(self._wake_w, b"\0")
         if host is not None:
@@ -329,6 +355,8 @@ class Front:
                     self._saturated = False
                     self._sleep(wake_r)
         except BaseException as exc:  # the pool broke: every run in flight fails with it
+            if self._thread is not threading.current_thread():  # closed from a callback
+                return  # meanwhile: the runs and the pool are no longer this driver's
             self._fail_all(exc)
             self._close_pool()
             with self._lock:
@@ -341,6 +369,8 @@ class Front:
 
     def _take(self, wake_r: int) -> list[tuple[Run, str, Any]] | None:
         with self._lock:
+            if self._thread is not threading.current_thread():  # closed from a callback
+                return None
             if self._closing:
                 self._thread = None
                 return None
@@ -357,6 +387,8 @@ class Front:
     def _sleep(self, wake_r: int) -> None:
         with self._lock:
             if self._inbox or self._woken or self._closing:
+                return
+            if self._thread is not threading.current_thread():  # closed from a callback
                 return
         select.select([wake_r], [], [])
 
@@ -476,6 +508,8 @@ class Front:
 
     def _advance(self, run: Run) -> None:
         """Finish what is ready in order; give results; close the run when it is over."""
+        if run.over:  # closed by a callback of an earlier run's result
+            return
         if run.pushed not in run.ready and not (run.ended and run.pushed == run.received):
             return  # its next sample is still being scored
         out: list[Result] = []
@@ -492,11 +526,15 @@ class Front:
             return
         if run.pushed > pushed:
             run.sink.scored(run.pushed - pushed)
+        given = 0
         for result in out:
-            run.sink.result(run.emitted, result)
-            run.emitted += 1
+            if run.over:  # a callback of its results closed the engine: no more are given
+                break  # (and those not given were released with the run)
+            run.emitted += 1  # first: a close in the callback counts this one as given
+            given += 1
+            run.sink.result(run.emitted - 1, result)
         if not run.whole:
-            self._release(len(out))
+            self._release(given)
         if over:
             self._finish(run, None)
 
@@ -533,7 +571,8 @@ class _Hosted:
         self._front = front
         self._loop = loop
         self._thread = threading.get_ident()
-        """The thread that hosted it: the loop's, unless it was hosted before it ran."""
+        """The thread that last ran the loop (as far as a look saw), else the one that hosted
+        it: the thread that will run it again, the likeliest, while it does not run."""
         self._watched: set[int] = set()
         self._timer: asyncio.Handle | None = None
         self._timer_due = 0.0
@@ -570,6 +609,7 @@ class _Hosted:
             self._loop.call_soon_threadsafe(self._look)
 
     def _look(self) -> None:
+        self._thread = threading.get_ident()
         self._front._step(self)
 
     def start_pool(self) -> None:
@@ -632,6 +672,12 @@ class _Hosted:
         self._timer = None
         self._look()
 
+    def abandon(self) -> None:
+        """No more looks, from a loop that is closed (nothing to unregister there)."""
+        self.stopped = True
+        self._watched.clear()
+        self._timer = None
+
     def stop(self) -> None:
         """No more looks: the loop lets go of the pool (from another thread, this waits for
         the loop to do it, unless the loop no longer runs)."""
@@ -655,9 +701,8 @@ class _Hosted:
                 return
 
     def _stop(self) -> None:
-        self.stopped = True  # a pool still starting is closed by its thread, not adopted
         if self._loop.is_closed():
-            self._watched.clear()
-            self._timer = None
+            self.abandon()
         else:
+            self.stopped = True  # a pool still starting is closed by its thread, not adopted
             self.watch([], None)

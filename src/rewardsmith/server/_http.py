@@ -14,7 +14,8 @@ What a connection may do:
   and the connection is closed; past `MAX_HEADER_BYTES` (counted as read, and as parsed:
   a chunked body's trailers count with the headers), 431 and closed; a chunked body's
   part that never ends (a trailer, a chunk line: bytes in which the parser finds neither
-  data nor a chunk) past that, 400 and closed. Trailers are dropped, never headers;
+  data nor a chunk) past that, 400 and closed; more than `MAX_HEADERS` header fields
+  (trailers included), 431 and closed. Trailers are dropped, never headers;
 - its body must arrive within `body_timeout_s` of its headers (a pipelined request's: of
   its turn), else 408 and closed; a body over `max_body_bytes` gets 413;
 - between requests it may stay idle for `keep_alive_s`, then it is closed;
@@ -27,8 +28,10 @@ What a connection may do:
   body must never be read as a request;
 - a request the parser refuses (framing, bytes no request has) gets 400 and the connection
   is closed;
-- pipelined requests are answered in order, one at a time (reading pauses while a second
-  one waits in line);
+- pipelined requests are answered in order, one at a time: reading pauses while a second
+  one waits in line, and what was read past it is parsed only once its turn comes (the
+  parser calls back into Python for every request and header line: a single read can hold
+  thousands of small requests, which the loop would otherwise parse all at once);
 - a client must read its answers: while the write buffer is full no more of its requests
   are taken, and one that reads none of what is left to send for `body_timeout_s` is cut
   off;
@@ -53,6 +56,7 @@ from urllib.parse import unquote
 import httptools
 
 __all__ = [
+    "MAX_HEADERS",
     "MAX_HEADER_BYTES",
     "Answer",
     "Handler",
@@ -67,6 +71,12 @@ __all__ = [
 MAX_HEADER_BYTES = 64 * 2**10
 """Most bytes a request line and its headers may take (counted before they are parsed; a
 request pipelined behind another's body in one read is not counted)."""
+MAX_HEADERS = 100
+"""Most header fields a request may have, trailers included (Apache's default): the
+parser calls back into Python for each one, and 64 KiB hold 16,000 empty ones."""
+_FEED_BYTES = 4 * 2**10
+"""Most bytes of headers or chunks given to the parser at once (a body of known length is
+given whole), so that parsing stops soon after a second request is in line."""
 JSON = b"application/json"
 
 Headers = list[tuple[bytes, bytes]]
@@ -179,6 +189,7 @@ _HEADERS_TOO_SLOW = _refusal(408, b"request headers not received in time")
 _UPGRADE = _refusal(400, b"this server does not upgrade connections")
 _MALFORMED = _refusal(400, b"malformed HTTP request")
 _HEADERS_TOO_LARGE = _refusal(431, b"request line and headers over %d bytes" % MAX_HEADER_BYTES)
+_TOO_MANY_HEADERS = _refusal(431, b"more than %d header fields" % MAX_HEADERS)
 _UNPARSED_TOO_LARGE = _refusal(
     400, b"over %d bytes of a chunked body with neither data nor a chunk" % MAX_HEADER_BYTES
 )
@@ -344,6 +355,13 @@ class _Connection(asyncio.Protocol):
         """Bytes read while headers were coming (counted before they are parsed)."""
         self._message_header_bytes = 0
         """The current request's line, headers and trailers as parsed."""
+        self._fields = 0
+        """The current request's header fields and trailers so far."""
+        self._held: memoryview | None = None
+        """Bytes read and not yet given to the parser (`_feed_held`); reading pauses."""
+        self._feeding = False
+        self._resuming: asyncio.Handle | None = None
+        """Gives the parser the next slice of `_held` on the loop's next pass."""
         self._events = 0
         """Body data, chunks and trailers the parser gave in the current read."""
         self._unparsed = 0
@@ -398,6 +416,10 @@ class _Connection(asyncio.Protocol):
         self._parser = self._task = None  # type: ignore[assignment]
         self._queue.clear()
         self._unsent = []
+        self._held = None
+        if self._resuming is not None:
+            self._resuming.cancel()
+            self._resuming = None
         self._server.forget(self)
 
     def eof_received(self) -> None:
@@ -408,6 +430,54 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._closed or self._broken:
             return
+        if self._held is None and len(data) <= _FEED_BYTES:
+            self._feed(data)
+            return
+        self._held = memoryview(bytes(self._held) + data if self._held else data)
+        if self._resuming is None:
+            self._feed_held()
+
+    def _feed_held(self) -> None:
+        """Give the parser what was read past `_FEED_BYTES` one slice of headers or chunks
+        per pass of the loop (a body of known length whole), so that other connections go
+        between slices, until a second request is in line: the rest waits for its turn
+        (`_next`). The parser calls back into Python for every request and header line, and
+        one read can hold thousands of small requests."""
+        self._resuming = None
+        if self._feeding:  # called back from the loop below, which goes on from there
+            return
+        self._feeding = True
+        fed = False
+        try:
+            while self._held is not None and len(self._queue) <= 1:
+                if self._closed or self._broken:
+                    self._held = None
+                    break
+                size, body = self._slice()
+                if fed and not body:  # on the next pass
+                    if self._resuming is None:
+                        self._resuming = self._loop.call_soon(self._feed_held)
+                    break
+                data, rest = self._held[:size], self._held[size:]
+                self._held = rest if rest else None
+                self._feed(data)
+                fed = True
+        finally:
+            self._feeding = False
+        self._pace()
+
+    def _slice(self) -> tuple[int, bool]:
+        """How much the parser gets next, and whether it is the rest of a body of known
+        length (given whole: the parser calls back once for it), else at most
+        `_FEED_BYTES` of headers or chunks."""
+        exchange = self._parsing
+        if exchange is not None:
+            declared = exchange.request.header(b"content-length")
+            if declared.isdigit():  # the parser read it: at most 20 ASCII digits
+                return max(_FEED_BYTES, int(declared) - exchange.size), True
+        return _FEED_BYTES, False
+
+    def _feed(self, data: bytes | memoryview) -> None:
         parsing = self._parsing
         if parsing is None:  # headers are coming: they end at the first blank line
             seen = self._header_tail + data
@@ -456,7 +526,7 @@ class _Connection(asyncio.Protocol):
         self._begun = True
         self._url.clear()
         self._headers = []
-        self._message_header_bytes = self._unparsed = 0
+        self._message_header_bytes = self._unparsed = self._fields = 0
         if not self._queue and not self._timing(self._headers_too_slow):
             self._set_timer(self._limits.header_timeout_s, self._headers_too_slow)
 
@@ -466,6 +536,9 @@ class _Connection(asyncio.Protocol):
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._events += 1
+        self._fields += 1
+        if self._fields > MAX_HEADERS and not self._broken:
+            self._refuse(_TOO_MANY_HEADERS)
         self._count_header(len(name) + len(value) + 4)
         if self._parsing is None:  # else a trailer, after a chunked body: never a header
             self._headers.append((name.lower(), value))
@@ -653,6 +726,9 @@ class _Connection(asyncio.Protocol):
                 self._take(exchange)
         finally:
             self._advancing = False
+        if self._held is not None and self._resuming is None and not self._feeding:
+            # what was read past the request just answered: on the loop's next pass
+            self._resuming = self._loop.call_soon(self._feed_held)
         if self._closed:
             return
         if self._queue:
@@ -672,7 +748,7 @@ class _Connection(asyncio.Protocol):
         client that goes away is noticed only when its answer is written.)"""
         if self._closed or self._transport is None:
             return
-        want = self._writable and len(self._queue) <= 1 and not self._broken
+        want = self._writable and len(self._queue) <= 1 and not self._broken and not self._held
         if want != self._reading:
             self._reading = want
             if want:

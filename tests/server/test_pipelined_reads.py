@@ -1,0 +1,146 @@
+"""What one read of many pipelined requests costs the event loop: the parser calls back into
+Python for every request and header line, so what was read is given to it a slice per pass
+of the loop, and not past a second request in line (helper-65: a client pipelining
+thousands of small requests held the loop for seconds; 13,000 empty header lines per
+request, 100 ms a read)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from rewardsmith.server._http import (
+    _FEED_BYTES,
+    MAX_HEADERS,
+    Answer,
+    Limits,
+    Request,
+    Respond,
+    _Connection,
+    _Server,
+)
+
+pytest.importorskip("httptools")
+
+HEALTH = b"GET /health HTTP/1.1\r\nHost: a\r\n\r\n"
+SLOW = b"POST /slow HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n[]"
+
+
+class _Transport(asyncio.Transport):
+    """Takes what the connection writes; says whether it reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = bytearray()
+        self.reading = True
+        self.closed = False
+
+    def write(self, data: Any) -> None:
+        self.written += data
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
+
+    def close(self) -> None:
+        self.closed = True
+
+    def abort(self) -> None:
+        self.closed = True
+
+
+class _Handler:
+    """`/health` is answered at once; `/slow` when the test sets `release`."""
+
+    def __init__(self) -> None:
+        self.answered_paths: list[str] = []
+        self.release: asyncio.Future[None] | None = None
+
+    def open(self, request: Request) -> Answer | Respond:
+        if request.path == "/slow":
+            return self._slow
+        return Answer(200, b"{}")
+
+    async def _slow(self, body: bytes) -> Answer:
+        assert self.release is not None
+        await self.release
+        return Answer(200, b"[]")
+
+    def answered(self, request: Request, answer: Answer | None) -> None:
+        self.answered_paths.append(request.path)
+
+
+async def _connected(handler: _Handler) -> tuple[_Connection, _Transport]:
+    server = _Server(handler, Limits(30, 30, 30, 2**20), access_log=False)  # type: ignore[arg-type]
+    connection = _Connection(server)
+    transport = _Transport()
+    connection.connection_made(transport)
+    return connection, transport
+
+
+async def _passes_until(condition: Any, most: int = 10_000) -> int:
+    for passes in range(most):
+        if condition():
+            return passes
+        await asyncio.sleep(0)
+    raise AssertionError("not within the passes")
+
+
+def test_thousands_of_pipelined_requests_in_one_read_are_parsed_a_slice_per_pass() -> None:
+    async def main() -> None:
+        handler = _Handler()
+        connection, transport = await _connected(handler)
+        connection.data_received(HEALTH * 3000)
+        at_once = len(handler.answered_paths)
+        assert 0 < at_once <= _FEED_BYTES // len(HEALTH) + 1  # was: all 3,000
+        assert not transport.reading  # what is held is enough to go on with
+        passes = await _passes_until(lambda: len(handler.answered_paths) == 3000)
+        assert passes >= 3000 * len(HEALTH) // _FEED_BYTES - 1
+        await asyncio.sleep(0)
+        assert transport.written.count(b"HTTP/1.1 200 OK\r\n") == 3000 and transport.reading
+
+    asyncio.run(main())
+
+
+def test_what_is_read_past_a_request_in_line_waits_for_its_turn() -> None:
+    """A request being answered, then 500 more in the same read: the parser stops at the
+    end of the slice the second is in, and the rest are parsed, in order, once the first is
+    answered."""
+
+    async def main() -> None:
+        handler = _Handler()
+        handler.release = asyncio.get_running_loop().create_future()
+        connection, transport = await _connected(handler)
+        connection.data_received(SLOW + HEALTH * 500)
+        parsed = len(connection._queue)  # those of the first slice
+        assert 2 <= parsed <= _FEED_BYTES // len(HEALTH) + 2
+        for _ in range(20):  # however long the first waits, nothing more is parsed
+            await asyncio.sleep(0)
+        assert handler.answered_paths == [] and len(connection._queue) == parsed
+        assert not transport.reading
+        handler.release.set_result(None)
+        await _passes_until(lambda: len(handler.answered_paths) == 501)
+        assert handler.answered_paths == ["/slow"] + ["/health"] * 500
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize(("fields", "status"), [(MAX_HEADERS, 200), (MAX_HEADERS + 1, 431)])
+def test_a_request_has_at_most_max_headers_header_fields(fields: int, status: int) -> None:
+    """helper-65: 13,000 empty header lines (52 KB, under the 64 KiB cap) a request."""
+
+    async def main() -> bytes:
+        handler = _Handler()
+        connection, transport = await _connected(handler)
+        connection.data_received(b"GET /health HTTP/1.1\r\n" + b"a:\r\n" * fields + b"\r\n")
+        await asyncio.sleep(0)
+        return bytes(transport.written)
+
+    assert asyncio.run(main()).startswith(b"HTTP/1.1 %d " % status)

@@ -144,3 +144,19 @@ def test_a_request_has_at_most_max_headers_header_fields(fields: int, status: in
         return bytes(transport.written)
 
     assert asyncio.run(main()).startswith(b"HTTP/1.1 %d " % status)
+
+
+def test_a_large_body_in_few_chunks_is_parsed_in_the_pass_it_is_read() -> None:
+    """Slices that cost the parser few calls back go on in the same pass: a chunked body of
+    256 KiB in two chunks waits for no pass of the loop (only many small ones do)."""
+    half = b"x" * (128 * 2**10)
+    chunk = b"%x\r\n%s\r\n" % (len(half), half)
+    request = b"POST /slow HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+    async def main() -> None:
+        handler = _Handler()
+        connection, _ = await _connected(handler)
+        connection.data_received(request + chunk * 2 + b"0\r\n\r\n")
+        assert connection._queue[0].complete and connection._held is None
+
+    asyncio.run(main())

@@ -77,6 +77,9 @@ parser calls back into Python for each one, and 64 KiB hold 16,000 empty ones.""
 _FEED_BYTES = 4 * 2**10
 """Most bytes of headers or chunks given to the parser at once (a body of known length is
 given whole), so that parsing stops soon after a second request is in line."""
+_EVENTS_PER_PASS = 32
+"""Calls back from the parser after which what is left of a read waits for the loop's next
+pass (`_Connection._feed_held`)."""
 JSON = b"application/json"
 
 Headers = list[tuple[bytes, bytes]]
@@ -363,7 +366,8 @@ class _Connection(asyncio.Protocol):
         self._resuming: asyncio.Handle | None = None
         """Gives the parser the next slice of `_held` on the loop's next pass."""
         self._events = 0
-        """Body data, chunks and trailers the parser gave in the current read."""
+        """Requests begun, header lines, body data and chunks the parser gave in the current
+        read."""
         self._unparsed = 0
         """Bytes of a body read since the parser last gave data, a chunk or a trailer."""
         self._header_tail = b""
@@ -438,44 +442,44 @@ class _Connection(asyncio.Protocol):
             self._feed_held()
 
     def _feed_held(self) -> None:
-        """Give the parser what was read past `_FEED_BYTES` one slice of headers or chunks
-        per pass of the loop (a body of known length whole), so that other connections go
-        between slices, until a second request is in line: the rest waits for its turn
-        (`_next`). The parser calls back into Python for every request and header line, and
-        one read can hold thousands of small requests."""
+        """Give the parser what was read past `_FEED_BYTES` a slice at a time, until a
+        second request is in line (the rest waits for its turn, `_next`). The parser calls
+        back into Python for every request, header line and chunk, and one read can hold
+        thousands of them: after a slice it called back for more than `_EVENTS_PER_PASS`
+        times, the rest waits for the loop's next pass, so that other connections go
+        between slices."""
         self._resuming = None
         if self._feeding:  # called back from the loop below, which goes on from there
             return
         self._feeding = True
-        fed = False
+        busy = False
         try:
             while self._held is not None and len(self._queue) <= 1:
                 if self._closed or self._broken:
                     self._held = None
                     break
-                size, body = self._slice()
-                if fed and not body:  # on the next pass
+                if busy:
                     if self._resuming is None:
                         self._resuming = self._loop.call_soon(self._feed_held)
                     break
+                size = self._slice()
                 data, rest = self._held[:size], self._held[size:]
                 self._held = rest if rest else None
                 self._feed(data)
-                fed = True
+                busy = self._events > _EVENTS_PER_PASS
         finally:
             self._feeding = False
         self._pace()
 
-    def _slice(self) -> tuple[int, bool]:
-        """How much the parser gets next, and whether it is the rest of a body of known
-        length (given whole: the parser calls back once for it), else at most
-        `_FEED_BYTES` of headers or chunks."""
+    def _slice(self) -> int:
+        """How much the parser gets next: the rest of a body of known length whole (one
+        call back), else `_FEED_BYTES`."""
         exchange = self._parsing
         if exchange is not None:
             declared = exchange.request.header(b"content-length")
             if declared.isdigit():  # the parser read it: at most 20 ASCII digits
-                return max(_FEED_BYTES, int(declared) - exchange.size), True
-        return _FEED_BYTES, False
+                return max(_FEED_BYTES, int(declared) - exchange.size)
+        return _FEED_BYTES
 
     def _feed(self, data: bytes | memoryview) -> None:
         parsing = self._parsing
@@ -524,6 +528,7 @@ class _Connection(asyncio.Protocol):
         if self._broken:
             return
         self._begun = True
+        self._events += 1
         self._url.clear()
         self._headers = []
         self._message_header_bytes = self._unparsed = self._fields = 0

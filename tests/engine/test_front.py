@@ -593,3 +593,51 @@ def test_close_in_a_result_callback_leaves_a_working_engine_and_no_admission(
     assert len(outcome) == 1, "the engine hung"
     second, after, admitted = outcome[0]
     assert isinstance(second, EngineClosed) and after == [3.0] and admitted == 0
+
+
+def test_a_callback_of_a_future_close_fails_may_score_anew() -> None:
+    """helper-66: `close` told the runs it failed while it was still closing, so a callback
+    that scored again (a retry) waited for a driver that could not start: `close` never
+    returned, and from a result callback, every later call of the engine hung too."""
+    engine = Engine(PLAIN, workers=1)
+    retried: list = []
+
+    def retry(_: object) -> None:
+        retried.append([r.reward for r in engine.score([{"completion": "abc"}])])
+
+    try:
+        future = engine.submit([{"completion": "sleep 1"}])[0]
+        future.add_done_callback(retry)
+        assert outcome_in_thread(engine.close) == [None]
+        assert isinstance(future.exception(0), EngineClosed) and retried == [[3.0]]
+        futures = engine.submit([{"completion": "a"}, {"completion": "sleep 1"}])
+        futures[1].add_done_callback(retry)
+        futures[0].add_done_callback(lambda _: engine.close())  # on the driver thread
+        assert isinstance(futures[1].exception(timeout=30), EngineClosed)
+        later = outcome_in_thread(lambda: [r.reward for r in engine.score([{"completion": "ab"}])])
+        assert later == [[2.0]] and retried == [[3.0], [3.0]] and engine.admitted == 0
+    finally:
+        engine.close()
+
+
+def test_neither_the_hosting_thread_nor_the_last_runner_waits_on_a_stopped_loop() -> None:
+    """helper-66: the hosting thread of a loop another thread ran, then stopped, waited for
+    ever (c2ccf89 refused only the thread that ran it last)."""
+    engine = Engine(PLAIN, workers=1)
+    loop = asyncio.new_event_loop()
+
+    def hosting_thread() -> object:
+        engine.host(loop)
+        runner = threading.Thread(
+            target=loop.run_until_complete, args=(engine.ascore([{"completion": "ab"}]),)
+        )
+        runner.start()
+        runner.join(30)
+        return engine.score([{"completion": "abc"}])
+
+    try:
+        outcome = outcome_in_thread(hosting_thread)
+        assert len(outcome) == 1 and isinstance(outcome[0], RuntimeError)
+    finally:
+        loop.close()
+        engine.close()

@@ -160,3 +160,39 @@ def test_a_large_body_in_few_chunks_is_parsed_in_the_pass_it_is_read() -> None:
         assert connection._queue[0].complete and connection._held is None
 
     asyncio.run(main())
+
+
+def test_a_read_of_requests_with_long_header_lines_is_not_answered_in_one_pass() -> None:
+    """helper-66: slices of few calls back went on in the same pass, and ten requests of one
+    long header line each make 30: a 240 KB read of them was answered in one pass."""
+    request = b"GET /health HTTP/1.1\r\nHost: a\r\nx-pad: " + b"p" * 360 + b"\r\n\r\n"
+
+    async def main() -> int:
+        handler = _Handler()
+        connection, _ = await _connected(handler)
+        connection.data_received(request * 600)
+        return len(handler.answered_paths)
+
+    assert asyncio.run(main()) <= _FEED_BYTES // len(request) + 1
+
+
+@pytest.mark.parametrize("into_body", [False, True], ids=["before-it", "into-its-body"])
+def test_where_a_slice_ends_changes_no_answer(into_body: bool) -> None:
+    """helper-66: a slice that ended inside the body of a request answered before its body
+    (`/health` here; 401, 404 the same) made it look unfinished: the answer went early with
+    `Connection: close`, and the requests behind it in the same read were dropped."""
+    target = b"GET /health HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello"
+    offset = len(target) - 3 if into_body else 0  # where in `target` the first slice ends
+    count, pad = divmod(_FEED_BYTES - offset, len(HEALTH))
+    assert pad % 2 == 0
+    filler = HEALTH * count + b"\r\n" * (pad // 2)  # blank lines between requests: ignored
+
+    async def main() -> tuple[int, bool]:
+        handler = _Handler()
+        connection, transport = await _connected(handler)
+        connection.data_received(filler + target + HEALTH * 10)
+        await _passes_until(lambda: len(handler.answered_paths) == count + 11)
+        await asyncio.sleep(0)
+        return transport.written.count(b"HTTP/1.1 200 OK\r\n"), transport.closed
+
+    assert asyncio.run(main()) == (count + 11, False)

@@ -322,13 +322,16 @@ class Front:
             host.stop()
         if thread is not None and thread is not threading.current_thread():
             thread.join()
-        self._fail_all(EngineClosed("the engine was closed"))
+        error = EngineClosed("the engine was closed")
+        failed = self._fail_all(error, notify=False)
         self._close_pool()
         with self._lock:
             self._closing = False
             self._host = None
             if self._inbox:  # runs opened while it closed
                 self._start_driver()
+        for run in failed:  # told once the engine takes calls again: a callback that
+            run.sink.done(error)  # scores anew (a retry) is not stuck in the closing
 
     def _close_pool(self) -> None:
         with self._pool_lock:
@@ -538,24 +541,26 @@ class Front:
         if over:
             self._finish(run, None)
 
-    def _finish(self, run: Run, error: BaseException | None, *, notify: bool = True) -> None:
+    def _finish(self, run: Run, error: BaseException | None, *, notify: bool = True) -> bool:
+        """End `run` (and tell its sink, if `notify`); False if it was over already."""
         with self._lock:
             if run.over:
-                return
+                return False
             run.over = True
             self._runs.discard(run)
             self._admitted -= run.received - (0 if run.whole else run.emitted)
         if notify:
             run.sink.done(error)
+        return True
 
-    def _fail_all(self, error: BaseException) -> None:
-        """Fail every run (the driver is gone); adds it never applied are released."""
+    def _fail_all(self, error: BaseException, *, notify: bool = True) -> list[Run]:
+        """Fail every run (the driver is gone); adds it never applied are released. The
+        runs failed (their sinks not told, unless `notify`)."""
         with self._lock:
             runs = list(self._runs)
             stale, self._inbox = self._inbox, []
             self._admitted -= sum(len(p[1]) for _, op, p in stale if op == "add")
-        for run in runs:
-            self._finish(run, error)
+        return [run for run in runs if self._finish(run, error, notify=notify)]
 
     def _release(self, count: int) -> None:
         if count:
@@ -570,9 +575,10 @@ class _Hosted:
     def __init__(self, front: Front, loop: asyncio.AbstractEventLoop) -> None:
         self._front = front
         self._loop = loop
-        self._thread = threading.get_ident()
-        """The thread that last ran the loop (as far as a look saw), else the one that hosted
-        it: the thread that will run it again, the likeliest, while it does not run."""
+        self._hosting = threading.get_ident()
+        self._runner: int | None = None
+        """The thread that last ran the loop, as far as a look saw. While the loop does not
+        run, it or the hosting thread is the likeliest to run it again: neither may wait."""
         self._watched: set[int] = set()
         self._timer: asyncio.Handle | None = None
         self._timer_due = 0.0
@@ -594,7 +600,7 @@ class _Hosted:
             return False
         if self._loop.is_running():
             return self._on_loop()
-        return threading.get_ident() == self._thread
+        return threading.get_ident() in (self._hosting, self._runner)
 
     @property
     def gone(self) -> bool:
@@ -609,7 +615,7 @@ class _Hosted:
             self._loop.call_soon_threadsafe(self._look)
 
     def _look(self) -> None:
-        self._thread = threading.get_ident()
+        self._runner = threading.get_ident()
         self._front._step(self)
 
     def start_pool(self) -> None:

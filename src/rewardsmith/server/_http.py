@@ -78,8 +78,8 @@ _FEED_BYTES = 4 * 2**10
 """Most bytes of headers or chunks given to the parser at once (a body of known length is
 given whole), so that parsing stops soon after a second request is in line."""
 _EVENTS_PER_PASS = 32
-"""Calls back from the parser after which what is left of a read waits for the loop's next
-pass (`_Connection._feed_held`)."""
+"""Header lines, body data and chunks the parser may call back for in the slices of one
+pass of the loop (`_Connection._feed_held`)."""
 JSON = b"application/json"
 
 Headers = list[tuple[bytes, bytes]]
@@ -366,8 +366,9 @@ class _Connection(asyncio.Protocol):
         self._resuming: asyncio.Handle | None = None
         """Gives the parser the next slice of `_held` on the loop's next pass."""
         self._events = 0
-        """Requests begun, header lines, body data and chunks the parser gave in the current
-        read."""
+        """Header lines, body data and chunks the parser gave in the current read."""
+        self._ended = 0
+        """Requests whose end the parser found in the current read."""
         self._unparsed = 0
         """Bytes of a body read since the parser last gave data, a chunk or a trailer."""
         self._header_tail = b""
@@ -445,9 +446,9 @@ class _Connection(asyncio.Protocol):
         """Give the parser what was read past `_FEED_BYTES` a slice at a time, until a
         second request is in line (the rest waits for its turn, `_next`). The parser calls
         back into Python for every request, header line and chunk, and one read can hold
-        thousands of them: after a slice it called back for more than `_EVENTS_PER_PASS`
-        times, the rest waits for the loop's next pass, so that other connections go
-        between slices."""
+        thousands of them: after a slice in which a request ended, or which the parser
+        called back for more than `_EVENTS_PER_PASS` times, the rest waits for the loop's
+        next pass, so that other connections go between slices."""
         self._resuming = None
         if self._feeding:  # called back from the loop below, which goes on from there
             return
@@ -466,7 +467,7 @@ class _Connection(asyncio.Protocol):
                 data, rest = self._held[:size], self._held[size:]
                 self._held = rest if rest else None
                 self._feed(data)
-                busy = self._events > _EVENTS_PER_PASS
+                busy = self._ended > 0 or self._events > _EVENTS_PER_PASS
         finally:
             self._feeding = False
         self._pace()
@@ -491,7 +492,7 @@ class _Connection(asyncio.Protocol):
             if self._header_bytes > MAX_HEADER_BYTES:
                 self._refuse(_HEADERS_TOO_LARGE)
                 return
-        self._events = 0
+        self._events = self._ended = 0
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:  # refused in on_headers_complete
@@ -506,7 +507,8 @@ class _Connection(asyncio.Protocol):
             if self._unparsed > MAX_HEADER_BYTES:
                 self._refuse(_UNPARSED_TOO_LARGE)
                 return
-        self._settle()
+        if self._held is None:  # else more was read: the body of a request may be in it
+            self._settle()
 
     def pause_writing(self) -> None:
         """The client does not read its answers as fast as they come: take no more requests,
@@ -528,7 +530,6 @@ class _Connection(asyncio.Protocol):
         if self._broken:
             return
         self._begun = True
-        self._events += 1
         self._url.clear()
         self._headers = []
         self._message_header_bytes = self._unparsed = self._fields = 0
@@ -600,6 +601,7 @@ class _Connection(asyncio.Protocol):
             exchange.chunks = []
 
     def on_message_complete(self) -> None:
+        self._ended += 1
         exchange, self._parsing = self._parsing, None
         if exchange is None or self._closed:
             return

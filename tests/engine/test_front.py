@@ -615,6 +615,9 @@ def test_a_callback_of_a_future_close_fails_may_score_anew() -> None:
         futures[0].add_done_callback(lambda _: engine.close())  # on the driver thread
         assert isinstance(futures[1].exception(timeout=30), EngineClosed)
         later = outcome_in_thread(lambda: [r.reward for r in engine.score([{"completion": "ab"}])])
+        deadline = time.monotonic() + 30  # the callback runs after the future is set
+        while len(retried) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert later == [[2.0]] and retried == [[3.0], [3.0]] and engine.admitted == 0
     finally:
         engine.close()
@@ -640,4 +643,64 @@ def test_neither_the_hosting_thread_nor_the_last_runner_waits_on_a_stopped_loop(
         assert len(outcome) == 1 and isinstance(outcome[0], RuntimeError)
     finally:
         loop.close()
+        engine.close()
+
+
+def test_a_close_and_a_retry_on_the_driver_during_another_close_leave_a_working_engine() -> None:
+    """helper-67: a thread closed the engine while the driver ran a result callback that
+    closed it too and submitted again: that submit's new driver made a pool, which the
+    first close then closed under it (the next call hung, its driver spinning)."""
+    engine = Engine(PLAIN, workers=2)
+    closing = threading.Event()
+    retried: list = []
+
+    def callback(_: object) -> None:
+        closing.wait(5)
+        time.sleep(0.3)  # the other thread is in `close`, waiting for this driver
+        engine.close()
+        retried.append(engine.submit([{"completion": "ab"}])[0])
+
+    def close_from_another_thread() -> None:
+        time.sleep(0.1)
+        closing.set()
+        engine.close()
+
+    try:
+        engine.start()
+        futures = engine.submit([{"completion": "a"}, {"completion": "sleep 2"}])
+        futures[0].add_done_callback(callback)
+        assert outcome_in_thread(close_from_another_thread) == [None]
+        assert isinstance(futures[1].exception(5), EngineClosed)
+        assert isinstance(retried[0].exception(5), EngineClosed)  # submitted while closing
+        later = outcome_in_thread(lambda: [r.reward for r in engine.score([{"completion": "abc"}])])
+        assert later == [[3.0]] and engine.admitted == 0
+    finally:
+        engine.close()
+
+
+def test_two_closes_at_once_close_no_pool_of_a_later_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """helper-67: the close that ended first let the next call start a driver and a pool,
+    which the slower close then closed under it (IndexError from the closed pool, or no
+    answer at all). A slow close is made here by waiting in `_fail_all`."""
+    fail_all = rewardsmith.engine._front.Front._fail_all
+
+    def slow_fail_all(self: object, *args: object, **kwargs: object) -> list:
+        failed = fail_all(self, *args, **kwargs)  # type: ignore[arg-type]
+        if threading.current_thread().name == "slow-closer":
+            time.sleep(1)
+        return failed
+
+    monkeypatch.setattr(rewardsmith.engine._front.Front, "_fail_all", slow_fail_all)
+    engine = Engine(PLAIN, workers=1)
+    try:
+        engine.start()
+        slow = threading.Thread(target=engine.close, name="slow-closer")
+        slow.start()
+        time.sleep(0.2)
+        assert outcome_in_thread(engine.close) == [None]  # after the slow one
+        future = engine.submit([{"completion": "sleep 0.5"}])[0]
+        slow.join(30)
+        assert outcome_in_thread(lambda: future.result(30).reward) == [9.0]
+        assert engine.admitted == 0
+    finally:
         engine.close()

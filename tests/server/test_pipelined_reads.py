@@ -196,3 +196,36 @@ def test_where_a_slice_ends_changes_no_answer(into_body: bool) -> None:
         return transport.written.count(b"HTTP/1.1 200 OK\r\n"), transport.closed
 
     assert asyncio.run(main()) == (count + 11, False)
+
+
+@pytest.mark.parametrize("waits_for", ["an-answer", "the-client"])
+def test_a_request_whose_body_is_held_is_not_answered_early_when_its_turn_comes(
+    waits_for: str,
+) -> None:
+    """helper-67: a request answered before its body (`/health` with a body) whose first
+    slice ended inside that body, waiting in line behind a request being answered (or for
+    a client that read no answers): when its turn came, the rest of its body still held, it
+    was answered early with `Connection: close`, and the ten requests behind it dropped."""
+    target = b"GET /health HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello"
+    base = (b"POST /slow" if waits_for == "an-answer" else b"GET /health") + (
+        b" HTTP/1.1\r\nContent-Length: 2\r\nx-pad: \r\n\r\n[]"
+    )
+    pad = b"p" * (_FEED_BYTES - len(target) + 3 - len(base))  # the slice ends in its body
+    first = base.replace(b"x-pad: ", b"x-pad: " + pad)
+
+    async def main() -> tuple[int, bool]:
+        handler = _Handler()
+        handler.release = asyncio.get_running_loop().create_future()
+        connection, transport = await _connected(handler)
+        if waits_for == "the-client":
+            connection.pause_writing()
+        connection.data_received(first + target + HEALTH * 10)
+        await asyncio.sleep(0)
+        if waits_for == "the-client":
+            connection.resume_writing()
+        handler.release.set_result(None)
+        await _passes_until(lambda: transport.closed or len(handler.answered_paths) == 12)
+        await asyncio.sleep(0)
+        return transport.written.count(b"HTTP/1.1 200 OK\r\n"), transport.closed
+
+    assert asyncio.run(main()) == (12, False)

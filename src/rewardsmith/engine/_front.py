@@ -156,6 +156,9 @@ class Front:
         self._pool: Pool | None = None
         self._pool_lock = threading.Lock()
         self._lock = threading.Lock()
+        self._close_lock = threading.Lock()
+        """Held by the one `close` under way: two at once would close the pool of a driver
+        that the first to end had let start."""
         self._inbox: list[tuple[Run, str, Any]] = []
         self._runs: set[Run] = set()
         self._admitted = 0
@@ -231,7 +234,8 @@ class Front:
         if self._host is not None and self._host.gone:
             self._take_over()
         if self._host is None and self._thread is None:
-            self._start_driver()
+            if not self._closing:  # else `close` starts one, for what it did not fail
+                self._start_driver()
         elif not self._woken and not (op == "add" and self._saturated and _to_score(payload)):
             self._woken = True
             if self._host is not None:
@@ -308,8 +312,25 @@ class Front:
         """Stop the driver, fail the runs in flight (`EngineClosed`), stop the workers.
 
         The front can be used again afterwards: a new driver and pool start on demand (a
-        thread's: `close` ends hosting).
+        thread's: `close` ends hosting). A second `close` waits for the first, unless it is
+        called by the driver (a callback of a result) while another thread closes the
+        engine: it returns at once, as that close waits for the driver.
         """
+        host = self._host
+        on_driver = self._thread is threading.current_thread() or (
+            host is not None and host.on_loop()
+        )
+        if not self._close_lock.acquire(blocking=not on_driver):
+            return
+        try:
+            error, failed = self._close()
+        finally:
+            self._close_lock.release()
+        for run in failed:  # told once the engine takes calls again: a callback that
+            run.sink.done(error)  # scores anew (a retry) is not stuck in the closing
+
+    def _close(self) -> tuple[BaseException, list[Run]]:
+        """`close` with `_close_lock` held; the error and the runs failed, to be told."""
         with self._lock:
             thread, host = self._thread, self._host
             self._closing = True
@@ -330,8 +351,7 @@ class Front:
             self._host = None
             if self._inbox:  # runs opened while it closed
                 self._start_driver()
-        for run in failed:  # told once the engine takes calls again: a callback that
-            run.sink.done(error)  # scores anew (a retry) is not stuck in the closing
+        return error, failed
 
     def _close_pool(self) -> None:
         with self._pool_lock:
@@ -588,7 +608,7 @@ class _Hosted:
         loop."""
         self.stopped = False
 
-    def _on_loop(self) -> bool:
+    def on_loop(self) -> bool:
         """The caller runs inside the loop (what a loop hosted before it ran, on another
         thread than the one it runs on, tells that the hosting thread does not)."""
         return asyncio._get_running_loop() is self._loop
@@ -599,7 +619,7 @@ class _Hosted:
         if self._loop.is_closed():  # a thread takes over
             return False
         if self._loop.is_running():
-            return self._on_loop()
+            return self.on_loop()
         return threading.get_ident() in (self._hosting, self._runner)
 
     @property
@@ -609,7 +629,7 @@ class _Hosted:
 
     def wake(self) -> None:
         """A look soon (from any thread; the front's lock is held)."""
-        if self._on_loop():
+        if self.on_loop():
             self._loop.call_soon(self._look)
         else:
             self._loop.call_soon_threadsafe(self._look)
@@ -687,7 +707,7 @@ class _Hosted:
     def stop(self) -> None:
         """No more looks: the loop lets go of the pool (from another thread, this waits for
         the loop to do it, unless the loop no longer runs)."""
-        if self._on_loop() or not self._loop.is_running():
+        if self.on_loop() or not self._loop.is_running():
             self._stop()
             return
         stopped = threading.Event()

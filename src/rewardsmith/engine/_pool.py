@@ -200,6 +200,7 @@ class TimeoutPool:
         batch: those done before a task that hangs die with the worker)."""
         self._rejected: list[tuple[Any, Score]] = []
         self._workers: list[_Worker] = []
+        self._closed = False
         self._seq = 0
         self.replaced = 0
         """Workers killed and replaced so far (timeouts and crashes)."""
@@ -260,7 +261,10 @@ class TimeoutPool:
         return all(w.outstanding or w.starting is not None for w in self._workers)
 
     def submit(self, tasks: Sequence[Task]) -> None:
-        """Queue tasks; they start as workers free up."""
+        """Queue tasks; they start as workers free up (a closed pool raises RuntimeError:
+        nothing would ever run them)."""
+        if self._closed:
+            raise RuntimeError("the worker pool is closed")
         self._pending.extend(tasks)
 
     def drop(self, match: Callable[[Any], bool]) -> None:
@@ -436,6 +440,7 @@ class TimeoutPool:
         """Stop every worker now. An idle worker is let exit on its own when its pipe
         closes, so its finalizers run (a library's semaphore it made is released, not
         reported leaked at exit); a busy or slow one is killed."""
+        self._closed = True
         for worker in self._workers:
             if not worker.outstanding:
                 self._close_pipe(worker)

@@ -507,8 +507,7 @@ class _Connection(asyncio.Protocol):
             if self._unparsed > MAX_HEADER_BYTES:
                 self._refuse(_UNPARSED_TOO_LARGE)
                 return
-        if self._held is None:  # else more was read: the body of a request may be in it
-            self._settle()
+        self._settle()
 
     def pause_writing(self) -> None:
         """The client does not read its answers as fast as they come: take no more requests,
@@ -650,8 +649,9 @@ class _Connection(asyncio.Protocol):
 
     def _settle(self) -> None:
         """After a read: the first request in line, its body still coming, is answered now
-        if its answer does not need the body, else its body's deadline runs."""
-        if self._queue and not self._closed:
+        if its answer does not need the body, else its body's deadline runs (not while
+        bytes read wait to be parsed: the rest of the body may be in them)."""
+        if self._queue and not self._closed and self._held is None:
             exchange = self._queue[0]
             if exchange.taken and not (exchange.complete or exchange.sent or exchange.waited):
                 exchange.waited = True

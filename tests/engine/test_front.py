@@ -704,3 +704,21 @@ def test_two_closes_at_once_close_no_pool_of_a_later_call(monkeypatch: pytest.Mo
         assert engine.admitted == 0
     finally:
         engine.close()
+
+
+def test_ascore_in_a_submit_callback_raises_rather_than_hangs_the_engine() -> None:
+    """helper-68: `asyncio.run(engine.ascore(...))` in a callback, on the driver thread,
+    waited for that thread: every later call of the engine hung, and every `close`."""
+    engine = Engine(PLAIN, workers=1)
+    got: list = []
+
+    def callback(_: object) -> None:
+        try:
+            got.append(asyncio.run(engine.ascore([{"completion": "abc"}])))
+        except RuntimeError as exc:
+            got.append(str(exc))
+
+    engine.submit([{"completion": "a"}])[0].add_done_callback(callback)
+    outcome = outcome_in_thread(lambda: [r.reward for r in engine.score([{"completion": "ab"}])])
+    assert outcome == [[2.0]] and outcome_in_thread(engine.close) == [None]
+    assert len(got) == 1 and "driver would wait for itself" in got[0]

@@ -214,9 +214,9 @@ class Engine:
         """Queue samples now; one future result each, set as soon as it is finished.
 
         Inputs that are dicts are validated here (an invalid one gets an `invalid` result).
-        A future's callbacks run on the thread that drives the workers: `score`, `iter_score`
-        and `start` raise `RuntimeError` there (they would wait for that thread), and a
-        future's `result()` there hangs.
+        A future's callbacks run on the thread that drives the workers: `score`, `iter_score`,
+        `start` and `ascore` raise `RuntimeError` there (they would wait for that thread),
+        and a future's `result()` there hangs.
 
         Raises:
             QueueFull: the engine's admission limit would be passed.
@@ -242,6 +242,7 @@ class Engine:
         Raises as `submit` does, at once.
         """
         loop = asyncio.get_running_loop()
+        self.front.refuse_on_driver_thread("Engine.ascore")
         handover = self._handovers.get(loop)
         if handover is None or handover.pid != _pid:  # after a fork: the child's own
             for closed in [old for old in self._handovers if old.is_closed()]:

@@ -273,6 +273,11 @@ class Front:
                 "the engine (Engine.host): the loop would wait for itself. Await "
                 "`engine.ascore(...)` there, or call from another thread."
             )
+        self.refuse_on_driver_thread(call)
+
+    def refuse_on_driver_thread(self, call: str) -> None:
+        """Raise on the driver thread (where a `submit` future's callbacks run): a call there
+        that waits for results, even in an event loop of its own, waits for itself."""
         if self._thread is threading.current_thread():
             raise RuntimeError(
                 f"{call} waits for its results, on the engine's driver thread (a callback "

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from rewardsmith.server import _http
 from rewardsmith.server._http import (
     _FEED_BYTES,
     MAX_HEADERS,
@@ -229,3 +230,32 @@ def test_a_request_whose_body_is_held_is_not_answered_early_when_its_turn_comes(
         return transport.written.count(b"HTTP/1.1 200 OK\r\n"), transport.closed
 
     assert asyncio.run(main()) == (12, False)
+
+
+@pytest.mark.parametrize("feed", ["sliced", "whole"])
+def test_a_too_large_body_held_in_line_is_refused_as_if_read_whole(
+    feed: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """helper-68: a request over the body limit, waiting in line with its whole body read
+    but held, got its 413 early (`Connection: close`) when its turn came, and the request
+    behind it went unanswered; read whole, the 413 keeps the connection."""
+    if feed == "whole":
+        monkeypatch.setattr(_http, "_FEED_BYTES", 10**9)
+    big = b"POST /slow HTTP/1.1\r\nContent-Length: 5000\r\n\r\n" + b"x" * 5000
+
+    async def main() -> tuple[int, int, bool]:
+        handler = _Handler()
+        handler.release = asyncio.get_running_loop().create_future()
+        server = _Server(handler, Limits(30, 30, 30, 1000), access_log=False)  # type: ignore[arg-type]
+        connection = _Connection(server)
+        transport = _Transport()
+        connection.connection_made(transport)
+        connection.data_received(SLOW + big + HEALTH)
+        await asyncio.sleep(0)
+        handler.release.set_result(None)
+        await _passes_until(lambda: transport.closed or len(handler.answered_paths) == 3)
+        await asyncio.sleep(0)
+        written = bytes(transport.written)
+        return written.count(b" 413 "), written.count(b"HTTP/1.1 200 OK"), transport.closed
+
+    assert asyncio.run(main()) == (1, 2, False)

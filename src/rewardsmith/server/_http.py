@@ -769,7 +769,11 @@ class _Connection(asyncio.Protocol):
             detail = f"body: {declared} bytes; the limit is {limit}"
         else:
             detail = f"body: over the limit of {limit} bytes"
-        self._send(exchange, Refusal(413, detail, reject="too_large").answer())
+        answer = Refusal(413, detail, reject="too_large").answer()
+        if self._held is not None and not exchange.complete:  # the rest of its body may be
+            exchange.answer, exchange.respond = answer, None  # held: answered once it ends,
+            return  # or early once what is held is parsed (`_settle`), as if read whole
+        self._send(exchange, answer)
 
     def _body_too_slow(self) -> None:
         if self._closed or not self._queue:

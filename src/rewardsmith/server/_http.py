@@ -614,9 +614,10 @@ class _Connection(asyncio.Protocol):
 
     # -- answering --------------------------------------------------------------------------
 
-    def _take(self, exchange: _Exchange) -> None:
+    def _take(self, exchange: _Exchange, in_line: bool = False) -> None:
         """The app's turn for the first request in line: an answer without its body (sent
-        once the body is in, or after this read if it is still coming), or a `Respond`."""
+        once the body is in, or after this read if it is still coming), or a `Respond`.
+        `in_line`: it waited in line behind another (read whole, its body would be in)."""
         exchange.taken = True
         exchange.due = self._loop.time() + self._limits.body_timeout_s
         try:
@@ -632,7 +633,7 @@ class _Connection(asyncio.Protocol):
             exchange.respond = outcome
             declared = exchange.request.header(b"content-length")
             if declared.isdigit() and int(declared) > self._limits.max_body_bytes:
-                self._too_large(exchange, declared)
+                self._too_large(exchange, declared, held=in_line and self._held is not None)
                 return
             if exchange.size > self._limits.max_body_bytes:
                 self._too_large(exchange)
@@ -730,7 +731,7 @@ class _Connection(asyncio.Protocol):
                 exchange = self._queue[0]
                 if exchange.taken:
                     break
-                self._take(exchange)
+                self._take(exchange, in_line=True)
         finally:
             self._advancing = False
         if self._held is not None and self._resuming is None and not self._feeding:
@@ -763,16 +764,19 @@ class _Connection(asyncio.Protocol):
             else:
                 self._transport.pause_reading()
 
-    def _too_large(self, exchange: _Exchange, declared: str = "") -> None:
+    def _too_large(self, exchange: _Exchange, declared: str = "", held: bool = False) -> None:
+        """413; `held`: its body may be in bytes read and not yet parsed, so the answer waits
+        until that body ends, or until those bytes are parsed (`_settle`): as if the read
+        had been parsed whole, when the request's end was in it."""
         limit = self._limits.max_body_bytes
         if declared:
             detail = f"body: {declared} bytes; the limit is {limit}"
         else:
             detail = f"body: over the limit of {limit} bytes"
         answer = Refusal(413, detail, reject="too_large").answer()
-        if self._held is not None and not exchange.complete:  # the rest of its body may be
-            exchange.answer, exchange.respond = answer, None  # held: answered once it ends,
-            return  # or early once what is held is parsed (`_settle`), as if read whole
+        if held and not exchange.complete:
+            exchange.answer, exchange.respond = answer, None
+            return
         self._send(exchange, answer)
 
     def _body_too_slow(self) -> None:

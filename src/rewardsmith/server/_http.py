@@ -363,6 +363,7 @@ class _Connection(asyncio.Protocol):
         self._held: memoryview | None = None
         """Bytes read and not yet given to the parser (`_feed_held`); reading pauses."""
         self._feeding = False
+        """`_feed_held` is giving slices (what they answer may call it back)."""
         self._resuming: asyncio.Handle | None = None
         """Gives the parser the next slice of `_held` on the loop's next pass."""
         self._events = 0

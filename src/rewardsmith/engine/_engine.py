@@ -201,14 +201,11 @@ class Engine:
     def start(self) -> None:
         """Start the workers now rather than on the first call (raises what stops them)."""
         self.front.refuse_waiting_on_driver("Engine.start")
-        sink = _Collect()
-        self._queue([], sink)
-        while True:
-            try:
-                sink.future.result(timeout=_LOOK_S)
-                return
-            except TimeoutError:
-                self.front.take_over_if_orphaned()
+        stream = _Stream()  # a run of no samples: its one event is its end
+        self._queue([], stream)
+        for _, error in stream.wait(self.front.take_over_if_orphaned):
+            if error is not None:
+                raise error
 
     def submit(self, samples: Iterable[SampleLike]) -> list[Future[Result]]:
         """Queue samples now; one future result each, set as soon as it is finished.
@@ -265,7 +262,7 @@ class Engine:
                     raise error
         return items
 
-    def _queue(self, items: list[Sample | Result], sink: _Whole | _Futures) -> None:
+    def _queue(self, items: list[Sample | Result], sink: _Whole | _Futures | _Stream) -> None:
         run = self.front.submit(sink, items, whole=isinstance(sink, _Whole))
         if isinstance(sink, _Whole):
             sink.bind(run)
@@ -379,7 +376,7 @@ class _Whole:
     """A run's sink for a call answered all at once: the results, in order, go to one future
     when the run is over; cancelling that future cancels the run."""
 
-    future: Future[list[Result]] | asyncio.Future[list[Result]]
+    future: asyncio.Future[list[Result]]
 
     def __init__(self) -> None:
         self._results: list[Result] = []
@@ -398,18 +395,6 @@ class _Whole:
             self.future.set_result(self._results)
         else:
             self.future.set_exception(error)
-
-
-class _Collect(_Whole):
-    """For a thread: a `concurrent.futures.Future`."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.future = Future()
-
-    def done(self, error: BaseException | None) -> None:
-        if self.future.set_running_or_notify_cancel():  # type: ignore[union-attr]
-            self._settle(error)
 
 
 class _Handover:

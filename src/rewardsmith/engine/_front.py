@@ -383,8 +383,8 @@ class Front:
                     self._saturated = False
                     self._sleep(wake_r)
         except BaseException as exc:  # the pool broke: every run in flight fails with it
-            if self._thread is not threading.current_thread():  # closed from a callback
-                return  # meanwhile: the runs and the pool are no longer this driver's
+            if self._let_go():  # the runs and the pool are no longer this driver's
+                return
             self._fail_all(exc)
             self._close_pool()
             with self._lock:
@@ -395,9 +395,14 @@ class Front:
             os.close(wake_r)
             os.close(wake_w)
 
+    def _let_go(self) -> bool:
+        """This driver thread was let go by a `close` from one of its callbacks (it ends;
+        the next call starts another)."""
+        return self._thread is not threading.current_thread()
+
     def _take(self, wake_r: int) -> list[tuple[Run, str, Any]] | None:
         with self._lock:
-            if self._thread is not threading.current_thread():  # closed from a callback
+            if self._let_go():
                 return None
             if self._closing:
                 self._thread = None
@@ -414,9 +419,7 @@ class Front:
 
     def _sleep(self, wake_r: int) -> None:
         with self._lock:
-            if self._inbox or self._woken or self._closing:
-                return
-            if self._thread is not threading.current_thread():  # closed from a callback
+            if self._inbox or self._woken or self._closing or self._let_go():
                 return
         select.select([wake_r], [], [])
 

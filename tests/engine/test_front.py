@@ -722,3 +722,116 @@ def test_ascore_in_a_submit_callback_raises_rather_than_hangs_the_engine() -> No
     outcome = outcome_in_thread(lambda: [r.reward for r in engine.score([{"completion": "ab"}])])
     assert outcome == [[2.0]] and outcome_in_thread(engine.close) == [None]
     assert len(got) == 1 and "driver would wait for itself" in got[0]
+
+
+def test_ascore_in_a_second_loop_on_the_hosting_thread_raises_rather_than_hangs() -> None:
+    """The engine hosted on a loop that ran and stopped (not closed): `score` on that thread
+    raises (nothing drives the pool), `asyncio.run(engine.ascore(...))` there hung."""
+    engine = Engine(PLAIN, workers=1)
+    loop = asyncio.new_event_loop()
+    refused: list = []
+
+    async def first() -> list:
+        engine.host(asyncio.get_running_loop())
+        return [r.reward for r in await engine.ascore([{"completion": "a"}])]
+
+    def scenario() -> object:
+        assert loop.run_until_complete(first()) == [1.0]
+        try:
+            engine.score([{"completion": "abc"}])
+        except RuntimeError as exc:
+            refused.append(str(exc))
+        return asyncio.run(engine.ascore([{"completion": "ab"}]))
+
+    try:
+        outcome = outcome_in_thread(scenario, timeout=10)
+        assert refused and "waits for its results" in refused[0]  # score: refused, as it is
+        assert len(outcome) == 1 and isinstance(outcome[0], RuntimeError), outcome  # was: []
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+        time.sleep(0.2)
+        loop.close()
+
+
+def test_ascore_on_the_hosting_thread_before_its_loop_runs_raises_rather_than_hangs() -> None:
+    """`Engine.host(loop)` before the loop runs (as documented), then a coroutine on
+    another loop of that thread: `score` raises there, `ascore` hung."""
+    engine = Engine(PLAIN, workers=1)
+    loop = asyncio.new_event_loop()
+
+    def scenario() -> object:
+        engine.host(loop)
+        return asyncio.run(engine.ascore([{"completion": "ab"}]))
+
+    try:
+        outcome = outcome_in_thread(scenario, timeout=10)
+        assert len(outcome) == 1 and isinstance(outcome[0], RuntimeError), outcome  # was: []
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+        loop.close()
+
+
+# -- what held ----------------------------------------------------------------------------
+
+
+def test_after_a_close_in_a_callback_its_thread_may_score_and_ascore_again() -> None:
+    engine = Engine(PLAIN, workers=1)
+    got: list = []
+    done = threading.Event()
+
+    def callback(_: object) -> None:
+        try:
+            engine.close()
+            got.append([r.reward for r in asyncio.run(engine.ascore([{"completion": "abc"}]))])
+            got.append([r.reward for r in engine.score([{"completion": "abcd"}])])
+            with engine:
+                engine.start()
+            got.append("started")
+        except BaseException as exc:
+            got.append(exc)
+        done.set()
+
+    try:
+        engine.submit([{"completion": "a"}])[0].add_done_callback(callback)
+        assert done.wait(30)
+        assert got == [[3.0], [4.0], "started"]
+        later = outcome_in_thread(lambda: [r.reward for r in engine.score([{"completion": "ab"}])])
+        assert later == [[2.0]] and engine.admitted == 0
+    finally:
+        assert outcome_in_thread(engine.close) == [None]
+
+
+def test_every_waiting_call_in_a_callback_is_refused_and_the_engine_goes_on() -> None:
+    engine = Engine(PLAIN, workers=1)
+    got: list = []
+    done = threading.Event()
+
+    async def via_asubmit() -> object:
+        return await engine.asubmit([{"completion": "x"}])
+
+    calls = {
+        "score": lambda: engine.score([{"completion": "x"}]),
+        "iter_score": lambda: list(engine.iter_score([{"completion": "x"}])),
+        "start": engine.start,
+        "ascore": lambda: asyncio.run(engine.ascore([{"completion": "x"}])),
+        "asubmit": lambda: asyncio.run(via_asubmit()),
+        "wait_for": lambda: asyncio.run(asyncio.wait_for(engine.ascore([{"completion": "x"}]), 1)),
+    }
+
+    def callback(_: object) -> None:
+        for name, call in calls.items():
+            try:
+                call()
+                got.append((name, "returned"))
+            except RuntimeError as exc:
+                got.append((name, "driver would wait for itself" in str(exc)))
+        done.set()
+
+    try:
+        engine.submit([{"completion": "a"}])[0].add_done_callback(callback)
+        assert done.wait(30)
+        assert got == [(name, True) for name in calls]
+        later = outcome_in_thread(lambda: [r.reward for r in engine.score([{"completion": "ab"}])])
+        assert later == [[2.0]] and engine.admitted == 0
+    finally:
+        assert outcome_in_thread(engine.close) == [None]

@@ -191,8 +191,9 @@ class Engine:
         nothing changes.
 
         While hosted, make no blocking call on the loop's thread: the loop would wait for
-        itself. `score`, `iter_score` and `start` raise `RuntimeError` there; a `submit`
-        future's `result()` cannot tell, and hangs. Close the engine before the loop stops
+        itself. `score`, `iter_score` and `start` raise `RuntimeError` there, and so does
+        `ascore` in another event loop of that thread while this one does not run; a
+        `submit` future's `result()` cannot tell, and hangs. Close the engine before the loop stops
         (once it is closed, a thread takes over what is in flight: at the next call, or
         within a tenth of a second for a thread waiting in `score`, `iter_score` or
         `start`; a `submit` future alone waits for the next call)."""
@@ -239,7 +240,7 @@ class Engine:
         Raises as `submit` does, at once.
         """
         loop = asyncio.get_running_loop()
-        self.front.refuse_on_driver_thread("Engine.ascore")
+        self.front.refuse_waiting_on_driver("Engine.ascore", awaits=True)
         handover = self._handovers.get(loop)
         if handover is None or handover.pid != _pid:  # after a fork: the child's own
             for closed in [old for old in self._handovers if old.is_closed()]:

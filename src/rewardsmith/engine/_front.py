@@ -262,22 +262,21 @@ class Front:
                 raise RuntimeError("host the front before its first use")
             self._host = _Hosted(self, loop)
 
-    def refuse_waiting_on_driver(self, call: str) -> None:
+    def refuse_waiting_on_driver(self, call: str, *, awaits: bool = False) -> None:
         """Raise instead of waiting for results where they are made, which would wait for
-        itself, forever: on the event loop that drives the pool (`host`), or on the driver
-        thread (where a `submit` future's callbacks run)."""
+        itself, forever: on the event loop that drives the pool (`host`), or on the thread
+        that hosts it while it does not run, or on the driver thread (where a `submit`
+        future's callbacks run). `awaits`: the call awaits its results on the running
+        event loop, which may be the hosting loop itself (it goes on meanwhile), but no
+        other loop of those threads."""
         host = self._host
-        if host is not None and host.waits_on_itself():
+        if host is not None and host.waits_on_itself() and not (awaits and host.on_loop()):
             raise RuntimeError(
                 f"{call} waits for its results, on the thread of the event loop that drives "
                 "the engine (Engine.host): the loop would wait for itself. Await "
-                "`engine.ascore(...)` there, or call from another thread."
+                "`engine.ascore(...)` on that loop while it runs, or call from another "
+                "thread."
             )
-        self.refuse_on_driver_thread(call)
-
-    def refuse_on_driver_thread(self, call: str) -> None:
-        """Raise on the driver thread (where a `submit` future's callbacks run): a call there
-        that waits for results, even in an event loop of its own, waits for itself."""
         if self._thread is threading.current_thread():
             raise RuntimeError(
                 f"{call} waits for its results, on the engine's driver thread (a callback "

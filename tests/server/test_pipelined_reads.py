@@ -259,3 +259,93 @@ def test_a_too_large_body_held_in_line_is_refused_as_if_read_whole(
         return written.count(b" 413 "), written.count(b"HTTP/1.1 200 OK"), transport.closed
 
     assert asyncio.run(main()) == (1, 2, False)
+
+
+@pytest.mark.parametrize("feed", ["sliced", "whole"])
+@pytest.mark.parametrize("chunks", [1, 10])
+def test_a_too_large_chunked_body_held_in_line_is_refused_as_if_read_whole(
+    feed: str, chunks: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """helper-69: as `test_a_too_large_body_held_in_line_is_refused_as_if_read_whole`, with a
+    chunked body: sliced, its 413 went as its held body was parsed, early, with
+    `Connection: close`, and the request behind it went unanswered; read whole, the 413
+    keeps the connection and the request behind it is answered."""
+    if feed == "whole":
+        monkeypatch.setattr(_http, "_FEED_BYTES", 10**9)
+    part = b"x" * (5000 // chunks)
+    big = b"POST /slow HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    big += b"%x\r\n%s\r\n" % (len(part), part) * chunks + b"0\r\n\r\n"
+
+    async def main() -> tuple[int, int, bool]:
+        handler = _Handler()
+        handler.release = asyncio.get_running_loop().create_future()
+        server = _Server(handler, Limits(30, 30, 30, 1000), access_log=False)  # type: ignore[arg-type]
+        connection = _Connection(server)
+        transport = _Transport()
+        connection.connection_made(transport)
+        connection.data_received(SLOW + big + HEALTH)
+        await asyncio.sleep(0)
+        handler.release.set_result(None)
+        await _passes_until(lambda: transport.closed or len(handler.answered_paths) == 3)
+        await asyncio.sleep(0)
+        written = bytes(transport.written)
+        return written.count(b" 413 "), written.count(b"HTTP/1.1 200 OK"), transport.closed
+
+    assert asyncio.run(main()) == (1, 2, False)
+
+
+def test_the_first_refusal_of_a_request_in_line_is_the_one_sent() -> None:
+    """helper-69: 101 header fields (431) in a request waiting in line, then a NUL in a
+    header of the same request (400): the 400 was sent, `_refuse` keeping the last."""
+    fields = b"".join(b"x-f%d: v\r\n" % i for i in range(101))
+    broken = b"GET /health HTTP/1.1\r\nHost: a\r\n" + fields + b"x-bad: a\x00b\r\n\r\n"
+
+    async def main() -> bytes:
+        handler = _Handler()
+        handler.release = asyncio.get_running_loop().create_future()
+        server = _Server(handler, Limits(30, 30, 30, 2**20), access_log=False)  # type: ignore[arg-type]
+        connection = _Connection(server)
+        transport = _Transport()
+        connection.connection_made(transport)
+        connection.data_received(SLOW + broken)
+        await asyncio.sleep(0)
+        handler.release.set_result(None)
+        await _passes_until(lambda: transport.closed)
+        return bytes(transport.written)
+
+    written = asyncio.run(main())
+    assert written.startswith(b"HTTP/1.1 200 OK") and b"HTTP/1.1 431 " in written, written
+
+
+@pytest.mark.parametrize("feed", ["sliced", "whole"])
+@pytest.mark.parametrize("before", ["another-413", "130-health"])
+def test_a_too_large_body_whose_headers_are_parsed_after_its_turn_came_is_refused_as_if_read_whole(
+    feed: str, before: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """helper-69: the deferral of 4bc5915/c62376f looks at whether a request waited in line;
+    one whose headers were still held when the requests before it were answered (at once:
+    another 413, `/health`) counts as first in line, and its 413 went early with
+    `Connection: close`, the request behind it unanswered. Read whole, it waited in line."""
+    if feed == "whole":
+        monkeypatch.setattr(_http, "_FEED_BYTES", 10**9)
+    big = b"POST /slow HTTP/1.1\r\nContent-Length: 5000\r\n\r\n" + b"x" * 5000
+    ahead = big if before == "another-413" else HEALTH * 130
+
+    async def main() -> tuple[int, bool, bool]:
+        handler = _Handler()
+        handler.release = asyncio.get_running_loop().create_future()
+        server = _Server(handler, Limits(30, 30, 30, 1000), access_log=False)  # type: ignore[arg-type]
+        connection = _Connection(server)
+        transport = _Transport()
+        connection.connection_made(transport)
+        connection.data_received(SLOW + ahead + big + HEALTH)
+        await asyncio.sleep(0)
+        handler.release.set_result(None)
+        total = 4 if before == "another-413" else 133
+        await _passes_until(lambda: transport.closed or len(handler.answered_paths) == total)
+        await asyncio.sleep(0)
+        written = bytes(transport.written)
+        return len(handler.answered_paths), b"connection: close" in written, transport.closed
+
+    total = 4 if before == "another-413" else 133
+    assert asyncio.run(main()) == (total, False, False)

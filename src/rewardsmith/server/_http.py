@@ -17,7 +17,9 @@ What a connection may do:
   data nor a chunk) past that, 400 and closed; more than `MAX_HEADERS` header fields
   (trailers included), 431 and closed. Trailers are dropped, never headers;
 - its body must arrive within `body_timeout_s` of its headers (a pipelined request's: of
-  its turn), else 408 and closed; a body over `max_body_bytes` gets 413;
+  its turn), else 408 and closed; a body over `max_body_bytes` gets 413 (decided while a
+  read is parsed in slices, once that read is parsed or the body ends, as if the read were
+  parsed whole);
 - between requests it may stay idle for `keep_alive_s`, then it is closed;
 - an answer given before its request's body was all received (a refusal, `/health`) says
   `Connection: close`; the rest of the body is read and dropped until it ends or until the
@@ -31,7 +33,9 @@ What a connection may do:
 - pipelined requests are answered in order, one at a time: reading pauses while a second
   one waits in line, and what was read past it is parsed only once its turn comes (the
   parser calls back into Python for every request and header line: a single read can hold
-  thousands of small requests, which the loop would otherwise parse all at once);
+  thousands of small requests, which the loop would otherwise parse all at once; after a
+  slice in which the parser called back more than `_EVENTS_PER_PASS` times, or in which a
+  request ended, the rest waits for the loop's next pass);
 - a client must read its answers: while the write buffer is full no more of its requests
   are taken, and one that reads none of what is left to send for `body_timeout_s` is cut
   off;
@@ -615,10 +619,9 @@ class _Connection(asyncio.Protocol):
 
     # -- answering --------------------------------------------------------------------------
 
-    def _take(self, exchange: _Exchange, in_line: bool = False) -> None:
+    def _take(self, exchange: _Exchange) -> None:
         """The app's turn for the first request in line: an answer without its body (sent
-        once the body is in, or after this read if it is still coming), or a `Respond`.
-        `in_line`: it waited in line behind another (read whole, its body would be in)."""
+        once the body is in, or after this read if it is still coming), or a `Respond`."""
         exchange.taken = True
         exchange.due = self._loop.time() + self._limits.body_timeout_s
         try:
@@ -634,7 +637,7 @@ class _Connection(asyncio.Protocol):
             exchange.respond = outcome
             declared = exchange.request.header(b"content-length")
             if declared.isdigit() and int(declared) > self._limits.max_body_bytes:
-                self._too_large(exchange, declared, held=in_line and self._held is not None)
+                self._too_large(exchange, declared)
                 return
             if exchange.size > self._limits.max_body_bytes:
                 self._too_large(exchange)
@@ -732,7 +735,7 @@ class _Connection(asyncio.Protocol):
                 exchange = self._queue[0]
                 if exchange.taken:
                     break
-                self._take(exchange, in_line=True)
+                self._take(exchange)
         finally:
             self._advancing = False
         if self._held is not None and self._resuming is None and not self._feeding:
@@ -765,18 +768,20 @@ class _Connection(asyncio.Protocol):
             else:
                 self._transport.pause_reading()
 
-    def _too_large(self, exchange: _Exchange, declared: str = "", held: bool = False) -> None:
-        """413; `held`: its body may be in bytes read and not yet parsed, so the answer waits
-        until that body ends, or until those bytes are parsed (`_settle`): as if the read
-        had been parsed whole, when the request's end was in it."""
+    def _too_large(self, exchange: _Exchange, declared: str = "") -> None:
+        """413. While what was read is parsed in slices (`_feed_held`), the rest of its body
+        may be in it: the answer then waits until the body ends (the connection is kept), or
+        until all of it is parsed (`_settle`: early, and closed), as if the read had been
+        parsed whole after the requests before it."""
         limit = self._limits.max_body_bytes
         if declared:
             detail = f"body: {declared} bytes; the limit is {limit}"
         else:
             detail = f"body: over the limit of {limit} bytes"
         answer = Refusal(413, detail, reject="too_large").answer()
-        if held and not exchange.complete:
+        if (self._held is not None or self._feeding) and not exchange.complete:
             exchange.answer, exchange.respond = answer, None
+            exchange.waited = False  # `_settle` sends it early, if the body is still out
             return
         self._send(exchange, answer)
 
@@ -806,7 +811,7 @@ class _Connection(asyncio.Protocol):
     def _refuse(self, response: bytes) -> None:
         """Answer what is no request with `response` and close: after the answers owed to
         the whole requests before it, so that each answer still meets its request."""
-        self._broken = response
+        self._broken = self._broken or response  # the first refusal is the one sent
         self._cancel_timer()
         answered = False
         while self._queue and not self._queue[-1].complete:  # never to be whole
@@ -815,7 +820,7 @@ class _Connection(asyncio.Protocol):
             self._pace()
         else:
             if not answered:  # else it had its answer: a second would meet no request
-                self._write(response)
+                self._write(self._broken)
             self._close()
 
     def _write(self, data: bytes) -> None:

@@ -76,21 +76,24 @@ BEFORE = [
     "a driver thread), run on this machine on 2026-11-24 with the same options. The four "
     "after those are commit 280fa43 (the event loop drives the workers), run with `--repeats "
     "3` on 2026-11-24. The four after those are commit 73a7b1a (each answer written as it was "
-    "made, a Task per request), run on this machine with `--repeats 3`. The last four rows "
-    "are the code at the start of the session that made the table above (commit ac5297b: "
-    "answers written once a pass of the loop is over, no Task per request, but a run and a "
-    "result builder per call and the workers' pipes looked at through "
-    "`multiprocessing.connection.wait`), run on this machine in that session with `--repeats "
-    "3`, in a slower phase (7,364 samples/s in process, against 13,030 in the table above). "
-    "This machine's speed varies by up to a third within minutes, so one run's ratio at 1 "
-    "sample per request says little: that session, four runs of ac5297b alternating with four "
-    "of the code of the table above gave 44-52% (median 45.5%) against 44-54% (median 49.5%; "
-    "50% over five with the recorded run), and the server's own CPU per request was 0.12-0.14 "
-    "ms for ac5297b against 0.11-0.17 ms, the higher in the machine's slower phases "
-    "(10,685-12,779 samples/s in process); in a profiling harness with the same 64 lean "
-    "clients and samples, run alternately in a faster phase, it fell from 0.119-0.136 ms to "
-    "0.113-0.114 ms (three pairs). The session before, eight runs of 73a7b1a gave 44-51% "
-    "(median 47.5%) and twelve of the code that became ac5297b 43-55% (median 51%).",
+    "made, a Task per request), run on this machine with `--repeats 3`. The four after those "
+    "are commit ac5297b (answers written once a pass of the loop is over, no Task per "
+    "request, but a run and a result builder per call and the workers' pipes looked at "
+    "through `multiprocessing.connection.wait`), run on this machine on 2026-11-24 with "
+    "`--repeats 3`, in a slower phase (7,364 samples/s in process). The last four rows are "
+    "the recorded run before the table above (commit e630640, 2026-11-24, 13,030 samples/s in "
+    "process): the code of the table above differs from it in closing, hosting and refusing "
+    "(on the path of a 1-sample request, two checks per call). This machine's speed varies "
+    "by up to a third within minutes, so one run's ratio at 1 sample per request says "
+    "little. Five runs of the code of the table above this evening, in a faster phase "
+    "(15,500-18,900 samples/s in process), gave 48-52% at 1 sample per request (median 49%): "
+    "the table above, and four "
+    "with `--repeats 3` (52% at 9a57273, one check per call fewer; 51%, 49%, 48%). Five runs of "
+    "the code before it (9a57273) in a slower phase gave 42-50%; four runs of ac5297b "
+    "alternating with four of e630640 gave 44-52% (median 45.5%) against 44-54% (median "
+    "49.5%), the server's own CPU per request 0.12-0.14 ms against 0.11-0.17 ms, the higher "
+    "in the machine's slower phases; eight runs of 73a7b1a gave 44-51% (median 47.5%) and "
+    "twelve of the code that became ac5297b 43-55% (median 51%).",
     "",
     "| samples per request | server | HTTP / in process | p50 latency ms | p99 latency ms | "
     "HTTP CPU ms per request: server / clients |",
@@ -153,6 +156,10 @@ BEFORE = [
     "301.0 | 365.0 | -0.77 / 0.15 |",
     "| 256 | 2026-11-24: answers per pass, a run and a builder per call (ac5297b) | 88% | "
     "1198.9 | 2032.3 | 7.65 / 0.46 |",
+    "| 1 | 2026-11-24: the recorded run before (e630640) | 51% | 9.1 | 20.3 | 0.09 / 0.03 |",
+    "| 16 | 2026-11-24: the recorded run before (e630640) | 108% | 87.1 | 179.5 | -0.14 / 0.08 |",
+    "| 64 | 2026-11-24: the recorded run before (e630640) | 102% | 275.8 | 327.3 | 0.04 / 0.11 |",
+    "| 256 | 2026-11-24: the recorded run before (e630640) | 96% | 864.1 | 2033.2 | 2.21 / 0.36 |",
 ]
 
 

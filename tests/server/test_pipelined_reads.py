@@ -78,8 +78,11 @@ class _Handler:
         self.answered_paths.append(request.path)
 
 
-async def _connected(handler: _Handler) -> tuple[_Connection, _Transport]:
-    server = _Server(handler, Limits(30, 30, 30, 2**20), access_log=False)  # type: ignore[arg-type]
+async def _connected(
+    handler: _Handler, max_body_bytes: int = 2**20
+) -> tuple[_Connection, _Transport]:
+    limits = Limits(30, 30, 30, max_body_bytes)
+    server = _Server(handler, limits, access_log=False)  # type: ignore[arg-type]
     connection = _Connection(server)
     transport = _Transport()
     connection.connection_made(transport)
@@ -92,6 +95,25 @@ async def _passes_until(condition: Any, most: int = 10_000) -> int:
             return passes
         await asyncio.sleep(0)
     raise AssertionError("not within the passes")
+
+
+def _behind_slow(data: bytes, answers: int, max_body_bytes: int) -> tuple[bytes, int, bool]:
+    """`data` read in one read after a request that waits for its answer (`SLOW`), which is
+    then answered: what was written, how many requests were answered, and whether the
+    connection was closed, once `answers` requests are answered or it is closed."""
+
+    async def main() -> tuple[bytes, int, bool]:
+        handler = _Handler()
+        handler.release = asyncio.get_running_loop().create_future()
+        connection, transport = await _connected(handler, max_body_bytes)
+        connection.data_received(SLOW + data)
+        await asyncio.sleep(0)
+        handler.release.set_result(None)
+        await _passes_until(lambda: transport.closed or len(handler.answered_paths) == answers)
+        await asyncio.sleep(0)
+        return bytes(transport.written), len(handler.answered_paths), transport.closed
+
+    return asyncio.run(main())
 
 
 def test_thousands_of_pipelined_requests_in_one_read_are_parsed_a_slice_per_pass() -> None:
@@ -242,23 +264,13 @@ def test_a_too_large_body_held_in_line_is_refused_as_if_read_whole(
     if feed == "whole":
         monkeypatch.setattr(_http, "_FEED_BYTES", 10**9)
     big = b"POST /slow HTTP/1.1\r\nContent-Length: 5000\r\n\r\n" + b"x" * 5000
-
-    async def main() -> tuple[int, int, bool]:
-        handler = _Handler()
-        handler.release = asyncio.get_running_loop().create_future()
-        server = _Server(handler, Limits(30, 30, 30, 1000), access_log=False)  # type: ignore[arg-type]
-        connection = _Connection(server)
-        transport = _Transport()
-        connection.connection_made(transport)
-        connection.data_received(SLOW + big + HEALTH)
-        await asyncio.sleep(0)
-        handler.release.set_result(None)
-        await _passes_until(lambda: transport.closed or len(handler.answered_paths) == 3)
-        await asyncio.sleep(0)
-        written = bytes(transport.written)
-        return written.count(b" 413 "), written.count(b"HTTP/1.1 200 OK"), transport.closed
-
-    assert asyncio.run(main()) == (1, 2, False)
+    written, answered, closed = _behind_slow(big + HEALTH, 3, max_body_bytes=1000)
+    assert (written.count(b" 413 "), written.count(b" 200 OK"), answered, closed) == (
+        1,
+        2,
+        3,
+        False,
+    )
 
 
 @pytest.mark.parametrize("feed", ["sliced", "whole"])
@@ -275,23 +287,13 @@ def test_a_too_large_chunked_body_held_in_line_is_refused_as_if_read_whole(
     part = b"x" * (5000 // chunks)
     big = b"POST /slow HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
     big += b"%x\r\n%s\r\n" % (len(part), part) * chunks + b"0\r\n\r\n"
-
-    async def main() -> tuple[int, int, bool]:
-        handler = _Handler()
-        handler.release = asyncio.get_running_loop().create_future()
-        server = _Server(handler, Limits(30, 30, 30, 1000), access_log=False)  # type: ignore[arg-type]
-        connection = _Connection(server)
-        transport = _Transport()
-        connection.connection_made(transport)
-        connection.data_received(SLOW + big + HEALTH)
-        await asyncio.sleep(0)
-        handler.release.set_result(None)
-        await _passes_until(lambda: transport.closed or len(handler.answered_paths) == 3)
-        await asyncio.sleep(0)
-        written = bytes(transport.written)
-        return written.count(b" 413 "), written.count(b"HTTP/1.1 200 OK"), transport.closed
-
-    assert asyncio.run(main()) == (1, 2, False)
+    written, answered, closed = _behind_slow(big + HEALTH, 3, max_body_bytes=1000)
+    assert (written.count(b" 413 "), written.count(b" 200 OK"), answered, closed) == (
+        1,
+        2,
+        3,
+        False,
+    )
 
 
 def test_the_first_refusal_of_a_request_in_line_is_the_one_sent() -> None:
@@ -299,21 +301,8 @@ def test_the_first_refusal_of_a_request_in_line_is_the_one_sent() -> None:
     header of the same request (400): the 400 was sent, `_refuse` keeping the last."""
     fields = b"".join(b"x-f%d: v\r\n" % i for i in range(101))
     broken = b"GET /health HTTP/1.1\r\nHost: a\r\n" + fields + b"x-bad: a\x00b\r\n\r\n"
-
-    async def main() -> bytes:
-        handler = _Handler()
-        handler.release = asyncio.get_running_loop().create_future()
-        server = _Server(handler, Limits(30, 30, 30, 2**20), access_log=False)  # type: ignore[arg-type]
-        connection = _Connection(server)
-        transport = _Transport()
-        connection.connection_made(transport)
-        connection.data_received(SLOW + broken)
-        await asyncio.sleep(0)
-        handler.release.set_result(None)
-        await _passes_until(lambda: transport.closed)
-        return bytes(transport.written)
-
-    written = asyncio.run(main())
+    written, _, closed = _behind_slow(broken, 3, max_body_bytes=2**20)
+    assert closed
     assert written.startswith(b"HTTP/1.1 200 OK") and b"HTTP/1.1 431 " in written, written
 
 
@@ -330,22 +319,6 @@ def test_a_too_large_body_whose_headers_are_parsed_after_its_turn_came_is_refuse
         monkeypatch.setattr(_http, "_FEED_BYTES", 10**9)
     big = b"POST /slow HTTP/1.1\r\nContent-Length: 5000\r\n\r\n" + b"x" * 5000
     ahead = big if before == "another-413" else HEALTH * 130
-
-    async def main() -> tuple[int, bool, bool]:
-        handler = _Handler()
-        handler.release = asyncio.get_running_loop().create_future()
-        server = _Server(handler, Limits(30, 30, 30, 1000), access_log=False)  # type: ignore[arg-type]
-        connection = _Connection(server)
-        transport = _Transport()
-        connection.connection_made(transport)
-        connection.data_received(SLOW + ahead + big + HEALTH)
-        await asyncio.sleep(0)
-        handler.release.set_result(None)
-        total = 4 if before == "another-413" else 133
-        await _passes_until(lambda: transport.closed or len(handler.answered_paths) == total)
-        await asyncio.sleep(0)
-        written = bytes(transport.written)
-        return len(handler.answered_paths), b"connection: close" in written, transport.closed
-
     total = 4 if before == "another-413" else 133
-    assert asyncio.run(main()) == (total, False, False)
+    written, answered, closed = _behind_slow(ahead + big + HEALTH, total, max_body_bytes=1000)
+    assert (answered, b"connection: close" in written, closed) == (total, False, False)

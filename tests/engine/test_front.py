@@ -835,3 +835,158 @@ def test_every_waiting_call_in_a_callback_is_refused_and_the_engine_goes_on() ->
         assert later == [[2.0]] and engine.admitted == 0
     finally:
         assert outcome_in_thread(engine.close) == [None]
+
+
+def _rewards(results: list) -> list[float]:
+    return [r.reward for r in results]
+
+
+@pytest.mark.parametrize("kind", ["asyncio", "uvloop"])
+def test_run_until_complete_on_the_hosting_loop_before_and_after_it_ran(kind: str) -> None:
+    """The hosting loop itself, run piecemeal (`run_until_complete`) on its thread: `ascore`
+    there works every time, before it ever ran and after it stopped."""
+    if kind == "uvloop":
+        uvloop = pytest.importorskip("uvloop")
+        loop = uvloop.new_event_loop()
+    else:
+        loop = asyncio.new_event_loop()
+    engine = Engine(PLAIN, workers=1)
+
+    def scenario() -> object:
+        engine.host(loop)
+        got = []
+        for text in ("a", "ab", "abc"):
+            got.append(_rewards(loop.run_until_complete(engine.ascore([{"completion": text}]))))
+        return got
+
+    try:
+        assert outcome_in_thread(scenario, timeout=60) == [[[1.0], [2.0], [3.0]]]
+    finally:
+        assert outcome_in_thread(engine.close, timeout=30) == [None]
+        loop.close()
+
+
+def test_after_the_hosting_loop_closed_its_thread_may_ascore_in_a_new_loop() -> None:
+    engine = Engine(PLAIN, workers=1)
+
+    def scenario() -> object:
+        async def first() -> list:
+            engine.host(asyncio.get_running_loop())
+            return _rewards(await engine.ascore([{"completion": "a"}]))
+
+        one = asyncio.run(first())  # closes the hosting loop
+        two = _rewards(asyncio.run(engine.ascore([{"completion": "ab"}])))
+        return one, two
+
+    try:
+        assert outcome_in_thread(scenario, timeout=60) == [([1.0], [2.0])]
+    finally:
+        assert outcome_in_thread(engine.close, timeout=30) == [None]
+
+
+def test_a_thread_started_from_the_hosting_loop_may_ascore_in_its_own_loop() -> None:
+    engine = Engine(PLAIN, workers=1)
+
+    async def main() -> list:
+        engine.host(asyncio.get_running_loop())
+        results = await asyncio.to_thread(
+            lambda: asyncio.run(engine.ascore([{"completion": "abc"}]))
+        )
+        engine.close()
+        return _rewards(results)
+
+    assert outcome_in_thread(lambda: asyncio.run(main()), timeout=60) == [[3.0]]
+
+
+def test_the_hosting_thread_may_ascore_in_a_loop_of_its_own_while_another_runs_the_host() -> None:
+    """`host` on this thread, the loop run by another: this thread is not what drives it, and
+    its own loop may await results (as `score` may)."""
+    engine = Engine(PLAIN, workers=1)
+    loop = asyncio.new_event_loop()
+
+    def scenario() -> object:
+        engine.host(loop)
+        runner = threading.Thread(target=loop.run_forever, daemon=True)
+        runner.start()
+        asyncio.run_coroutine_threadsafe(asyncio.sleep(0), loop).result(timeout=30)
+        return _rewards(asyncio.run(engine.ascore([{"completion": "ab"}]))), runner
+
+    try:
+        outcome = outcome_in_thread(scenario, timeout=60)
+        assert len(outcome) == 1 and outcome[0][0] == [2.0], outcome
+    finally:
+        asyncio.run_coroutine_threadsafe(asyncio.to_thread(engine.close), loop).result(60)
+        loop.call_soon_threadsafe(loop.stop)
+        if outcome:
+            outcome[0][1].join(30)
+        loop.close()
+
+
+@pytest.mark.parametrize("looked", [True, False], ids=["after-a-look", "no-look"])
+def test_the_thread_that_ran_the_hosting_loop_is_refused_whether_or_not_a_look_saw_it(
+    looked: bool,
+) -> None:
+    """helper-70: `host` on thread H, the loop run (then stopped) by thread R. `_runner` was
+    set only by a look: if the engine was used while R ran the loop, R's
+    `asyncio.run(engine.ascore(...))` raised; if not, it hung (nothing runs the loop)."""
+    engine = Engine(PLAIN, workers=1)
+    loop = asyncio.new_event_loop()
+    engine.host(loop)
+
+    def runner() -> object:
+        if looked:
+            loop.run_until_complete(engine.ascore([{"completion": "a"}]))
+        else:
+            loop.run_until_complete(asyncio.sleep(0))
+        return asyncio.run(engine.ascore([{"completion": "ab"}]))
+
+    try:
+        outcome = outcome_in_thread(runner, timeout=10)
+        assert len(outcome) == 1 and isinstance(outcome[0], RuntimeError), outcome
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+        time.sleep(0.2)
+        loop.close()
+
+
+def test_an_ascore_of_another_thread_in_flight_when_the_hosting_loop_closes_is_answered() -> None:
+    """helper-70: once the hosting loop is closed, a thread takes over what is in flight; an
+    `ascore` awaited in another thread's loop waited for a next call of the engine (forever,
+    if none came): nothing looked for the orphaned host while it awaited. It looks now, every
+    tenth of a second, as a thread waiting in `score` does."""
+    engine = Engine(PLAIN, workers=1)
+    begun = threading.Event()
+    result: list = []
+
+    def other() -> None:
+        async def wait() -> list:
+            future = engine.asubmit([{"completion": "sleep 0.5"}])
+            begun.set()
+            return _rewards(await future)
+
+        try:
+            result.append(asyncio.run(wait()))
+        except BaseException as exc:
+            result.append(exc)
+
+    def scenario() -> object:
+        loop = asyncio.new_event_loop()
+        engine.host(loop)
+        loop.run_until_complete(engine.ascore([{"completion": "a"}]))  # the pool is up
+        thread = threading.Thread(target=other, daemon=True)
+
+        async def start_other() -> None:
+            thread.start()
+            await asyncio.to_thread(begun.wait, 10)
+            await asyncio.sleep(0.1)  # its sample handed to a worker from this loop
+
+        loop.run_until_complete(start_other())
+        loop.close()  # as `asyncio.run` ends: the sample is in flight
+        thread.join(5)
+        return list(result)
+
+    try:
+        assert outcome_in_thread(scenario, timeout=20) == [[[9.0]]]  # main: [[]]
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+        time.sleep(0.2)

@@ -193,10 +193,11 @@ class Engine:
         While hosted, make no blocking call on the loop's thread: the loop would wait for
         itself. `score`, `iter_score` and `start` raise `RuntimeError` there, and so does
         `ascore` in another event loop of that thread while this one does not run; a
-        `submit` future's `result()` cannot tell, and hangs. Close the engine before the loop stops
-        (once it is closed, a thread takes over what is in flight: at the next call, or
-        within a tenth of a second for a thread waiting in `score`, `iter_score` or
-        `start`; a `submit` future alone waits for the next call)."""
+        `submit` future's `result()` cannot tell, and hangs. Close the engine before the
+        loop stops (once it is closed, a thread takes over what is in flight: at the next
+        call, or within a tenth of a second for a thread waiting in `score`, `iter_score`
+        or `start`, or awaiting `ascore` on another loop; a `submit` future alone waits
+        for the next call)."""
         self.front.host(loop, pool_watched=self._backend == "local")
 
     def start(self) -> None:
@@ -248,6 +249,8 @@ class Engine:
             handover = self._handovers[loop] = _Handover(loop)
         sink = _Awaited(loop, handover)
         self._queue(self._prepare(samples), sink)
+        if self.front.hosted_elsewhere():
+            _look_while_pending(loop, sink.future, self.front.take_over_if_orphaned)
         return sink.future  # type: ignore[return-value]
 
     def score(self, samples: Iterable[SampleLike]) -> list[Result]:
@@ -497,6 +500,20 @@ class _Stream:
                 events.append(self._events.get_nowait())
             except queue.Empty:
                 return events
+
+
+def _look_while_pending(
+    loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], look: Callable[[], None]
+) -> None:
+    """`look()` on `loop` every `_LOOK_S` until `future` is done (as `_Stream.wait` does for
+    a thread)."""
+
+    def again() -> None:
+        if not future.done():
+            look()
+            loop.call_later(_LOOK_S, again)
+
+    loop.call_later(_LOOK_S, again)
 
 
 _UNION_TAGS = frozenset({"str", "int", "float", "bool", "none", "dict"})

@@ -284,6 +284,13 @@ class Front:
                 "from another thread."
             )
 
+    def hosted_elsewhere(self) -> bool:
+        """Hosted by an event loop other than the running one: a caller awaiting results on
+        this one must look for the host's end (`take_over_if_orphaned`), nothing else
+        would."""
+        host = self._host
+        return host is not None and not host.on_loop()
+
     def take_over_if_orphaned(self) -> None:
         """Drive the pool from a thread if the event loop that hosted it was closed with
         runs in flight (a caller that waits for one looks now and then): nothing else would
@@ -604,8 +611,9 @@ class _Hosted:
         self._loop = loop
         self._hosting = threading.get_ident()
         self._runner: int | None = None
-        """The thread that last ran the loop, as far as a look saw. While the loop does not
-        run, it or the hosting thread is the likeliest to run it again: neither may wait."""
+        """The thread that last ran the loop, as far as a look (or the callback below) saw.
+        While the loop does not run, it or the hosting thread is the likeliest to run it
+        again: neither may wait."""
         self._watched: set[int] = set()
         self._timer: asyncio.Handle | None = None
         self._timer_due = 0.0
@@ -614,6 +622,10 @@ class _Hosted:
         """Starts the pool: its workers build their rewards (seconds, for a model) off the
         loop."""
         self.stopped = False
+        loop.call_soon(self._seen)  # the thread that runs the loop first, engine used or not
+
+    def _seen(self) -> None:
+        self._runner = threading.get_ident()
 
     def on_loop(self) -> bool:
         """The caller runs inside the loop (what a loop hosted before it ran, on another
@@ -642,7 +654,7 @@ class _Hosted:
             self._loop.call_soon_threadsafe(self._look)
 
     def _look(self) -> None:
-        self._runner = threading.get_ident()
+        self._seen()
         self._front._step(self)
 
     def start_pool(self) -> None:

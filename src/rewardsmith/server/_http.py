@@ -17,14 +17,15 @@ What a connection may do:
   data nor a chunk) past that, 400 and closed; more than `MAX_HEADERS` header fields
   (trailers included), 431 and closed. Trailers are dropped, never headers;
 - its body must arrive within `body_timeout_s` of its headers (a pipelined request's: of
-  its turn), else 408 and closed; a body over `max_body_bytes` gets 413 (decided while a
-  read is parsed in slices, once that read is parsed or the body ends, as if the read were
-  parsed whole);
+  its turn), else 408 and closed (not while what was read in time is still being parsed);
+  a body over `max_body_bytes` gets 413;
 - between requests it may stay idle for `keep_alive_s`, then it is closed;
-- an answer given before its request's body was all received (a refusal, `/health`) says
-  `Connection: close`; the rest of the body is read and dropped until it ends or until the
-  body's deadline, then the connection is closed (closing at once would reset a client
-  still sending, which can lose the answer it was sent);
+- an answer that does not need the body (a refusal, 413 included, `/health`) waits for the
+  rest of what was read: if the body ends in it, the connection is kept; else the answer
+  goes before the body and says `Connection: close`, and the rest of the body is read and
+  dropped until it ends or until the body's deadline, then the connection is closed
+  (closing at once would reset a client still sending, which can lose the answer it was
+  sent); where a request is refused twice, the first refusal is the one sent;
 - a request asking to upgrade the connection (`Connection: upgrade` with `Upgrade:`, or
   CONNECT) gets 400 and the connection is closed: the parser stops at its headers, and its
   body must never be read as a request;
@@ -595,11 +596,11 @@ class _Connection(asyncio.Protocol):
             return
         self._events += 1
         exchange.size += len(body)
-        if exchange.sent:  # answered already: dropped
-            return
+        if exchange.sent or (exchange.taken and exchange.respond is None):
+            return  # answered, or to be answered without it: dropped
         if exchange.size <= self._limits.max_body_bytes:
             exchange.chunks.append(body)
-        elif exchange is self._queue[0] and exchange.respond is not None:
+        elif exchange.taken:
             self._too_large(exchange)
         else:  # a request waiting behind another: refused when its turn comes
             exchange.chunks = []
@@ -769,24 +770,27 @@ class _Connection(asyncio.Protocol):
                 self._transport.pause_reading()
 
     def _too_large(self, exchange: _Exchange, declared: str = "") -> None:
-        """413. While what was read is parsed in slices (`_feed_held`), the rest of its body
-        may be in it: the answer then waits until the body ends (the connection is kept), or
-        until all of it is parsed (`_settle`: early, and closed), as if the read had been
-        parsed whole after the requests before it."""
+        """413, as any answer that does not need the body: once the body is in, if it ends
+        in what was read (the connection is kept), else once all that was read is parsed
+        (`_settle`: before the body, and closed). Whether the request was first in line or
+        waited, and how the read was cut into slices (`_feed_held`), change nothing."""
         limit = self._limits.max_body_bytes
         if declared:
             detail = f"body: {declared} bytes; the limit is {limit}"
         else:
             detail = f"body: over the limit of {limit} bytes"
         answer = Refusal(413, detail, reject="too_large").answer()
-        if (self._held is not None or self._feeding) and not exchange.complete:
+        if not exchange.complete:
             exchange.answer, exchange.respond = answer, None
-            exchange.waited = False  # `_settle` sends it early, if the body is still out
+            exchange.waited = False  # `_settle` sends it, if the body is still out
             return
         self._send(exchange, answer)
 
     def _body_too_slow(self) -> None:
         if self._closed or not self._queue:
+            return
+        if self._held is not None:  # read in time, still being parsed: it may hold the rest
+            self._set_timer(0.0, self._body_too_slow)  # of the body (looked at next pass)
             return
         detail = f"body: not received within {self._limits.body_timeout_s:g} s"
         refusal = Refusal(408, detail, reject="too_slow", close=True)
@@ -810,8 +814,15 @@ class _Connection(asyncio.Protocol):
 
     def _refuse(self, response: bytes) -> None:
         """Answer what is no request with `response` and close: after the answers owed to
-        the whole requests before it, so that each answer still meets its request."""
-        self._broken = self._broken or response  # the first refusal is the one sent
+        the whole requests before it, so that each answer still meets its request. The
+        first refusal is the one sent: one the first request in line has, waiting for its
+        body (413, 401...), or the first that came to this call."""
+        head = self._queue[0] if self._queue else None
+        if head is not None and head.taken and not head.sent:
+            refused = head.answer
+            if refused is not None and refused.status >= 400:
+                self._send(head, refused)
+        self._broken = self._broken or response
         self._cancel_timer()
         answered = False
         while self._queue and not self._queue[-1].complete:  # never to be whole

@@ -246,7 +246,7 @@ def test_geval_on_a_ten_point_scale_with_the_local_model(runtime: str) -> None:
 
 def test_the_two_runtimes_agree(model_path: str) -> None:
     """The same prompt through transformers (float32 from the dequantized file) and llama.cpp
-    (the quantized file): the same first token and the same top logprobs, within 0.15 nats."""
+    (the quantized file): the same first token and the same top logprobs, within 0.25 nats."""
     pytest.importorskip("llama_cpp")
     from rewardsmith.judges._backends import BackendConfig, run_sync
     from rewardsmith.judges._local import LocalBackend
@@ -263,5 +263,7 @@ def test_the_two_runtimes_agree(model_path: str) -> None:
     assert ours.tokens[:1] == theirs.tokens[:1]
     shared = set(ours.top_logprobs[0]) & set(theirs.top_logprobs[0])
     assert len(shared) >= 4
-    for token in shared:
-        assert ours.top_logprobs[0][token] == pytest.approx(theirs.top_logprobs[0][token], abs=0.15)
+    for token in shared:  # llama.cpp's CPU kernels quantize activations to 8 bits, and which
+        # kernel runs depends on the CPU: the largest gap was 0.12 nats on one host, 0.17 on an
+        # AMD EPYC with AVX-512; a wrong template or dequantization is off by whole nats
+        assert ours.top_logprobs[0][token] == pytest.approx(theirs.top_logprobs[0][token], abs=0.25)

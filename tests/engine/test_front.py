@@ -990,3 +990,51 @@ def test_an_ascore_of_another_thread_in_flight_when_the_hosting_loop_closes_is_a
     finally:
         outcome_in_thread(engine.close, timeout=10)
         time.sleep(0.2)
+
+
+def test_many_ascores_pending_on_another_loop_cost_one_look_a_tenth_of_a_second() -> None:
+    """helper-71: e57cfa8's `_look_while_pending` arms a timer per `asubmit` from a loop other
+    than the hosting one, each calling `take_over_if_orphaned` (taking the front's `_lock`,
+    which the hosting loop's `_step` holds) every 0.1 s. 5,000 pending per-sample calls
+    (a trainer awaiting a batch one sample a call) make ~50,000 looks a second and ~18% of
+    a core on that loop doing nothing; 50,000 would saturate it. One look per loop (as one
+    `_Stream.wait` per thread) finds a closed host as soon."""
+    engine = Engine(PLAIN, workers=1)
+    host = asyncio.new_event_loop()
+    runner = threading.Thread(target=host.run_forever, daemon=True)
+    runner.start()
+
+    async def hosting() -> None:
+        engine.host(asyncio.get_running_loop())
+
+    asyncio.run_coroutine_threadsafe(hosting(), host).result(10)
+    looks = [0]
+    real = engine.front.take_over_if_orphaned
+
+    def counting() -> None:
+        looks[0] += 1
+        real()
+
+    engine.front.take_over_if_orphaned = counting  # type: ignore[method-assign]
+
+    async def main() -> int:
+        await engine.ascore([{"completion": "a"}])  # the pool is up
+        futures = [engine.asubmit([{"completion": "sleep 3"}]) for _ in range(5000)]
+        await asyncio.sleep(0.3)
+        before = looks[0]
+        await asyncio.sleep(1.0)
+        counted = looks[0] - before
+        for future in futures:
+            future.cancel()
+        await asyncio.sleep(0.3)
+        return counted
+
+    try:
+        outcome = outcome_in_thread(lambda: asyncio.run(main()), timeout=60)
+        assert len(outcome) == 1 and isinstance(outcome[0], int), outcome
+        assert outcome[0] <= 50  # main: ~48,000
+    finally:
+        asyncio.run_coroutine_threadsafe(asyncio.to_thread(engine.close), host).result(60)
+        host.call_soon_threadsafe(host.stop)
+        runner.join(10)
+        host.close()

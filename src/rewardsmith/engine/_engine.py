@@ -250,7 +250,7 @@ class Engine:
         sink = _Awaited(loop, handover)
         self._queue(self._prepare(samples), sink)
         if self.front.hosted_elsewhere():
-            _look_while_pending(loop, sink.future, self.front.take_over_if_orphaned)
+            handover.look_while_awaited(sink.future, self.front.take_over_if_orphaned)
         return sink.future  # type: ignore[return-value]
 
     def score(self, samples: Iterable[SampleLike]) -> list[Result]:
@@ -414,6 +414,10 @@ class _Handover:
         self._loop = weakref.ref(loop)
         self._calls: deque[tuple[Callable[[Any], None], Any]] = deque()
         self._scheduled = False
+        self._awaited = 0
+        """Futures of this loop being awaited that `look_while_awaited` was given."""
+        self._look: Callable[[], None] | None = None
+        """What it calls while they are, every `_LOOK_S` (None: no timer runs)."""
 
     def call(self, fn: Callable[[Any], None], arg: Any) -> None:
         """Run `fn(arg)` on the loop soon (from any thread; nothing if the loop is closed);
@@ -431,6 +435,27 @@ class _Handover:
                 loop.call_soon_threadsafe(self._run)
             except RuntimeError:  # gone or closed: nobody waits, keep nothing
                 self._calls.clear()
+
+    def look_while_awaited(self, future: asyncio.Future[Any], look: Callable[[], None]) -> None:
+        """`look()` on the loop every `_LOOK_S` while `future`, or another given here, is
+        pending (one timer for the loop, however many calls await; as `_Stream.wait` does
+        for a thread). Call it on the loop."""
+        self._awaited += 1
+        future.add_done_callback(self._done_awaiting)
+        if self._look is None:
+            self._look = look
+            asyncio.get_running_loop().call_later(_LOOK_S, self._look_again)
+
+    def _done_awaiting(self, _: asyncio.Future[Any]) -> None:
+        self._awaited -= 1
+
+    def _look_again(self) -> None:
+        loop = self._loop()
+        if not self._awaited or self._look is None or loop is None:
+            self._look = None
+            return
+        self._look()
+        loop.call_later(_LOOK_S, self._look_again)
 
     def _run(self) -> None:
         self._scheduled = False  # before taking: a call queued from now on schedules a batch
@@ -500,20 +525,6 @@ class _Stream:
                 events.append(self._events.get_nowait())
             except queue.Empty:
                 return events
-
-
-def _look_while_pending(
-    loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any], look: Callable[[], None]
-) -> None:
-    """`look()` on `loop` every `_LOOK_S` until `future` is done (as `_Stream.wait` does for
-    a thread)."""
-
-    def again() -> None:
-        if not future.done():
-            look()
-            loop.call_later(_LOOK_S, again)
-
-    loop.call_later(_LOOK_S, again)
 
 
 _UNION_TAGS = frozenset({"str", "int", "float", "bool", "none", "dict"})

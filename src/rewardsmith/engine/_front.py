@@ -622,7 +622,8 @@ class _Hosted:
         """Starts the pool: its workers build their rewards (seconds, for a model) off the
         loop."""
         self.stopped = False
-        loop.call_soon(self._seen)  # the thread that runs the loop first, engine used or not
+        with contextlib.suppress(RuntimeError):  # closed: a thread takes over at once
+            loop.call_soon(self._seen)  # the thread that runs it first, engine used or not
 
     def _seen(self) -> None:
         self._runner = threading.get_ident()

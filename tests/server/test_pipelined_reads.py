@@ -7,6 +7,7 @@ request, 100 ms a read)."""
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import pytest
@@ -322,3 +323,32 @@ def test_a_too_large_body_whose_headers_are_parsed_after_its_turn_came_is_refuse
     total = 4 if before == "another-413" else 133
     written, answered, closed = _behind_slow(ahead + big + HEALTH, total, max_body_bytes=1000)
     assert (answered, b"connection: close" in written, closed) == (total, False, False)
+
+
+def test_a_pipelined_request_waiting_for_a_slow_reader_is_not_dropped_at_the_header_timeout() -> (
+    None
+):
+    """helper-71 (older than its round): a client whose answers are unread (`pause_writing`)
+    sends a whole request: its `on_message_begin`, the queue empty, arms the header timer,
+    and nothing replaces it (not taken: not writable), so at `header_timeout_s` the
+    connection is closed without a word (`_headers_too_slow`: `_begun` is False). README:
+    "one that reads nothing of what is left to send for --body-timeout is cut off (one
+    that reads, however slowly, is not)" - here --header-timeout (10 s), however it reads."""
+
+    async def main() -> tuple[bool, list[int]]:
+        handler = _Handler()
+        server = _Server(handler, Limits(0.1, 30, 30, 1000), access_log=False)  # type: ignore[arg-type]
+        connection = _Connection(server)
+        transport = _Transport()
+        connection.connection_made(transport)
+        connection.data_received(HEALTH)
+        await asyncio.sleep(0.01)
+        connection.pause_writing()  # its answers pile up unread
+        connection.data_received(HEALTH)
+        await asyncio.sleep(0.3)  # 3 header timeouts, 1% of the body timeout
+        closed = transport.closed
+        connection.resume_writing()
+        await asyncio.sleep(0.05)
+        return closed, [int(s) for s in re.findall(rb"HTTP/1\.1 (\d{3})", bytes(transport.written))]
+
+    assert asyncio.run(main()) == (False, [200, 200])  # main: (True, [200])

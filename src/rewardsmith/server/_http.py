@@ -17,7 +17,7 @@ What a connection may do:
   data nor a chunk) past that, 400 and closed; more than `MAX_HEADERS` header fields
   (trailers included), 431 and closed. Trailers are dropped, never headers;
 - its body must arrive within `body_timeout_s` of its headers (a pipelined request's: of
-  its turn), else 408 and closed (not while what was read in time is still being parsed);
+  its turn), else 408 and closed (not while what was read before it is still being parsed);
   a body over `max_body_bytes` gets 413;
 - between requests it may stay idle for `keep_alive_s`, then it is closed;
 - an answer that does not need the body (a refusal, 413 included, `/health`) waits for the
@@ -367,6 +367,8 @@ class _Connection(asyncio.Protocol):
         """The current request's header fields and trailers so far."""
         self._held: memoryview | None = None
         """Bytes read and not yet given to the parser (`_feed_held`); reading pauses."""
+        self._held_since = 0.0
+        """Loop time of the read that `_held` began with (a body's deadline counts it)."""
         self._feeding = False
         """`_feed_held` is giving slices (what they answer may call it back)."""
         self._resuming: asyncio.Handle | None = None
@@ -444,6 +446,8 @@ class _Connection(asyncio.Protocol):
         if self._held is None and len(data) <= _FEED_BYTES:
             self._feed(data)
             return
+        if self._held is None:
+            self._held_since = self._loop.time()
         self._held = memoryview(bytes(self._held) + data if self._held else data)
         if self._resuming is None:
             self._feed_held()
@@ -589,6 +593,8 @@ class _Connection(asyncio.Protocol):
         if len(self._queue) == 1 and self._writable:  # else when the client reads again
             self._cancel_timer()
             self._take(exchange)
+        elif self._timing(self._headers_too_slow):  # its headers are in; it waits for the
+            self._cancel_timer()  # client to read (cut off by `_stall` if it never does)
 
     def on_body(self, body: bytes) -> None:
         exchange = self._parsing
@@ -789,9 +795,9 @@ class _Connection(asyncio.Protocol):
     def _body_too_slow(self) -> None:
         if self._closed or not self._queue:
             return
-        if self._held is not None:  # read in time, still being parsed: it may hold the rest
-            self._set_timer(0.0, self._body_too_slow)  # of the body (looked at next pass)
-            return
+        if self._held is not None and self._held_since <= self._queue[0].due:
+            self._set_timer(0.0, self._body_too_slow)  # read in time, still being parsed: it
+            return  # may hold the rest of the body (looked at again next pass)
         detail = f"body: not received within {self._limits.body_timeout_s:g} s"
         refusal = Refusal(408, detail, reject="too_slow", close=True)
         self._send(self._queue[0], refusal.answer())
@@ -817,12 +823,16 @@ class _Connection(asyncio.Protocol):
         the whole requests before it, so that each answer still meets its request. The
         first refusal is the one sent: one the first request in line has, waiting for its
         body (413, 401...), or the first that came to this call."""
+        self._broken = self._broken or response
         head = self._queue[0] if self._queue else None
-        if head is not None and head.taken and not head.sent:
-            refused = head.answer
+        if head is not None and head.taken and not (head.sent or head.complete):
+            refused = head.answer  # the app opened it, its body still coming
             if refused is not None and refused.status >= 400:
                 self._send(head, refused)
-        self._broken = self._broken or response
+            else:  # this refusal is its answer: the app hears of it as of any other
+                status = int(self._broken[9:12])
+                reason = "too_large" if status == 431 else "malformed"
+                self._handler.answered(head.request, Answer(status, b"", reject=reason))
         self._cancel_timer()
         answered = False
         while self._queue and not self._queue[-1].complete:  # never to be whole

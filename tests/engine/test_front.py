@@ -1038,3 +1038,49 @@ def test_many_ascores_pending_on_another_loop_cost_one_look_a_tenth_of_a_second(
         host.call_soon_threadsafe(host.stop)
         runner.join(10)
         host.close()
+
+
+def test_a_look_that_raises_once_does_not_end_the_looks_of_its_loop_for_good() -> None:
+    """helper-72: `_Handover._look_again` sets `_look = None` only when it stops on its own; a
+    `look()` that raises (the loop's exception handler logs it) ends the chain with `_look`
+    still set, so `look_while_awaited` never arms another for that (engine, loop): every later
+    `ascore` awaited there while the hosting loop closes waits for a next call of the engine,
+    forever if none comes (Engine.host: "within a tenth of a second for ... awaiting `ascore`
+    on another loop"). e57cfa8's timer per call lost only the calls pending at that look."""
+    engine = Engine(PLAIN, workers=1)
+    real = engine.front.take_over_if_orphaned
+    raised = [0]
+
+    def once() -> None:
+        if not raised[0]:
+            raised[0] = 1
+            raise OSError(24, "Too many open files")  # e.g. `_start_driver`'s os.pipe
+        real()
+
+    engine.front.take_over_if_orphaned = once  # type: ignore[method-assign]
+    host = asyncio.new_event_loop()
+    host_thread = threading.Thread(target=host.run_forever, daemon=True)
+    host_thread.start()
+
+    async def hosting() -> None:
+        engine.host(asyncio.get_running_loop())
+
+    asyncio.run_coroutine_threadsafe(hosting(), host).result(10)
+
+    async def other() -> list:
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: None)
+        await engine.ascore([{"completion": "sleep 0.3"}])  # its look raises once
+        future = engine.asubmit([{"completion": "sleep 0.5"}])
+        await asyncio.sleep(0.1)  # its sample is in flight from the hosting loop
+        host.call_soon_threadsafe(host.stop)
+        await asyncio.to_thread(host_thread.join, 5)
+        host.close()  # as `asyncio.run` ends: the sample in flight
+        return _rewards(await future)
+
+    try:
+        outcome = outcome_in_thread(lambda: asyncio.run(other()), timeout=10)
+        assert raised[0] == 1
+        assert outcome == [[9.0]], outcome  # main: [] - hangs
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+        time.sleep(0.2)

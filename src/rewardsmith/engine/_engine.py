@@ -454,8 +454,10 @@ class _Handover:
         if not self._awaited or self._look is None or loop is None:
             self._look = None
             return
-        self._look()
-        loop.call_later(_LOOK_S, self._look_again)
+        try:
+            self._look()
+        finally:  # one that raised (reported by the loop) must not end the looks for good
+            loop.call_later(_LOOK_S, self._look_again)
 
     def _run(self) -> None:
         self._scheduled = False  # before taking: a call queued from now on schedules a batch

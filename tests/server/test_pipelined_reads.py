@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from typing import Any
 
 import pytest
@@ -352,3 +353,116 @@ def test_a_pipelined_request_waiting_for_a_slow_reader_is_not_dropped_at_the_hea
         return closed, [int(s) for s in re.findall(rb"HTTP/1\.1 (\d{3})", bytes(transport.written))]
 
     assert asyncio.run(main()) == (False, [200, 200])  # main: (True, [200])
+
+
+@pytest.mark.parametrize("feed", ["whole", "sliced"])
+def test_a_whole_body_read_in_one_read_as_the_deadline_passes_gets_one_answer_sliced_as_whole(
+    feed: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """helper-72: e0c8647 gives `_body_too_slow` a pass only to held bytes read before the
+    deadline. A read with the whole rest of a chunked body (busy chunks: sliced over passes),
+    read after the deadline but before the timer ran (a busy loop on a 2-core node), gets 408
+    while the rest of that very read, the end of the body included, waits in `_held`; parsed
+    whole (a read under 4 KiB, or `_FEED_BYTES` past it), the same read completes the body in
+    the same pass and the request is answered 200. What was read is the same."""
+    if feed == "whole":
+        monkeypatch.setattr(_http, "_FEED_BYTES", 10**9)
+    body = (b"1;e=" + b"a" * 200 + b"\r\nx\r\n") * 40 + b"0\r\n\r\n"
+
+    async def main() -> list[int]:
+        handler = _Handler()
+        handler.release = asyncio.get_running_loop().create_future()
+        handler.release.set_result(None)
+        server = _Server(handler, Limits(30, 0.05, 30, 2**30), access_log=False)  # type: ignore[arg-type]
+        connection = _Connection(server)
+        transport = _Transport()
+        connection.connection_made(transport)
+        connection.data_received(b"POST /slow HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n")
+        await asyncio.sleep(0)
+        time.sleep(0.08)  # the loop is busy past the body's deadline; the body is in the socket
+        connection.data_received(body)  # read before the timer's turn comes
+        await asyncio.sleep(0.1)
+        return [int(s) for s in re.findall(rb"HTTP/1\.1 (\d{3})", bytes(transport.written))]
+
+    assert asyncio.run(main()) == [200]  # main: sliced [408], whole [200]
+
+
+def test_a_request_half_read_when_reading_pauses_is_not_cut_off_at_the_header_timeout() -> None:
+    """helper-72: e0c8647 stops the header timer for a request whose headers are in while the
+    client does not read its answers; one whose headers were half read when reading paused
+    (`pause_writing` -> `_pace`) stays under it: the server reads none of the rest (it is
+    in the socket), and at `header_timeout_s` writes 408 "request headers not received in
+    time" and closes. README: "one that reads nothing of what is left to send for
+    --body-timeout is cut off (one that reads, however slowly, is not)" - here cut off at
+    --header-timeout (10 s) for headers the client sent in time, however it reads."""
+    rest = HEALTH[20:]
+
+    async def main() -> tuple[bool, list[int]]:
+        handler = _Handler()
+        server = _Server(handler, Limits(0.1, 30, 30, 1000), access_log=False)  # type: ignore[arg-type]
+        connection = _Connection(server)
+        transport = _Transport()
+        connection.connection_made(transport)
+        connection.data_received(HEALTH + HEALTH[:20])  # one read: a request and a half
+        await asyncio.sleep(0)
+        connection.pause_writing()  # its answers pile up unread
+        assert not transport.reading  # the rest of the headers waits in the socket
+        await asyncio.sleep(0.3)  # 3 header timeouts, 1% of the body timeout
+        closed = transport.closed
+        connection.resume_writing()
+        if transport.reading and not closed:
+            connection.data_received(rest)
+        await asyncio.sleep(0.05)
+        return closed, [int(s) for s in re.findall(rb"HTTP/1\.1 (\d{3})", bytes(transport.written))]
+
+    assert asyncio.run(main()) == (False, [200, 200])  # main: (True, [200, 408])
+
+
+class _SlowReader(_Transport):
+    """A socket whose client reads a byte now and then: writes pile up in its buffer, and
+    `pause_writing` comes past 1,000 bytes, as a transport's high-water mark."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.buffer = 0
+        self.protocol: _Connection | None = None
+
+    def write(self, data: object) -> None:
+        super().write(data)
+        self.buffer += len(data)  # type: ignore[arg-type]
+        if self.buffer > 1000 and self.protocol is not None and self.protocol._writable:
+            self.protocol.pause_writing()
+
+    def get_write_buffer_size(self) -> int:
+        return self.buffer
+
+
+@pytest.mark.parametrize("reads", [True, False], ids=["reads-a-byte-now-and-then", "reads-nothing"])
+def test_a_request_waiting_for_a_slow_reader_is_timed_by_its_reading(reads: bool) -> None:
+    """helper-72: a client pipelines /health requests whose answers it does not read, then
+    the headers of a POST whose body never comes, in one read: the answers fill the buffer
+    mid-read (`pause_writing`), so the POST is not taken and no body deadline runs for it.
+    One that reads a byte per body timeout is not cut off (README: "one that keeps reading
+    its answers, however slowly, can", as under nginx's `send_timeout`; the README had said
+    slow clients cannot hold sockets); one that reads nothing is, by `_stall`; neither is
+    closed by a keep-alive or header timer with its request unanswered."""
+
+    async def main() -> tuple[bool, list[int]]:
+        handler = _Handler()
+        server = _Server(handler, Limits(0.1, 0.1, 0.1, 1000), access_log=False)  # type: ignore[arg-type]
+        connection = _Connection(server)
+        transport = _SlowReader()
+        transport.protocol = connection
+        connection.connection_made(transport)
+        post = b"POST /slow HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n"
+        connection.data_received(HEALTH * 40 + post)  # its body never comes
+        start = time.monotonic()
+        while time.monotonic() - start < 1.0 and not transport.closed:
+            await asyncio.sleep(0.08)
+            if reads:
+                transport.buffer -= 1  # the client reads one byte
+        found = [int(s) for s in re.findall(rb"HTTP/1\.1 (\d{3})", bytes(transport.written))]
+        return transport.closed, found
+
+    closed, found = asyncio.run(main())
+    assert closed != reads and set(found) == {200}

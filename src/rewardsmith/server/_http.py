@@ -524,6 +524,8 @@ class _Connection(asyncio.Protocol):
         and cut it off if it reads nothing more within `body_timeout_s`."""
         self._writable = False
         self._stall()
+        if self._timing(self._headers_too_slow):  # reading pauses: no header can come in
+            self._cancel_timer()  # meanwhile (`_stall` watches the client instead)
         self._pace()
 
     def resume_writing(self) -> None:
@@ -531,6 +533,8 @@ class _Connection(asyncio.Protocol):
         if self._queue and not self._queue[0].taken:  # it waited for the client to read
             self._next()
         else:
+            if self._begun and not self._queue and self._timer_callback is None:
+                self._set_timer(self._limits.header_timeout_s, self._headers_too_slow)
             self._pace()
 
     # -- httptools callbacks --------------------------------------------------------------
@@ -543,7 +547,10 @@ class _Connection(asyncio.Protocol):
         self._headers = []
         self._message_header_bytes = self._unparsed = self._fields = 0
         if not self._queue and not self._timing(self._headers_too_slow):
-            self._set_timer(self._limits.header_timeout_s, self._headers_too_slow)
+            if self._writable:
+                self._set_timer(self._limits.header_timeout_s, self._headers_too_slow)
+            else:  # no keep-alive close now; its headers' time starts when the client
+                self._cancel_timer()  # reads again (`resume_writing`), `_stall` meanwhile
 
     def on_url(self, url: bytes) -> None:
         self._url += url
@@ -793,11 +800,27 @@ class _Connection(asyncio.Protocol):
         self._send(exchange, answer)
 
     def _body_too_slow(self) -> None:
+        """The body's deadline: 408, unless what was read by now (in time, then) is still
+        being parsed, and may hold the rest of the body: then once it is parsed."""
+        if self._closed or not self._queue:
+            return
+        if self._held is not None:
+            self._queue[0].due = self._loop.time()
+            self._body_still_held()
+            return
+        self._refuse_slow_body()
+
+    def _body_still_held(self) -> None:
+        """Look again next pass while what was read by the body's deadline is parsed (a read
+        that began later does not count: a client could send on and on)."""
         if self._closed or not self._queue:
             return
         if self._held is not None and self._held_since <= self._queue[0].due:
-            self._set_timer(0.0, self._body_too_slow)  # read in time, still being parsed: it
-            return  # may hold the rest of the body (looked at again next pass)
+            self._set_timer(0.0, self._body_still_held)
+        else:
+            self._refuse_slow_body()
+
+    def _refuse_slow_body(self) -> None:
         detail = f"body: not received within {self._limits.body_timeout_s:g} s"
         refusal = Refusal(408, detail, reject="too_slow", close=True)
         self._send(self._queue[0], refusal.answer())

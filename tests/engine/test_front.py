@@ -352,10 +352,7 @@ def test_a_loop_hosted_before_it_runs_elsewhere_refuses_its_own_thread_not_the_h
         refused = asyncio.run_coroutine_threadsafe(on_the_loop(), loop).result(timeout=60)
         assert "would wait for itself" in refused
     finally:
-        asyncio.run_coroutine_threadsafe(asyncio.to_thread(engine.close), loop).result(60)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(60)
-        loop.close()
+        _stop_hosted(engine, loop, thread)
 
 
 def test_hosting_from_another_thread_than_the_loops_is_refused() -> None:
@@ -992,6 +989,27 @@ def test_an_ascore_of_another_thread_in_flight_when_the_hosting_loop_closes_is_a
         time.sleep(0.2)
 
 
+def _hosted_in_thread(engine: Engine) -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
+    """A loop running in a thread of its own, hosting `engine` (as a server's does)."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    async def hosting() -> None:
+        engine.host(asyncio.get_running_loop())
+
+    asyncio.run_coroutine_threadsafe(hosting(), loop).result(10)
+    return loop, thread
+
+
+def _stop_hosted(engine: Engine, loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+    """Close `engine` from its hosting loop's side, then stop and close that loop."""
+    asyncio.run_coroutine_threadsafe(asyncio.to_thread(engine.close), loop).result(60)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(60)
+    loop.close()
+
+
 def test_many_ascores_pending_on_another_loop_cost_one_look_a_tenth_of_a_second() -> None:
     """helper-71: e57cfa8's `_look_while_pending` arms a timer per `asubmit` from a loop other
     than the hosting one, each calling `take_over_if_orphaned` (taking the front's `_lock`,
@@ -1000,14 +1018,7 @@ def test_many_ascores_pending_on_another_loop_cost_one_look_a_tenth_of_a_second(
     a core on that loop doing nothing; 50,000 would saturate it. One look per loop (as one
     `_Stream.wait` per thread) finds a closed host as soon."""
     engine = Engine(PLAIN, workers=1)
-    host = asyncio.new_event_loop()
-    runner = threading.Thread(target=host.run_forever, daemon=True)
-    runner.start()
-
-    async def hosting() -> None:
-        engine.host(asyncio.get_running_loop())
-
-    asyncio.run_coroutine_threadsafe(hosting(), host).result(10)
+    host, runner = _hosted_in_thread(engine)
     looks = [0]
     real = engine.front.take_over_if_orphaned
 
@@ -1034,10 +1045,7 @@ def test_many_ascores_pending_on_another_loop_cost_one_look_a_tenth_of_a_second(
         assert len(outcome) == 1 and isinstance(outcome[0], int), outcome
         assert outcome[0] <= 50  # main: ~48,000
     finally:
-        asyncio.run_coroutine_threadsafe(asyncio.to_thread(engine.close), host).result(60)
-        host.call_soon_threadsafe(host.stop)
-        runner.join(10)
-        host.close()
+        _stop_hosted(engine, host, runner)
 
 
 def test_a_look_that_raises_once_does_not_end_the_looks_of_its_loop_for_good() -> None:
@@ -1058,14 +1066,7 @@ def test_a_look_that_raises_once_does_not_end_the_looks_of_its_loop_for_good() -
         real()
 
     engine.front.take_over_if_orphaned = once  # type: ignore[method-assign]
-    host = asyncio.new_event_loop()
-    host_thread = threading.Thread(target=host.run_forever, daemon=True)
-    host_thread.start()
-
-    async def hosting() -> None:
-        engine.host(asyncio.get_running_loop())
-
-    asyncio.run_coroutine_threadsafe(hosting(), host).result(10)
+    host, host_thread = _hosted_in_thread(engine)
 
     async def other() -> list:
         asyncio.get_running_loop().set_exception_handler(lambda loop, context: None)

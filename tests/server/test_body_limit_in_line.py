@@ -11,14 +11,14 @@ request over it fits one socket read)."""
 from __future__ import annotations
 
 import asyncio
-import re
+import contextlib
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from rewardsmith.server import _http
-from rewardsmith.server._http import Limits, _Connection, _Server
+from rewardsmith.server._http import Limits
 
 from ._raw_http import (
     OK_BODY,
@@ -30,7 +30,7 @@ from ._raw_http import (
     statuses,
 )
 from .conftest import SPEC, TOKEN, Server
-from .test_pipelined_reads import HEALTH, _Handler, _Transport
+from .test_pipelined_reads import HEALTH, _connected, _Handler, _statuses
 
 pytest.importorskip("httptools")
 
@@ -140,6 +140,18 @@ def test_a_body_over_the_limit_parsed_after_its_turn_came_keeps_the_connection(
     assert "connection" not in done.answers[-2].headers
 
 
+@contextlib.contextmanager
+def _fed(feed: str) -> Iterator[None]:
+    """What is read given to the parser in slices (`sliced`, as the server does), or whole."""
+    saved = _http._FEED_BYTES
+    if feed == "whole":
+        _http._FEED_BYTES = 10**9
+    try:
+        yield
+    finally:
+        _http._FEED_BYTES = saved
+
+
 def _run(parts: list[bytes], feed: str, limits: Limits, passes: int = 3000) -> tuple:
     """Feed `parts` (one `data_received` each, nothing between them), let the loop run
     `passes` passes; the statuses written, whether `connection: close` was said, whether
@@ -149,25 +161,17 @@ def _run(parts: list[bytes], feed: str, limits: Limits, passes: int = 3000) -> t
         handler = _Handler()
         handler.release = asyncio.get_running_loop().create_future()
         handler.release.set_result(None)
-        server = _Server(handler, limits, access_log=False)  # type: ignore[arg-type]
-        connection = _Connection(server)
-        transport = _Transport()
-        connection.connection_made(transport)
+        connection, transport = await _connected(handler, limits)
         for part in parts:
             connection.data_received(part)
         for _ in range(passes):
             await asyncio.sleep(0)
         written = bytes(transport.written)
-        found = [int(s) for s in re.findall(rb"HTTP/1\.1 (\d{3})", written)]
+        found = _statuses(transport)
         return found, b"connection: close" in written, transport.closed, handler.answered_paths
 
-    saved = _http._FEED_BYTES
-    if feed == "whole":
-        _http._FEED_BYTES = 10**9
-    try:
+    with _fed(feed):
         return asyncio.run(main())
-    finally:
-        _http._FEED_BYTES = saved
 
 
 # -- hole 1: first in line, the 413 depends on the read's size ------------------------------
@@ -283,26 +287,18 @@ def _streamed(feed: str, seconds: float) -> tuple[list[int], bool]:
         handler = _Handler()
         handler.release = asyncio.get_running_loop().create_future()
         handler.release.set_result(None)
-        server = _Server(handler, Limits(30, 0.05, 30, 2**30), access_log=False)  # type: ignore[arg-type]
-        connection = _Connection(server)
-        transport = _Transport()
-        connection.connection_made(transport)
+        connection, transport = await _connected(handler, Limits(30, 0.05, 30, 2**30))
         connection.data_received(b"POST /slow HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n")
         start = time.monotonic()
         while time.monotonic() - start < seconds and not transport.closed:
             await asyncio.sleep(0)
             if transport.reading:
                 connection.data_received(piece)
-        found = [int(s) for s in re.findall(rb"HTTP/1\.1 (\d{3})", bytes(transport.written))]
+        found = _statuses(transport)
         return found, transport.closed
 
-    saved = _http._FEED_BYTES
-    if feed == "whole":
-        _http._FEED_BYTES = 10**9
-    try:
+    with _fed(feed):
         return asyncio.run(main())
-    finally:
-        _http._FEED_BYTES = saved
 
 
 def test_a_body_still_coming_long_past_its_deadline_gets_408_sliced_as_whole() -> None:

@@ -29,6 +29,7 @@ pytest.importorskip("httptools")
 
 HEALTH = b"GET /health HTTP/1.1\r\nHost: a\r\n\r\n"
 SLOW = b"POST /slow HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n[]"
+LIMITS = Limits(30, 30, 30, 2**20)
 
 
 class _Transport(asyncio.Transport):
@@ -81,14 +82,21 @@ class _Handler:
 
 
 async def _connected(
-    handler: _Handler, max_body_bytes: int = 2**20
+    handler: _Handler,
+    limits: Limits = LIMITS,
+    transport: _Transport | None = None,
 ) -> tuple[_Connection, _Transport]:
-    limits = Limits(30, 30, 30, max_body_bytes)
+    """A connection of a server with these limits, on `transport` (a new `_Transport`)."""
     server = _Server(handler, limits, access_log=False)  # type: ignore[arg-type]
     connection = _Connection(server)
-    transport = _Transport()
+    transport = transport or _Transport()
     connection.connection_made(transport)
     return connection, transport
+
+
+def _statuses(transport: _Transport) -> list[int]:
+    """The statuses of the answers written, in order."""
+    return [int(s) for s in re.findall(rb"HTTP/1\.1 (\d{3})", bytes(transport.written))]
 
 
 async def _passes_until(condition: Any, most: int = 10_000) -> int:
@@ -107,7 +115,7 @@ def _behind_slow(data: bytes, answers: int, max_body_bytes: int) -> tuple[bytes,
     async def main() -> tuple[bytes, int, bool]:
         handler = _Handler()
         handler.release = asyncio.get_running_loop().create_future()
-        connection, transport = await _connected(handler, max_body_bytes)
+        connection, transport = await _connected(handler, Limits(30, 30, 30, max_body_bytes))
         connection.data_received(SLOW + data)
         await asyncio.sleep(0)
         handler.release.set_result(None)
@@ -338,10 +346,7 @@ def test_a_pipelined_request_waiting_for_a_slow_reader_is_not_dropped_at_the_hea
 
     async def main() -> tuple[bool, list[int]]:
         handler = _Handler()
-        server = _Server(handler, Limits(0.1, 30, 30, 1000), access_log=False)  # type: ignore[arg-type]
-        connection = _Connection(server)
-        transport = _Transport()
-        connection.connection_made(transport)
+        connection, transport = await _connected(handler, Limits(0.1, 30, 30, 1000))
         connection.data_received(HEALTH)
         await asyncio.sleep(0.01)
         connection.pause_writing()  # its answers pile up unread
@@ -350,7 +355,7 @@ def test_a_pipelined_request_waiting_for_a_slow_reader_is_not_dropped_at_the_hea
         closed = transport.closed
         connection.resume_writing()
         await asyncio.sleep(0.05)
-        return closed, [int(s) for s in re.findall(rb"HTTP/1\.1 (\d{3})", bytes(transport.written))]
+        return closed, _statuses(transport)
 
     assert asyncio.run(main()) == (False, [200, 200])  # main: (True, [200])
 
@@ -373,16 +378,13 @@ def test_a_whole_body_read_in_one_read_as_the_deadline_passes_gets_one_answer_sl
         handler = _Handler()
         handler.release = asyncio.get_running_loop().create_future()
         handler.release.set_result(None)
-        server = _Server(handler, Limits(30, 0.05, 30, 2**30), access_log=False)  # type: ignore[arg-type]
-        connection = _Connection(server)
-        transport = _Transport()
-        connection.connection_made(transport)
+        connection, transport = await _connected(handler, Limits(30, 0.05, 30, 2**30))
         connection.data_received(b"POST /slow HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n")
         await asyncio.sleep(0)
         time.sleep(0.08)  # the loop is busy past the body's deadline; the body is in the socket
         connection.data_received(body)  # read before the timer's turn comes
         await asyncio.sleep(0.1)
-        return [int(s) for s in re.findall(rb"HTTP/1\.1 (\d{3})", bytes(transport.written))]
+        return _statuses(transport)
 
     assert asyncio.run(main()) == [200]  # main: sliced [408], whole [200]
 
@@ -399,10 +401,7 @@ def test_a_request_half_read_when_reading_pauses_is_not_cut_off_at_the_header_ti
 
     async def main() -> tuple[bool, list[int]]:
         handler = _Handler()
-        server = _Server(handler, Limits(0.1, 30, 30, 1000), access_log=False)  # type: ignore[arg-type]
-        connection = _Connection(server)
-        transport = _Transport()
-        connection.connection_made(transport)
+        connection, transport = await _connected(handler, Limits(0.1, 30, 30, 1000))
         connection.data_received(HEALTH + HEALTH[:20])  # one read: a request and a half
         await asyncio.sleep(0)
         connection.pause_writing()  # its answers pile up unread
@@ -413,7 +412,7 @@ def test_a_request_half_read_when_reading_pauses_is_not_cut_off_at_the_header_ti
         if transport.reading and not closed:
             connection.data_received(rest)
         await asyncio.sleep(0.05)
-        return closed, [int(s) for s in re.findall(rb"HTTP/1\.1 (\d{3})", bytes(transport.written))]
+        return closed, _statuses(transport)
 
     assert asyncio.run(main()) == (False, [200, 200])  # main: (True, [200, 408])
 
@@ -449,11 +448,9 @@ def test_a_request_waiting_for_a_slow_reader_is_timed_by_its_reading(reads: bool
 
     async def main() -> tuple[bool, list[int]]:
         handler = _Handler()
-        server = _Server(handler, Limits(0.1, 0.1, 0.1, 1000), access_log=False)  # type: ignore[arg-type]
-        connection = _Connection(server)
         transport = _SlowReader()
+        connection, _ = await _connected(handler, Limits(0.1, 0.1, 0.1, 1000), transport)
         transport.protocol = connection
-        connection.connection_made(transport)
         post = b"POST /slow HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n"
         connection.data_received(HEALTH * 40 + post)  # its body never comes
         start = time.monotonic()
@@ -461,7 +458,7 @@ def test_a_request_waiting_for_a_slow_reader_is_timed_by_its_reading(reads: bool
             await asyncio.sleep(0.08)
             if reads:
                 transport.buffer -= 1  # the client reads one byte
-        found = [int(s) for s in re.findall(rb"HTTP/1\.1 (\d{3})", bytes(transport.written))]
+        found = _statuses(transport)
         return transport.closed, found
 
     closed, found = asyncio.run(main())

@@ -463,3 +463,88 @@ def test_a_request_waiting_for_a_slow_reader_is_timed_by_its_reading(reads: bool
 
     closed, found = asyncio.run(main())
     assert closed != reads and set(found) == {200}
+
+
+def _read_slowly(
+    limits: Limits, first: bytes, later: bytes, answered_then: bool
+) -> tuple[bool, list[int]]:
+    """`first` is read; then the client's answers fill its buffer (reading pauses) and it
+    reads a byte every 0.08 s for 0.4 s (`answered_then`: the request the app holds is
+    answered as that begins); then it reads all, and `later`, sent long before, is read.
+    Whether the connection was closed meanwhile, and the statuses written."""
+
+    async def main() -> tuple[bool, list[int]]:
+        handler = _Handler()
+        handler.release = asyncio.get_running_loop().create_future()
+        if not answered_then:
+            handler.release.set_result(None)
+        transport = _SlowReader()
+        connection, _ = await _connected(handler, limits, transport)
+        transport.protocol = connection
+        connection.data_received(first)
+        await asyncio.sleep(0)
+        transport.buffer = 5000  # an answer fills the client's buffer
+        connection.pause_writing()
+        assert not transport.reading  # what it sends next waits in the socket
+        if answered_then:
+            handler.release.set_result(None)
+        for _ in range(5):
+            await asyncio.sleep(0.08)
+            transport.buffer -= 1
+        closed = transport.closed
+        if not closed:
+            transport.buffer = 0
+            connection.resume_writing()
+            connection.data_received(later)
+        await asyncio.sleep(0.05)
+        return closed, _statuses(transport)
+
+    return asyncio.run(main())
+
+
+POST_BEGUN = b"POST /slow HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n[1,"
+
+
+@pytest.mark.parametrize(
+    ("limits", "first", "later", "answered_then", "statuses"),
+    [
+        # a body whose timer ran when reading paused (4 body timeouts meanwhile)
+        (Limits(30, 0.1, 30, 1000), HEALTH + POST_BEGUN, b"2,3,4]    "[:7], False, [200, 200]),
+        # headers begun, the request before answered meanwhile: `_next` armed the header
+        # timer again (4 header timeouts meanwhile)
+        (Limits(0.1, 30, 30, 1000), HEALTH + SLOW + HEALTH[:20], HEALTH[20:], True, [200] * 3),
+        # the request before answered meanwhile: `_next` armed the keep-alive close, and
+        # the request the client sent meanwhile went unanswered (4 keep-alives meanwhile)
+        (Limits(30, 30, 0.1, 1000), HEALTH + SLOW, HEALTH, True, [200] * 3),
+    ],
+    ids=["body", "headers", "keep-alive"],
+)
+def test_no_request_timer_runs_while_the_client_reads_its_answers_slowly(
+    limits: Limits, first: bytes, later: bytes, answered_then: bool, statuses: list[int]
+) -> None:
+    """helper-73: while the client does not read its answers, reading pauses, so neither
+    headers nor a body can come in: the header, body and keep-alive timers stop and go on
+    once it reads again (README: "a request it sent meanwhile waits"); `_stall` cuts off a
+    client that reads nothing. 7988c81 stopped the header timer of a request begun then,
+    but the body timer ran on, and `_next` armed the header or keep-alive timer again."""
+    assert _read_slowly(limits, first, later, answered_then) == (False, statuses)
+
+
+def test_headers_byte_by_byte_from_a_client_that_reads_get_408_at_the_header_timeout() -> None:
+    """helper-73 (held): a client that reads its answers gains nothing from the timers'
+    stop: headers sent a byte at a time get 408 at the header timeout."""
+
+    async def main() -> tuple[bool, list[int]]:
+        handler = _Handler()
+        connection, transport = await _connected(handler, Limits(0.2, 30, 30, 1000))
+        connection.data_received(HEALTH)
+        await asyncio.sleep(0)
+        start = time.monotonic()
+        for byte in HEALTH[:-2] * 3:
+            if transport.closed:
+                break
+            connection.data_received(bytes([byte]))
+            await asyncio.sleep(0.02)
+        return transport.closed and time.monotonic() - start < 0.4, _statuses(transport)
+
+    assert asyncio.run(main()) == (True, [200, 408])

@@ -38,8 +38,8 @@ What a connection may do:
   slice in which the parser called back more than `_EVENTS_PER_PASS` times, or in which a
   request ended, the rest waits for the loop's next pass);
 - a client must read its answers: while the write buffer is full no more of its requests
-  are taken, and one that reads none of what is left to send for `body_timeout_s` is cut
-  off;
+  are taken, reading pauses and the timers above stop (they go on when it reads again), and
+  one that reads none of what is left to send for `body_timeout_s` is cut off;
 - a client that closes its connection, or only its side of it, cancels the request it
   waits for (as uvicorn and nginx: a killed process's kernel sends the same FIN);
 - an answer to HEAD has no body (no route serves HEAD: it is refused).
@@ -400,6 +400,8 @@ class _Connection(asyncio.Protocol):
         before it are answered."""
         self._reading = True
         self._writable = True
+        self._stopped: tuple[float, Callable[[], None]] | None = None
+        """The timer to start when the client reads its answers again (`_set_timer`)."""
 
     # -- asyncio ----------------------------------------------------------------------------
 
@@ -524,17 +526,19 @@ class _Connection(asyncio.Protocol):
         and cut it off if it reads nothing more within `body_timeout_s`."""
         self._writable = False
         self._stall()
-        if self._timing(self._headers_too_slow):  # reading pauses: no header can come in
-            self._cancel_timer()  # meanwhile (`_stall` watches the client instead)
+        if self._timer_callback is not None:  # stopped until the client reads again
+            left = max(0.0, self._due - self._loop.time())
+            self._set_timer(left, self._timer_callback)
         self._pace()
 
     def resume_writing(self) -> None:
         self._writable = True
+        stopped, self._stopped = self._stopped, None
+        if stopped is not None:
+            self._set_timer(*stopped)
         if self._queue and not self._queue[0].taken:  # it waited for the client to read
             self._next()
         else:
-            if self._begun and not self._queue and self._timer_callback is None:
-                self._set_timer(self._limits.header_timeout_s, self._headers_too_slow)
             self._pace()
 
     # -- httptools callbacks --------------------------------------------------------------
@@ -547,10 +551,7 @@ class _Connection(asyncio.Protocol):
         self._headers = []
         self._message_header_bytes = self._unparsed = self._fields = 0
         if not self._queue and not self._timing(self._headers_too_slow):
-            if self._writable:
-                self._set_timer(self._limits.header_timeout_s, self._headers_too_slow)
-            else:  # no keep-alive close now; its headers' time starts when the client
-                self._cancel_timer()  # reads again (`resume_writing`), `_stall` meanwhile
+            self._set_timer(self._limits.header_timeout_s, self._headers_too_slow)
 
     def on_url(self, url: bytes) -> None:
         self._url += url
@@ -600,8 +601,6 @@ class _Connection(asyncio.Protocol):
         if len(self._queue) == 1 and self._writable:  # else when the client reads again
             self._cancel_timer()
             self._take(exchange)
-        elif self._timing(self._headers_too_slow):  # its headers are in; it waits for the
-            self._cancel_timer()  # client to read (cut off by `_stall` if it never does)
 
     def on_body(self, body: bytes) -> None:
         exchange = self._parsing
@@ -917,7 +916,14 @@ class _Connection(asyncio.Protocol):
     def _set_timer(self, delay: float, callback: Callable[[], None]) -> None:
         """Run `callback` in `delay` seconds, instead of what was timed. The armed timer is
         kept when it fires no later (it looks again then): arming and cancelling one for
-        every request (keep-alive, headers) cost as much as parsing it."""
+        every request (keep-alive, headers) cost as much as parsing it. While the client
+        does not read its answers, no timer runs (reading pauses, so neither headers nor a
+        body can come in, and `_stall` watches the client): this one starts, with all of
+        `delay`, when it reads again."""
+        if not self._writable:
+            self._stopped = (delay, callback)
+            self._timer_callback = None
+            return
         self._due = self._loop.time() + delay
         self._timer_callback = callback
         if self._timer is None or self._armed > self._due:
@@ -940,7 +946,7 @@ class _Connection(asyncio.Protocol):
         return self._timer_callback == callback
 
     def _cancel_timer(self) -> None:
-        self._timer_callback = None  # an armed timer fires for nothing
+        self._timer_callback = self._stopped = None  # an armed timer fires for nothing
 
 
 def new_loop() -> asyncio.AbstractEventLoop:

@@ -548,3 +548,34 @@ def test_headers_byte_by_byte_from_a_client_that_reads_get_408_at_the_header_tim
         return transport.closed and time.monotonic() - start < 0.4, _statuses(transport)
 
     assert asyncio.run(main()) == (True, [200, 408])
+
+
+def test_a_request_taken_on_resume_is_not_cut_off_by_the_header_timer_kept_while_paused() -> None:
+    """helper-74: c52aa64 no longer cancelled the header timer when headers completed while
+    the client did not read: kept in `_stopped`, re-armed by `resume_writing`, not cancelled
+    by `_next`, it cut off the POST taken then, its chunked body still parsed from held bytes
+    (no body timer meanwhile), at --header-timeout, unanswered, though its headers were in."""
+
+    async def main() -> tuple[bool, list[str]]:
+        handler = _Handler()
+        handler.release = asyncio.get_running_loop().create_future()
+        handler.release.set_result(None)
+        transport = _SlowReader()
+        connection, _ = await _connected(handler, Limits(0.02, 30, 30, 2**30), transport)
+        transport.protocol = connection
+        post = b"POST /slow HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+        body = b"1\r\nx\r\n" * 100_000 + b"0\r\n\r\n"  # parsed for longer than 0.02 s
+        connection.data_received(HEALTH * 21 + post + body)  # the answers fill the buffer
+        await asyncio.sleep(0)
+        assert not connection._writable
+        transport.buffer = 0  # the client reads all
+        connection.resume_writing()
+        start = time.monotonic()
+        while not transport.closed and time.monotonic() - start < 5:
+            if "/slow" in handler.answered_paths:
+                break
+            await asyncio.sleep(0)
+        await asyncio.sleep(0.01)
+        return transport.closed, handler.answered_paths[-1:]
+
+    assert asyncio.run(main()) == (False, ["/slow"])

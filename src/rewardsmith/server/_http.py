@@ -601,6 +601,8 @@ class _Connection(asyncio.Protocol):
         if len(self._queue) == 1 and self._writable:  # else when the client reads again
             self._cancel_timer()
             self._take(exchange)
+        elif self._timing(self._headers_too_slow):  # its headers are in: it waits its turn
+            self._cancel_timer()
 
     def on_body(self, body: bytes) -> None:
         exchange = self._parsing
@@ -943,7 +945,9 @@ class _Connection(asyncio.Protocol):
         callback()
 
     def _timing(self, callback: Callable[[], None]) -> bool:
-        return self._timer_callback == callback
+        """Whether `callback` is what is timed (armed, or kept while the client does not read)."""
+        pending = self._stopped[1] if self._stopped is not None else self._timer_callback
+        return pending == callback
 
     def _cancel_timer(self) -> None:
         self._timer_callback = self._stopped = None  # an armed timer fires for nothing

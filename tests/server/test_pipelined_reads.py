@@ -579,3 +579,53 @@ def test_a_request_taken_on_resume_is_not_cut_off_by_the_header_timer_kept_while
         return transport.closed, handler.answered_paths[-1:]
 
     assert asyncio.run(main()) == (False, ["/slow"])
+
+
+def test_a_half_closed_client_with_answers_unsent_is_gone_at_once() -> None:
+    """helper-75: a client sends a request whose answer it leaves unread (past what the
+    transport holds), then one still being scored, then half-closes (`eof_received`). The
+    transport closes once what is written is sent, so `connection_lost` waited, and with it
+    the cancellation: the second request was scored and answered. README: a client that
+    closes its side "counts as gone ...: it gets no answer". Now it is cancelled at the
+    half-close, and the app told so (counted `disconnected`)."""
+
+    async def main() -> tuple[list[str], bool, list[int], bool]:
+        handler = _Handler()
+        handler.release = asyncio.get_running_loop().create_future()
+        transport = _SlowReader()
+        connection, _ = await _connected(handler, Limits(30, 0.2, 30, 1000), transport)
+        transport.buffer = 10**6  # a large answer before, unread
+        connection.data_received(SLOW)
+        await asyncio.sleep(0)
+        connection.eof_received()
+        told, cancelled = list(handler.answered_paths), handler.release.cancelled()
+        await asyncio.sleep(0.5)  # the client still reads nothing: cut off (`_stall`)
+        return told, cancelled, _statuses(transport), transport.closed
+
+    assert asyncio.run(main()) == (["/slow"], True, [], True)  # main: ([], False, [], False)
+
+
+def test_a_body_deadline_stopped_while_answers_were_unread_also_moves_the_drain_after_413() -> None:
+    """helper-75: while a client does not read its answers, its body timer stops (c52aa64),
+    but an early 413 drained the rest of the body only until the deadline as set when the
+    request was taken: sent after the pause, inside the moved deadline, the 413 closed the
+    connection at once, and the client, still sending its body, got a reset. Now the
+    deadline moves by the pause: the rest is drained until then."""
+    head = b"POST /slow HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+    async def main() -> tuple[list[int], bool, bool]:
+        handler = _Handler()
+        connection, transport = await _connected(handler, Limits(30, 0.4, 30, 1000))
+        connection.data_received(head + b"5\r\nabcde\r\n")  # taken: the body's deadline runs
+        await asyncio.sleep(0.1)
+        connection.pause_writing()  # an answer before it, unread for 0.3 s
+        await asyncio.sleep(0.3)
+        connection.resume_writing()
+        await asyncio.sleep(0.1)  # 0.5 s after it was taken, 0.2 s of the deadline left
+        connection.data_received(b"800\r\n" + b"a" * 2048 + b"\r\n")  # past the limit
+        await asyncio.sleep(0.02)
+        answered, closed_at_once = _statuses(transport), transport.closed
+        await asyncio.sleep(0.3)
+        return answered, closed_at_once, transport.closed
+
+    assert asyncio.run(main()) == ([413], False, True)  # main: ([413], True, True)

@@ -402,6 +402,8 @@ class _Connection(asyncio.Protocol):
         self._writable = True
         self._stopped: tuple[float, Callable[[], None]] | None = None
         """The timer to start when the client reads its answers again (`_set_timer`)."""
+        self._paused_at = 0.0
+        """Loop time at which the client last stopped reading its answers (`pause_writing`)."""
 
     # -- asyncio ----------------------------------------------------------------------------
 
@@ -414,22 +416,16 @@ class _Connection(asyncio.Protocol):
         self._set_timer(self._limits.header_timeout_s, self._headers_too_slow)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._closed = True
-        self._cancel_timer()
+        self._gone()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         if self._stalled is not None:
             self._stalled.cancel()
             self._stalled = None
-        if self._task is not None:  # its client is gone: the app drops the request's work
-            self._task.cancel()
-        elif self._queue and self._queue[0].taken and not self._queue[0].sent:  # body not in
-            self._handler.answered(self._queue[0].request, None)
         # the parser and the task refer back to this protocol: no cycle is left for the
         # garbage collector's pauses
         self._parser = self._task = None  # type: ignore[assignment]
-        self._queue.clear()
         self._unsent = []
         self._held = None
         if self._resuming is not None:
@@ -438,9 +434,24 @@ class _Connection(asyncio.Protocol):
         self._server.forget(self)
 
     def eof_received(self) -> None:
-        """The client closed its side: it counts as gone (the transport closes, and its
-        request is cancelled), but an answer already made is written first."""
+        """The client closed its side: it counts as gone (its request is cancelled now, and
+        the transport closes), but an answer already made is written first, while the client
+        reads it (`_stall`; the transport waits for it before it tells `connection_lost`)."""
         self.flush()
+        self._gone()
+        if self._transport is not None and self._transport.get_write_buffer_size():
+            self._stall()
+
+    def _gone(self) -> None:
+        """The client left: no more is read or written, and the app drops the request's work."""
+        self._closed = True
+        self._cancel_timer()
+        if self._queue and self._queue[0].taken and not self._queue[0].sent:  # unanswered
+            self._handler.answered(self._queue[0].request, None)
+        if self._task is not None:  # cancelled before it started, it never runs at all
+            self._task.cancel()
+            self._task = None
+        self._queue.clear()
 
     def data_received(self, data: bytes) -> None:
         if self._closed or self._broken:
@@ -522,9 +533,11 @@ class _Connection(asyncio.Protocol):
         self._settle()
 
     def pause_writing(self) -> None:
-        """The client does not read its answers as fast as they come: take no more requests,
-        and cut it off if it reads nothing more within `body_timeout_s`."""
+        """The client does not read its answers as fast as they come (the kernel's buffers
+        are full, and the transport holds its high-water mark): take no more requests, and
+        cut it off if it reads nothing more within `body_timeout_s`."""
         self._writable = False
+        self._paused_at = self._loop.time()
         self._stall()
         if self._timer_callback is not None:  # stopped until the client reads again
             left = max(0.0, self._due - self._loop.time())
@@ -532,6 +545,8 @@ class _Connection(asyncio.Protocol):
         self._pace()
 
     def resume_writing(self) -> None:
+        if self._queue and self._queue[0].taken:  # its body's deadline stopped meanwhile too
+            self._queue[0].due += self._loop.time() - self._paused_at
         self._writable = True
         stopped, self._stopped = self._stopped, None
         if stopped is not None:
@@ -680,8 +695,7 @@ class _Connection(asyncio.Protocol):
                 elif exchange.respond is not None:
                     if exchange.continues:
                         self._write(b"HTTP/1.1 100 Continue\r\n\r\n")
-                    left = max(0.0, exchange.due - self._loop.time())
-                    self._set_timer(left, self._body_too_slow)
+                    self._set_timer(self._time_left(exchange), self._body_too_slow)
         self._pace()
 
     def _start(self, exchange: _Exchange) -> None:
@@ -698,8 +712,7 @@ class _Connection(asyncio.Protocol):
         except Refusal as refusal:
             answer = refusal.answer()
         except asyncio.CancelledError:
-            if self._closed:  # the client left: nobody reads an answer
-                self._handler.answered(exchange.request, None)
+            if self._closed:  # the client left (`_gone` told the app): nobody reads an answer
                 return
             raise
         except Exception:
@@ -735,7 +748,7 @@ class _Connection(asyncio.Protocol):
             self._close()
         else:  # drop the rest of the body until it ends or its deadline, then close
             exchange.chunks = []
-            self._set_timer(max(0.0, exchange.due - self._loop.time()), self._close)
+            self._set_timer(self._time_left(exchange), self._close)
 
     def _next(self) -> None:
         """Take the requests in line one after another while the client reads its answers,
@@ -768,6 +781,13 @@ class _Connection(asyncio.Protocol):
         else:
             self._set_timer(self._limits.keep_alive_s, self._close)
             self._pace()
+
+    def _time_left(self, exchange: _Exchange) -> float:
+        """Seconds left until the body's deadline of `exchange`, the request taken: it does
+        not run while the client does not read its answers (`resume_writing` moves it)."""
+        now = self._loop.time()
+        stopped = 0.0 if self._writable else now - self._paused_at
+        return max(0.0, exchange.due + stopped - now)
 
     def _pace(self) -> None:
         """Read on unless a second request waits in line or the client does not read its
@@ -901,7 +921,8 @@ class _Connection(asyncio.Protocol):
 
     def _stall(self) -> None:
         """Watch the answers not yet sent: a client that reads none of them for
-        `body_timeout_s` is cut off (one that reads, however slowly, is not)."""
+        `body_timeout_s` is cut off (one whose reads make room for them is not; looked at
+        once per `body_timeout_s`, so it takes up to twice that)."""
         if self._stalled is None and self._transport is not None:
             self._sent_mark = self._written - self._transport.get_write_buffer_size()
             self._stalled = self._loop.call_later(self._limits.body_timeout_s, self._stalling)

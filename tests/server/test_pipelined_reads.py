@@ -598,6 +598,7 @@ def test_a_half_closed_client_with_answers_unsent_is_gone_at_once() -> None:
         connection.data_received(SLOW)
         await asyncio.sleep(0)
         connection.eof_received()
+        await asyncio.sleep(0.05)  # its coroutine hears of it on the loop's next pass
         told, cancelled = list(handler.answered_paths), handler.release.cancelled()
         await asyncio.sleep(0.5)  # the client still reads nothing: cut off (`_stall`)
         return told, cancelled, _statuses(transport), transport.closed

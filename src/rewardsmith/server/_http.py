@@ -259,20 +259,24 @@ class _Answering:
     `asyncio.current_task()` (the app's routes use neither), and may await only asyncio
     futures (anything else gets `RuntimeError` where it awaited it)."""
 
-    __slots__ = ("_cancelled", "_coroutine", "_waiting")
+    __slots__ = ("_cancelled", "_coroutine", "_started", "_waiting")
 
     def __init__(self, coroutine: Coroutine[Any, Any, None]) -> None:
         self._coroutine = coroutine
         self._waiting: asyncio.Future[Any] | None = None
         self._cancelled = False
+        self._started = False
 
     def start(self) -> None:
+        self._started = True
         self._step(None)
 
-    def cancel(self) -> None:
+    def cancel(self) -> bool:
+        """Whether the coroutine hears of it (else it never started, and never runs)."""
         self._cancelled = True
         if self._waiting is not None:
             self._waiting.cancel()
+        return self._started
 
     def _step(self, done: asyncio.Future[Any] | None) -> None:
         self._waiting = None
@@ -446,11 +450,11 @@ class _Connection(asyncio.Protocol):
         """The client left: no more is read or written, and the app drops the request's work."""
         self._closed = True
         self._cancel_timer()
-        if self._queue and self._queue[0].taken and not self._queue[0].sent:  # unanswered
-            self._handler.answered(self._queue[0].request, None)
-        if self._task is not None:  # cancelled before it started, it never runs at all
-            self._task.cancel()
-            self._task = None
+        told = self._task is not None and self._task.cancel()  # it tells the app (`_respond`)
+        self._task = None
+        head = self._queue[0] if self._queue else None
+        if head is not None and head.taken and not head.sent and not told:
+            self._handler.answered(head.request, None)
         self._queue.clear()
 
     def data_received(self, data: bytes) -> None:
@@ -712,7 +716,8 @@ class _Connection(asyncio.Protocol):
         except Refusal as refusal:
             answer = refusal.answer()
         except asyncio.CancelledError:
-            if self._closed:  # the client left (`_gone` told the app): nobody reads an answer
+            if self._closed:  # the client left: nobody reads an answer
+                self._handler.answered(exchange.request, None)
                 return
             raise
         except Exception:

@@ -37,11 +37,13 @@ What a connection may do:
   thousands of small requests, which the loop would otherwise parse all at once; after a
   slice in which the parser called back more than `_EVENTS_PER_PASS` times, or in which a
   request ended, the rest waits for the loop's next pass);
-- a client must read its answers: while the write buffer is full no more of its requests
-  are taken, reading pauses and the timers above stop (they go on when it reads again), and
-  one that reads none of what is left to send for `body_timeout_s` is cut off;
+- a client must read its answers: while the write buffer is full (past what the kernel's
+  socket buffers took) no more of its requests are taken, reading pauses and the timers
+  above stop (they go on when it reads again), and one that reads none of what is left to
+  send for `body_timeout_s` is cut off;
 - a client that closes its connection, or only its side of it, cancels the request it
-  waits for (as uvicorn and nginx: a killed process's kernel sends the same FIN);
+  waits for (as uvicorn and nginx: a killed process's kernel sends the same FIN), once the
+  close is read: not while reading pauses;
 - an answer to HEAD has no body (no route serves HEAD: it is refused).
 """
 
@@ -797,7 +799,8 @@ class _Connection(asyncio.Protocol):
     def _pace(self) -> None:
         """Read on unless a second request waits in line or the client does not read its
         answers: what comes meanwhile would only pile up. (While reading is paused, a
-        client that goes away is noticed only when its answer is written.)"""
+        client that goes away is noticed only when a write to it fails, or a half-close once
+        reading resumes.)"""
         if self._closed or self._transport is None:
             return
         want = self._writable and len(self._queue) <= 1 and not self._broken and not self._held

@@ -1085,3 +1085,72 @@ def test_a_look_that_raises_once_does_not_end_the_looks_of_its_loop_for_good() -
     finally:
         outcome_in_thread(engine.close, timeout=10)
         time.sleep(0.2)
+
+
+def test_a_take_over_that_fails_to_start_its_driver_is_tried_again_at_the_next_look() -> None:
+    """Known since helper-72 (session 17): `_take_over` let go of the closed hosting loop
+    before it started the thread that takes over; when that start failed (no file descriptor
+    left for its pipe), nothing was left to take over, and the runs in flight waited
+    forever. Now the loop is let go once the thread runs: the next look tries again."""
+    engine = Engine(PLAIN, workers=1)
+    real = engine.front._start_driver
+    failed = [0]
+
+    def fails_once() -> None:
+        if not failed[0]:
+            failed[0] = 1
+            raise OSError(24, "Too many open files")  # os.pipe
+        real()
+
+    engine.front._start_driver = fails_once  # type: ignore[method-assign]
+    host, host_thread = _hosted_in_thread(engine)
+
+    async def other() -> list:
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: None)
+        await engine.ascore([{"completion": "a"}])  # the pool is up
+        future = engine.asubmit([{"completion": "sleep 0.5"}])
+        await asyncio.sleep(0.1)  # its sample is in flight from the hosting loop
+        host.call_soon_threadsafe(host.stop)
+        await asyncio.to_thread(host_thread.join, 5)
+        host.close()  # as `asyncio.run` ends: the sample in flight
+        return _rewards(await future)
+
+    try:
+        outcome = outcome_in_thread(lambda: asyncio.run(other()), timeout=10)
+        assert failed[0] == 1
+        assert outcome == [[9.0]], outcome  # main: [] - hangs
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+        time.sleep(0.2)
+
+
+def test_a_driver_thread_that_cannot_start_leaves_no_pipe_and_the_next_call_starts_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A process out of threads: the call that needed a driver fails, its wake-up pipe is
+    closed (not one leaked per call), and the next call, threads back, starts a driver.
+    Was: the thread that never started was taken for the driver, and every later call
+    waited for it forever."""
+
+    class NoThread(threading.Thread):
+        def start(self) -> None:
+            raise RuntimeError("can't start new thread")
+
+    class FrontThreading:  # the front's `threading`, whose threads cannot start
+        Thread = NoThread
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(threading, name)
+
+    with Engine(PLAIN, workers=1) as engine:
+        engine.score([{"completion": "a"}])  # the pool is up
+        engine.front.close()  # the driver gone: the next call starts one
+        monkeypatch.setattr(rewardsmith.engine._front, "threading", FrontThreading())
+        before = len(os.listdir("/proc/self/fd"))
+        for _ in range(3):
+            (error,) = outcome_in_thread(lambda: engine.score([{"completion": "a"}]), timeout=10)
+            assert isinstance(error, RuntimeError), error  # main: hangs from the second
+        assert len(os.listdir("/proc/self/fd")) == before
+        monkeypatch.undo()
+        outcome = outcome_in_thread(lambda: engine.score([{"completion": "abc"}]), timeout=10)
+        assert [_rewards(result) for result in outcome] == [[3.0]]

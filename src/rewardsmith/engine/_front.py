@@ -303,21 +303,30 @@ class Front:
         """A thread takes over the pool and what is in flight from a closed hosting loop
         (with `_lock` held)."""
         assert self._host is not None
+        if self._thread is None and not self._closing:  # first: should it fail (no file
+            self._start_driver()  # descriptor left), the next look finds the host gone again
         self._host.abandon()
         self._host = None
-        if self._thread is None and not self._closing:
-            self._start_driver()
 
     def _start_driver(self) -> None:
         """Start a driver thread and its wake-up pipe (with `_lock` held)."""
         wake_r, self._wake_w = os.pipe()
-        os.set_blocking(wake_r, False)
-        os.set_blocking(self._wake_w, False)
-        self._woken = False
-        self._thread = threading.Thread(
-            target=self._drive, args=(wake_r, self._wake_w), name="rewardsmith-front", daemon=True
-        )
-        self._thread.start()
+        try:
+            os.set_blocking(wake_r, False)
+            os.set_blocking(self._wake_w, False)
+            self._woken = False
+            self._thread = threading.Thread(
+                target=self._drive,
+                args=(wake_r, self._wake_w),
+                name="rewardsmith-front",
+                daemon=True,
+            )
+            self._thread.start()
+        except BaseException:  # no thread (RuntimeError: can't start new thread): no pipe
+            os.close(wake_r)
+            os.close(self._wake_w)
+            self._thread, self._wake_w = None, -1
+            raise
 
     def close(self) -> None:
         """Stop the driver, fail the runs in flight (`EngineClosed`), stop the workers.

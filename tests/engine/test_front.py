@@ -1154,3 +1154,139 @@ def test_a_driver_thread_that_cannot_start_leaves_no_pipe_and_the_next_call_star
         monkeypatch.undo()
         outcome = outcome_in_thread(lambda: engine.score([{"completion": "abc"}]), timeout=10)
         assert [_rewards(result) for result in outcome] == [[3.0]]
+
+
+class _FrontThreading:
+    """The front's `threading`, with `Thread` replaced (the rest as it is)."""
+
+    def __init__(self, thread: type[threading.Thread]) -> None:
+        self.Thread = thread
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(threading, name)
+
+
+def test_an_interrupt_out_of_a_driver_start_leaves_the_running_driver_its_pipe(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """helper-77: `Thread.start` may raise once its thread runs (Ctrl-C in its wait for the
+    thread). b1edd11 closed the pipe then, which the running driver still owned: the driver
+    closed the same numbers again later, by then another file's (here a pipe's)."""
+    gate = threading.Event()
+
+    class LateInterrupt(threading.Thread):
+        def start(self) -> None:
+            super().start()
+            raise KeyboardInterrupt
+
+    engine = Engine(PLAIN, workers=1)
+    make_pool = engine.front._make_pool
+
+    def held_pool() -> object:
+        gate.wait(5)  # the driver waits here while the interrupt comes and goes
+        return make_pool()
+
+    engine.front._make_pool = held_pool  # type: ignore[method-assign]
+    monkeypatch.setattr(rewardsmith.engine._front, "threading", _FrontThreading(LateInterrupt))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            engine.submit([{"completion": "a"}])
+        monkeypatch.undo()
+        other_r, other_w = os.pipe()  # the lowest numbers free: those closed, if they were
+        gate.set()
+        assert _rewards(engine.score([{"completion": "abc"}])) == [3.0]
+        assert os.write(other_w, b"x") == 1  # b1edd11: EBADF
+        os.close(other_r)
+        os.close(other_w)
+    finally:
+        gate.set()
+        outcome_in_thread(engine.close, timeout=10)
+
+
+@pytest.mark.parametrize("limit", [None, 1])
+def test_a_call_whose_take_over_fails_queues_nothing_and_the_next_one_takes_over(
+    limit: int | None,
+) -> None:
+    """helper-77: `_hand_over` queued and counted a call's samples before the take-over of
+    a closed hosting loop, so a call that failed there still scored later, and with a queue
+    limit the next calls got `QueueFull` before any take-over: the runs in flight waited
+    forever (with a limit of 1, even with no failure). Now the take-over comes first."""
+    engine = Engine(PLAIN, workers=1, max_queue_samples=limit)
+    real = engine.front._start_driver
+    failed = [0]
+
+    def fails_once() -> None:
+        if not failed[0]:
+            failed[0] = 1
+            raise OSError(24, "Too many open files")
+        real()
+
+    engine.front._start_driver = fails_once  # type: ignore[method-assign]
+    host, host_thread = _hosted_in_thread(engine)
+    try:
+        engine.score([{"completion": "a"}])  # the pool is up
+        (in_flight,) = engine.submit([{"completion": "sleep 0.3"}])
+        time.sleep(0.1)
+        host.call_soon_threadsafe(host.stop)
+        host_thread.join(5)
+        host.close()
+        with pytest.raises(OSError):
+            engine.submit([{"completion": "ab"}])
+        assert engine.front.admitted == 1  # the one in flight only (main: 2)
+        try:
+            engine.submit([{"completion": "abc"}])
+        except QueueFull:
+            assert limit == 1
+        assert in_flight.result(10).reward == 9.0  # main with a limit: never
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+
+
+def test_an_engine_closed_after_a_driver_thread_can_be_hosted_on_a_loop() -> None:
+    """helper-77: `close` wrote a wake-up for the driver thread, which ended without reading
+    it, and `_woken` stayed set: hosted on a loop afterwards, the first call never woke it."""
+    engine = Engine(PLAIN, workers=1)
+    assert _rewards(engine.score([{"completion": "a"}])) == [1.0]
+    engine.close()
+    host, host_thread = _hosted_in_thread(engine)
+    try:
+        outcome = outcome_in_thread(lambda: engine.score([{"completion": "ab"}]), timeout=10)
+        assert [_rewards(result) for result in outcome] == [[2.0]]  # main: [] - hangs
+    finally:
+        _stop_hosted(engine, host, host_thread)
+
+
+def test_a_close_that_cannot_start_a_driver_for_runs_opened_meanwhile_still_fails_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """helper-77: a `close` whose last step (a driver for the runs opened while it closed)
+    raised never told the runs it had failed: their futures waited forever. Now they are
+    told first, then it raises; the next call starts a driver for the others."""
+    engine = Engine(PLAIN, workers=1)
+    front = engine.front
+    engine.score([{"completion": "a"}])
+    (in_flight,) = engine.submit([{"completion": "sleep 0.5"}])
+    time.sleep(0.1)
+    late: list = []
+    close_pool = front._close_pool
+
+    def opened_meanwhile() -> None:
+        caller = threading.Thread(target=lambda: late.extend(engine.submit([{"completion": "ab"}])))
+        caller.start()
+        caller.join()
+        close_pool()
+
+    def no_descriptor() -> None:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(front, "_close_pool", opened_meanwhile)
+    monkeypatch.setattr(front, "_start_driver", no_descriptor)
+    (error,) = outcome_in_thread(engine.close, timeout=10)
+    assert isinstance(error, OSError)
+    monkeypatch.undo()
+    try:
+        assert isinstance(in_flight.exception(5), EngineClosed)  # main: never told
+        assert _rewards(engine.score([{"completion": "abc"}])) == [3.0]
+        assert late[0].result(5).reward == 2.0
+    finally:
+        outcome_in_thread(engine.close, timeout=10)

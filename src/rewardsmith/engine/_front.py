@@ -219,7 +219,16 @@ class Front:
             self._hand_over(run, op, payload, last=False)
 
     def _hand_over(self, run: Run, op: str, payload: Any, last: bool) -> None:
-        """`command` (an add that is `last` ends its run too), with `_lock` held."""
+        """`command` (an add that is `last` ends its run too), with `_lock` held.
+
+        What is in flight gets a driver first, whatever becomes of this command (refused by
+        the queue's limit, or failing): a closed hosting loop's runs are taken over, and a
+        driver that could not start is tried again, so a failed call queues nothing."""
+        if self._host is not None and self._host.gone:
+            self._take_over()
+        idle = self._host is None and self._thread is None
+        if idle and not self._closing:  # else `close` starts one, for what it did not fail
+            self._start_driver()
         if op == "add":
             count = len(payload)
             if self.limit is not None and self._admitted and self._admitted + count > self.limit:
@@ -231,12 +240,9 @@ class Front:
             payload = (run.added, payload, last)
             run.added += count
         self._inbox.append((run, op, payload))
-        if self._host is not None and self._host.gone:
-            self._take_over()
-        if self._host is None and self._thread is None:
-            if not self._closing:  # else `close` starts one, for what it did not fail
-                self._start_driver()
-        elif not self._woken and not (op == "add" and self._saturated and _to_score(payload)):
+        if idle:  # the driver started above takes the inbox once it has `_lock`
+            return
+        if not self._woken and not (op == "add" and self._saturated and _to_score(payload)):
             self._woken = True
             if self._host is not None:
                 self._host.wake()
@@ -304,7 +310,7 @@ class Front:
         (with `_lock` held)."""
         assert self._host is not None
         if self._thread is None and not self._closing:  # first: should it fail (no file
-            self._start_driver()  # descriptor left), the next look finds the host gone again
+            self._start_driver()  # descriptor left), the next look or call tries again
         self._host.abandon()
         self._host = None
 
@@ -322,7 +328,8 @@ class Front:
                 daemon=True,
             )
             self._thread.start()
-        except BaseException:  # no thread (RuntimeError: can't start new thread): no pipe
+        except Exception:  # no thread (RuntimeError: can't start new thread): no pipe. (Not
+            # an interrupt: it may come once the thread runs, and the pipe is then its own.)
             os.close(wake_r)
             os.close(self._wake_w)
             self._thread, self._wake_w = None, -1
@@ -343,14 +350,17 @@ class Front:
         if not self._close_lock.acquire(blocking=not on_driver):
             return
         try:
-            error, failed = self._close()
+            error, failed, restart = self._close()
         finally:
             self._close_lock.release()
         for run in failed:  # told once the engine takes calls again: a callback that
             run.sink.done(error)  # scores anew (a retry) is not stuck in the closing
+        if restart is not None:  # no driver for the runs opened meanwhile: the next call
+            raise restart  # starts one
 
-    def _close(self) -> tuple[BaseException, list[Run]]:
-        """`close` with `_close_lock` held; the error and the runs failed, to be told."""
+    def _close(self) -> tuple[BaseException, list[Run], Exception | None]:
+        """`close` with `_close_lock` held; the error and the runs failed, to be told, and
+        why no driver could start for the runs opened meanwhile."""
         with self._lock:
             thread, host = self._thread, self._host
             self._closing = True
@@ -366,12 +376,17 @@ class Front:
         error = EngineClosed("the engine was closed")
         failed = self._fail_all(error, notify=False)
         self._close_pool()
+        restart = None
         with self._lock:
             self._closing = False
             self._host = None
+            self._woken = False  # a wake-up written for the driver that ended is no more
             if self._inbox:  # runs opened while it closed
-                self._start_driver()
-        return error, failed
+                try:
+                    self._start_driver()
+                except Exception as exc:
+                    restart = exc
+        return error, failed, restart
 
     def _close_pool(self) -> None:
         with self._pool_lock:

@@ -1290,3 +1290,112 @@ def test_a_close_that_cannot_start_a_driver_for_runs_opened_meanwhile_still_fail
         assert late[0].result(5).reward == 2.0
     finally:
         outcome_in_thread(engine.close, timeout=10)
+
+
+def test_an_interrupt_before_the_driver_thread_runs_leaves_no_driver_to_wait_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """helper-78: cb91633 let go of a driver that could not start only on `Exception`; an
+    interrupt before its thread existed left the Thread as the driver, and every later
+    call, and `close`, waited for it forever."""
+
+    class EarlyInterrupt(threading.Thread):
+        def start(self) -> None:
+            raise KeyboardInterrupt
+
+    engine = Engine(PLAIN, workers=1)
+    monkeypatch.setattr(rewardsmith.engine._front, "threading", _FrontThreading(EarlyInterrupt))
+    with pytest.raises(KeyboardInterrupt):
+        engine.submit([{"completion": "a"}])
+    monkeypatch.undo()
+    try:
+        outcome = outcome_in_thread(lambda: engine.score([{"completion": "ab"}]), timeout=10)
+        assert [_rewards(result) for result in outcome] == [[2.0]]  # cb91633: [] - hangs
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+
+
+def test_a_close_interrupted_midway_tells_the_runs_it_failed_and_takes_calls_again() -> None:
+    """helper-78: an interrupt in `close` (Ctrl-C while it joins the workers) left the
+    engine closing for good: the runs it had failed were never told, and every later call
+    waited."""
+    engine = Engine(PLAIN, workers=1)
+    front = engine.front
+    engine.score([{"completion": "a"}])
+    (in_flight,) = engine.submit([{"completion": "sleep 0.5"}])
+    time.sleep(0.1)
+    close_pool = front._close_pool
+
+    def interrupted() -> None:
+        close_pool()
+        raise KeyboardInterrupt
+
+    front._close_pool = interrupted  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        engine.close()
+    del front._close_pool
+    try:
+        assert isinstance(in_flight.exception(5), EngineClosed)  # main: never told
+        outcome = outcome_in_thread(lambda: engine.score([{"completion": "ab"}]), timeout=10)
+        assert [_rewards(result) for result in outcome] == [[2.0]]  # main: [] - hangs
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+
+
+def test_a_call_that_finds_its_hosting_loop_closed_as_it_wakes_it_is_taken_over() -> None:
+    """helper-78: a hosting loop closed between the check that it is gone and its wake-up
+    made the call raise `RuntimeError: Event loop is closed`, its samples queued and
+    counted all the same. Now a thread takes over there and then."""
+    engine = Engine(PLAIN, workers=1)
+    host, host_thread = _hosted_in_thread(engine)
+    try:
+        engine.score([{"completion": "a"}])  # the pool is up
+        hosted = engine.front._host
+        assert hosted is not None
+        host.call_soon_threadsafe(host.stop)
+        host_thread.join(5)
+        host.close()
+        hosted.__class__ = type("NotYetGone", (type(hosted),), {"gone": False})  # as checked
+        outcome = outcome_in_thread(lambda: engine.score([{"completion": "ab"}]), timeout=10)
+        assert [_rewards(result) for result in outcome] == [[2.0]]  # main: RuntimeError
+        assert engine.front.admitted == 0
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+
+
+def test_a_caller_waiting_when_no_driver_could_start_gets_one_at_its_next_look(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """helper-78: a `close` whose last driver start failed (no file descriptor) left a
+    `score` opened during the close waiting: its looks only took over a closed hosting
+    loop, never started a missing driver. Now they do, once one can start."""
+    engine = Engine(PLAIN, workers=1)
+    front = engine.front
+    engine.score([{"completion": "a"}])
+    late: list = []
+    close_pool = front._close_pool
+
+    def opened_meanwhile() -> None:
+        caller = threading.Thread(
+            target=lambda: late.append(
+                outcome_in_thread(lambda: engine.score([{"completion": "ab"}]), 10)
+            )
+        )
+        caller.start()
+        time.sleep(0.2)  # its samples queued, it waits
+        late.append(caller)
+        close_pool()
+
+    def no_descriptor() -> None:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(front, "_close_pool", opened_meanwhile)
+    monkeypatch.setattr(front, "_start_driver", no_descriptor)
+    (error,) = outcome_in_thread(engine.close, timeout=10)
+    assert isinstance(error, OSError)
+    monkeypatch.undo()  # descriptors again
+    try:
+        late[0].join(10)
+        assert [_rewards(result) for result in late[1]] == [[2.0]]  # main: [] - waits
+    finally:
+        outcome_in_thread(engine.close, timeout=10)

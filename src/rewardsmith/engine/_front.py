@@ -245,7 +245,10 @@ class Front:
         if not self._woken and not (op == "add" and self._saturated and _to_score(payload)):
             self._woken = True
             if self._host is not None:
-                self._host.wake()
+                try:
+                    self._host.wake()
+                except RuntimeError:  # its loop closed just now: a thread takes over
+                    self._take_over()
             else:
                 os.write(self._wake_w, b"\0")
 
@@ -299,11 +302,14 @@ class Front:
 
     def take_over_if_orphaned(self) -> None:
         """Drive the pool from a thread if the event loop that hosted it was closed with
-        runs in flight (a caller that waits for one looks now and then): nothing else would
-        ever finish them."""
+        runs in flight, or if no driver runs for what waits (its start failed, as a `close`
+        ended): a caller that waits looks now and then, and nothing else would ever finish
+        them."""
         with self._lock:
             if self._host is not None and self._host.gone:
                 self._take_over()
+            elif not (self._host or self._thread or self._closing) and self._inbox:
+                self._start_driver()
 
     def _take_over(self) -> None:
         """A thread takes over the pool and what is in flight from a closed hosting loop
@@ -328,10 +334,12 @@ class Front:
                 daemon=True,
             )
             self._thread.start()
-        except Exception:  # no thread (RuntimeError: can't start new thread): no pipe. (Not
-            # an interrupt: it may come once the thread runs, and the pipe is then its own.)
-            os.close(wake_r)
-            os.close(self._wake_w)
+        except BaseException as exc:
+            if isinstance(exc, Exception):  # no thread (can't start new thread): no pipe
+                os.close(wake_r)
+                os.close(self._wake_w)
+            # else an interrupt, maybe once the thread runs: let go of it, and it closes
+            # its pipe as it sees that (`_let_go`); one that never ran leaves two behind
             self._thread, self._wake_w = None, -1
             raise
 
@@ -349,18 +357,20 @@ class Front:
         )
         if not self._close_lock.acquire(blocking=not on_driver):
             return
+        error = EngineClosed("the engine was closed")
+        failed: list[Run] = []
         try:
-            error, failed, restart = self._close()
-        finally:
+            restart = self._close(error, failed)
+        finally:  # also when interrupted (Ctrl-C in a join): the engine takes calls again
             self._close_lock.release()
-        for run in failed:  # told once the engine takes calls again: a callback that
-            run.sink.done(error)  # scores anew (a retry) is not stuck in the closing
+            for run in failed:  # told once it does: a callback that scores anew (a
+                run.sink.done(error)  # retry) is not stuck in the closing
         if restart is not None:  # no driver for the runs opened meanwhile: the next call
             raise restart  # starts one
 
-    def _close(self) -> tuple[BaseException, list[Run], Exception | None]:
-        """`close` with `_close_lock` held; the error and the runs failed, to be told, and
-        why no driver could start for the runs opened meanwhile."""
+    def _close(self, error: BaseException, failed: list[Run]) -> Exception | None:
+        """`close` with `_close_lock` held: the runs failed with `error` go to `failed`, to
+        be told; why no driver could start for the runs opened meanwhile."""
         with self._lock:
             thread, host = self._thread, self._host
             self._closing = True
@@ -369,14 +379,20 @@ class Front:
             elif thread is not None and not self._woken:  # call starts another
                 self._woken = True
                 os.write(self._wake_w, b"\0")
-        if host is not None:
-            host.stop()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
-        error = EngineClosed("the engine was closed")
-        failed = self._fail_all(error, notify=False)
-        self._close_pool()
-        restart = None
+        try:
+            if host is not None:
+                host.stop()
+            if thread is not None and thread is not threading.current_thread():
+                thread.join()
+            failed += self._fail_all(error, notify=False)
+            self._close_pool()
+        finally:
+            restart = self._reopen()
+        return restart
+
+    def _reopen(self) -> Exception | None:
+        """The end of a `close`: calls are taken again, and the runs opened while it closed
+        get a driver; why none could start."""
         with self._lock:
             self._closing = False
             self._host = None
@@ -385,8 +401,8 @@ class Front:
                 try:
                     self._start_driver()
                 except Exception as exc:
-                    restart = exc
-        return error, failed, restart
+                    return exc
+        return None
 
     def _close_pool(self) -> None:
         with self._pool_lock:

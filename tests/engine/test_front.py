@@ -1399,3 +1399,142 @@ def test_a_caller_waiting_when_no_driver_could_start_gets_one_at_its_next_look(
         assert [_rewards(result) for result in late[1]] == [[2.0]]  # main: [] - waits
     finally:
         outcome_in_thread(engine.close, timeout=10)
+
+
+def test_a_close_interrupted_in_its_join_of_a_busy_driver_starts_no_second_one() -> None:
+    """helper-79: 552fbc8's `_reopen` (after a `close` interrupted in its join of the driver)
+    started a driver for the runs opened meanwhile while the first still ran: two threads
+    polled one pool, which is not safe. Now the first goes on, alone."""
+    engine = Engine(PLAIN, workers=1)
+    front = engine.front
+    pool = front.pool
+    polls = {"now": 0, "most": 0}
+    poll = pool.poll
+
+    def slow_poll(max_wait_s: float = 0.1, wake: int | None = None) -> list:
+        polls["now"] += 1
+        polls["most"] = max(polls["most"], polls["now"])
+        try:
+            time.sleep(0.3)  # a poll that does not end at the wake-up
+            return poll(max_wait_s, wake)
+        finally:
+            polls["now"] -= 1
+
+    pool.poll = slow_poll  # type: ignore[method-assign]
+    try:
+        (first,) = engine.submit([{"completion": "a"}])
+        time.sleep(0.1)  # the driver in its slow poll
+        driver = front._thread
+        assert driver is not None
+        (second,) = engine.submit([{"completion": "ab"}])
+
+        def interrupted(timeout: float | None = None) -> None:
+            raise KeyboardInterrupt  # Ctrl-C while `close` joins the driver
+
+        driver.join = interrupted  # type: ignore[method-assign]
+        with pytest.raises(KeyboardInterrupt):
+            engine.close()
+        del driver.join
+        assert front._thread is driver  # 552fbc8: a second driver
+        assert [first.result(10).reward, second.result(10).reward] == [1.0, 2.0]
+        assert polls["most"] == 1
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+
+
+def test_a_close_interrupted_after_its_driver_ended_drives_the_runs_in_flight() -> None:
+    """helper-79: a `close` interrupted once its driver had ended, before it failed the runs,
+    left them neither failed nor driven (their samples were in the pool, none in the inbox):
+    a `score` waited until some other call came."""
+    engine = Engine(PLAIN, workers=1)
+    front = engine.front
+    engine.score([{"completion": "a"}])  # the pool is up
+    (in_flight,) = engine.submit([{"completion": "sleep 0.3"}])
+    time.sleep(0.1)  # its task runs in the pool
+    driver = front._thread
+    assert driver is not None
+    join = driver.join
+
+    def interrupted(timeout: float | None = None) -> None:
+        join(timeout)
+        raise KeyboardInterrupt  # Ctrl-C as the join returns
+
+    driver.join = interrupted  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        engine.close()
+    try:
+        assert in_flight.result(10).reward == 9.0  # 552fbc8: waits for another call
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+
+
+def test_a_call_whose_wake_of_a_closed_loop_and_take_over_both_fail_queues_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """helper-79: when the hosting loop closed just as a call woke it, and the take-over
+    could not start a thread either, the call raised with its samples queued and counted
+    (scored later for nobody, holding the queue's room meanwhile)."""
+    engine = Engine(PLAIN, workers=1, max_queue_samples=4)
+    host, host_thread = _hosted_in_thread(engine)
+    try:
+        engine.score([{"completion": "a"}])  # the pool is up
+        hosted = engine.front._host
+        assert hosted is not None
+        host.call_soon_threadsafe(host.stop)
+        host_thread.join(5)
+        host.close()
+        hosted.__class__ = type("NotYetGone", (type(hosted),), {"gone": False})  # as checked
+        real = engine.front._start_driver
+
+        def no_descriptor() -> None:
+            raise OSError(24, "Too many open files")
+
+        monkeypatch.setattr(engine.front, "_start_driver", no_descriptor)
+        with pytest.raises(OSError):
+            engine.submit([{"completion": "abc"}] * 3)
+        assert engine.front.admitted == 0  # 552fbc8: 3
+        monkeypatch.setattr(engine.front, "_start_driver", real)
+        hosted.__class__ = type(hosted).__mro__[1]
+        assert _rewards(engine.score([{"completion": "ab"}] * 4)) == [2.0] * 4
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+
+
+def test_an_ascore_waiting_when_no_driver_could_start_gets_one_at_its_next_look(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """helper-79: only an `ascore` on an engine hosted by another loop looked now and then;
+    on one driven by a thread, after a `close` whose last driver start failed, it waited for
+    another call. Now it looks, as a thread waiting in `score` does."""
+    engine = Engine(PLAIN, workers=1)
+    front = engine.front
+    engine.score([{"completion": "a"}])
+    other = asyncio.new_event_loop()
+    runner = threading.Thread(target=other.run_forever, daemon=True)
+    runner.start()
+    waiting: list = []
+    close_pool = front._close_pool
+
+    def opened_meanwhile() -> None:
+        call = engine.ascore([{"completion": "ab"}])
+        waiting.append(asyncio.run_coroutine_threadsafe(call, other))
+        deadline = time.monotonic() + 5
+        while not front._inbox and time.monotonic() < deadline:
+            time.sleep(0.01)  # queued while the close runs
+        close_pool()
+
+    def no_descriptor() -> None:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(front, "_close_pool", opened_meanwhile)
+    monkeypatch.setattr(front, "_start_driver", no_descriptor)
+    (error,) = outcome_in_thread(engine.close, timeout=10)
+    assert isinstance(error, OSError)
+    monkeypatch.undo()  # descriptors again
+    try:
+        assert _rewards(waiting[0].result(10)) == [2.0]  # 552fbc8: waits
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+        other.call_soon_threadsafe(other.stop)
+        runner.join(5)
+        other.close()

@@ -249,7 +249,7 @@ class Engine:
             handover = self._handovers[loop] = _Handover(loop)
         sink = _Awaited(loop, handover)
         self._queue(self._prepare(samples), sink)
-        if self.front.hosted_elsewhere():
+        if self.front.driven_elsewhere():
             handover.look_while_awaited(sink.future, self.front.take_over_if_orphaned)
         return sink.future  # type: ignore[return-value]
 

@@ -248,7 +248,15 @@ class Front:
                 try:
                     self._host.wake()
                 except RuntimeError:  # its loop closed just now: a thread takes over
-                    self._take_over()
+                    try:
+                        self._take_over()
+                    except BaseException:  # as if this call never came
+                        self._woken = False
+                        self._inbox.pop()
+                        if op == "add":
+                            self._admitted -= len(payload[1])
+                            run.added -= len(payload[1])
+                        raise
             else:
                 os.write(self._wake_w, b"\0")
 
@@ -293,12 +301,12 @@ class Front:
                 "from another thread."
             )
 
-    def hosted_elsewhere(self) -> bool:
-        """Hosted by an event loop other than the running one: a caller awaiting results on
-        this one must look for the host's end (`take_over_if_orphaned`), nothing else
-        would."""
+    def driven_elsewhere(self) -> bool:
+        """Driven by other than the running event loop (a thread, or a loop that hosts the
+        front): a caller awaiting results on this one must look now and then for a driver
+        that ended (`take_over_if_orphaned`), nothing else would."""
         host = self._host
-        return host is not None and not host.on_loop()
+        return host is None or not host.on_loop()
 
     def take_over_if_orphaned(self) -> None:
         """Drive the pool from a thread if the event loop that hosted it was closed with
@@ -308,7 +316,7 @@ class Front:
         with self._lock:
             if self._host is not None and self._host.gone:
                 self._take_over()
-            elif not (self._host or self._thread or self._closing) and self._inbox:
+            elif not (self._host or self._thread or self._closing) and (self._inbox or self._runs):
                 self._start_driver()
 
     def _take_over(self) -> None:
@@ -397,7 +405,9 @@ class Front:
             self._closing = False
             self._host = None
             self._woken = False  # a wake-up written for the driver that ended is no more
-            if self._inbox:  # runs opened while it closed
+            # runs opened while it closed, or in flight if it was interrupted (a driver that
+            # was still running, its join interrupted, goes on: it is not doubled)
+            if (self._inbox or self._runs) and self._thread is None:
                 try:
                     self._start_driver()
                 except Exception as exc:
@@ -434,6 +444,8 @@ class Front:
             self._fail_all(exc)
             self._close_pool()
             with self._lock:
+                if self._let_go():  # let go meanwhile (a close): another may drive now
+                    return
                 self._thread = None
                 if self._inbox and not self._closing:  # runs opened meanwhile
                     self._start_driver()

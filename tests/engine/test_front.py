@@ -9,12 +9,15 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import wait
+from typing import Any
 
 import pytest
 
 import rewardsmith
 from rewardsmith import Engine, InputError, Sample
 from rewardsmith.engine import EngineClosed, QueueFull
+from rewardsmith.engine._front import Front
+from rewardsmith.models import Score
 
 SCRIPTED = "tests.engine.rewards_for_tests:scripted"
 PLAIN = {"rewards": {"s": {"type": SCRIPTED}}, "timeout_s": 1}
@@ -1157,10 +1160,15 @@ def test_a_driver_thread_that_cannot_start_leaves_no_pipe_and_the_next_call_star
 
 
 class _FrontThreading:
-    """The front's `threading`, with `Thread` replaced (the rest as it is)."""
+    """The front's `threading`, with `Thread` or `Event` replaced (the rest as it is)."""
 
-    def __init__(self, thread: type[threading.Thread]) -> None:
+    def __init__(
+        self,
+        thread: type[threading.Thread] = threading.Thread,
+        event: type[threading.Event] = threading.Event,
+    ) -> None:
         self.Thread = thread
+        self.Event = event
 
     def __getattr__(self, name: str) -> object:
         return getattr(threading, name)
@@ -1538,3 +1546,136 @@ def test_an_ascore_waiting_when_no_driver_could_start_gets_one_at_its_next_look(
         other.call_soon_threadsafe(other.stop)
         runner.join(5)
         other.close()
+
+
+class _TimedPool:
+    """A pool an event loop can drive, in process: a task whose sample index is 2 or more
+    ends 0.3 s after it came, the others at the next look."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[float, Any]] = []
+        self.closing = None
+
+    @property
+    def busy(self) -> int:
+        return len(self.pending)
+
+    @property
+    def saturated(self) -> bool:
+        return False
+
+    def submit(self, tasks: list) -> None:
+        now = time.monotonic()
+        self.pending += [(now + (0.3 if task.key[1] >= 2 else 0.0), task) for task in tasks]
+
+    def poll(self, max_wait_s: float = 0.1, wake: int | None = None) -> list:
+        time.sleep(0.01)
+        now = time.monotonic()
+        done = [task for due, task in self.pending if due <= now]
+        self.pending = [(due, task) for due, task in self.pending if due > now]
+        return [(task.key, Score.ok(float(len(task.sample.text)))) for task in done]
+
+    def drop(self, match: Callable[[Any], bool]) -> None:
+        self.pending = [(due, task) for due, task in self.pending if not match(task.key)]
+
+    def close(self) -> None:
+        pass
+
+    def watched(self) -> list[int]:
+        return []
+
+    def next_look_s(self, max_wait_s: float) -> float:
+        return 0.02
+
+
+def test_a_close_interrupted_while_the_hosting_loop_is_mid_look_waits_for_it_to_stop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """helper-80: 045ab4a's `_reopen` (after a `close` interrupted in `host.stop()`) started a
+    thread driver for the runs in flight while the hosting loop was still in a look (a slow
+    result callback): both drove the pool, and the loop dropped a result the thread had
+    given in its place. Now the interrupt waits for the loop to stop; then a thread drives
+    the rest, and every result comes once, in order."""
+    got: list = []
+
+    class SlowSink:
+        def scored(self, count: int) -> None:
+            pass
+
+        def result(self, index: int, result: Any) -> None:
+            got.append((index, result.reward))
+            if index == 0:
+                time.sleep(0.8)  # on the loop, in its look
+
+        def done(self, error: BaseException | None) -> None:
+            got.append(("done", error))
+
+    class InterruptedOnce(threading.Event):
+        interrupted = False
+
+        def wait(self, timeout: float | None = None) -> bool:
+            if not InterruptedOnce.interrupted:
+                InterruptedOnce.interrupted = True
+                raise KeyboardInterrupt  # Ctrl-C while `close` waits for the loop
+            return super().wait(timeout)
+
+    engine = Engine(PLAIN, workers=1)
+    front = Front(engine.spec, _TimedPool)
+    loop = asyncio.new_event_loop()
+    runner = threading.Thread(target=loop.run_forever, daemon=True)
+    runner.start()
+
+    async def hosting() -> None:
+        front.host(asyncio.get_running_loop(), True)
+
+    asyncio.run_coroutine_threadsafe(hosting(), loop).result(10)
+    try:
+        front.submit(SlowSink(), engine._prepare([{"completion": t} for t in ["a", "ab", "abc"]]))
+        time.sleep(0.3)  # the loop is in the first result's callback
+        monkeypatch.setattr(
+            rewardsmith.engine._front, "threading", _FrontThreading(event=InterruptedOnce)
+        )
+        with pytest.raises(KeyboardInterrupt):
+            front.close()
+        monkeypatch.undo()
+        deadline = time.monotonic() + 10
+        while not any(item[0] == "done" for item in got) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert got == [(0, 1.0), (1, 2.0), (2, 3.0), ("done", None)]  # 045ab4a: (1, 3.0)
+    finally:
+        outcome_in_thread(front.close, timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        runner.join(5)
+        loop.close()
+
+
+class _Ignored:
+    """A sink that keeps nothing."""
+
+    def scored(self, count: int) -> None:
+        pass
+
+    def result(self, index: int, result: object) -> None:
+        pass
+
+    def done(self, error: BaseException | None) -> None:
+        pass
+
+
+def test_a_run_opened_with_nothing_added_while_the_engine_closes_starts_no_workers() -> None:
+    """helper-80: 045ab4a's `_reopen` started a driver, and so a new pool of workers, for a
+    run merely opened while the engine closed (an `iter_score` whose input had not yielded
+    yet at shutdown)."""
+    engine = Engine(PLAIN, workers=1)
+    front = engine.front
+    engine.score([{"completion": "a"}])
+    close_pool = front._close_pool
+
+    def opened_meanwhile() -> None:
+        front.open(_Ignored())
+        close_pool()
+
+    front._close_pool = opened_meanwhile  # type: ignore[method-assign]
+    engine.close()
+    del front._close_pool
+    assert front._thread is None and front._pool is None  # 045ab4a: a driver, a new pool

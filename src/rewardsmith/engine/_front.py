@@ -316,8 +316,13 @@ class Front:
         with self._lock:
             if self._host is not None and self._host.gone:
                 self._take_over()
-            elif not (self._host or self._thread or self._closing) and (self._inbox or self._runs):
+            elif not (self._host or self._thread or self._closing) and self._waiting():
                 self._start_driver()
+
+    def _waiting(self) -> bool:
+        """Commands are queued, or runs have samples in flight (with `_lock` held): they
+        need a driver (a run opened with nothing added yet does not)."""
+        return bool(self._inbox) or any(run.added for run in self._runs)
 
     def _take_over(self) -> None:
         """A thread takes over the pool and what is in flight from a closed hosting loop
@@ -407,7 +412,7 @@ class Front:
             self._woken = False  # a wake-up written for the driver that ended is no more
             # runs opened while it closed, or in flight if it was interrupted (a driver that
             # was still running, its join interrupted, goes on: it is not doubled)
-            if (self._inbox or self._runs) and self._thread is None:
+            if self._waiting() and self._thread is None:
                 try:
                     self._start_driver()
                 except Exception as exc:
@@ -793,10 +798,18 @@ class _Hosted:
         except RuntimeError:  # closed meanwhile
             self._stop()
             return
-        while not stopped.wait(0.1):
-            if not self._loop.is_running():  # it stopped before it ran the call
-                self._stop()
-                return
+        interrupted: BaseException | None = None
+        while True:  # an interrupt waits for the stop: the loop may be mid-look, and a
+            try:  # driver started meanwhile would drive the pool beside it
+                if stopped.wait(0.1):
+                    break
+                if not self._loop.is_running():  # it stopped before it ran the call
+                    self._stop()
+                    break
+            except BaseException as exc:
+                interrupted = exc
+        if interrupted is not None:
+            raise interrupted
 
     def _stop(self) -> None:
         if self._loop.is_closed():

@@ -992,11 +992,24 @@ def test_an_ascore_of_another_thread_in_flight_when_the_hosting_loop_closes_is_a
         time.sleep(0.2)
 
 
-def _hosted_in_thread(engine: Engine) -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
-    """A loop running in a thread of its own, hosting `engine` (as a server's does)."""
+def _loop_in_thread() -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
+    """A loop running in a thread of its own."""
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
+    return loop, thread
+
+
+def _end_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+    """Stop a `_loop_in_thread` and close it."""
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+    loop.close()
+
+
+def _hosted_in_thread(engine: Engine) -> tuple[asyncio.AbstractEventLoop, threading.Thread]:
+    """A loop running in a thread of its own, hosting `engine` (as a server's does)."""
+    loop, thread = _loop_in_thread()
 
     async def hosting() -> None:
         engine.host(asyncio.get_running_loop())
@@ -1051,6 +1064,63 @@ def test_many_ascores_pending_on_another_loop_cost_one_look_a_tenth_of_a_second(
         _stop_hosted(engine, host, runner)
 
 
+def _fails_once(real: Callable[[], None]) -> tuple[Callable[[], None], list[int]]:
+    """`real`, but its first call fails as one with no file descriptor left does; and the
+    count of the calls so far."""
+    calls = [0]
+
+    def call() -> None:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise OSError(24, "Too many open files")  # e.g. `_start_driver`'s os.pipe
+        real()
+
+    return call, calls
+
+
+def _answered_after_its_host_closes(engine: Engine, first: str) -> list:
+    """On a loop of another thread: `first` scored, then a sample in flight from the
+    hosting loop (`_hosted_in_thread`) when that loop closes; its rewards, once answered
+    (empty if it hangs)."""
+    host, host_thread = _hosted_in_thread(engine)
+
+    async def other() -> list:
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: None)
+        await engine.ascore([{"completion": first}])
+        future = engine.asubmit([{"completion": "sleep 0.5"}])
+        await asyncio.sleep(0.1)  # its sample is in flight from the hosting loop
+        host.call_soon_threadsafe(host.stop)
+        await asyncio.to_thread(host_thread.join, 5)
+        host.close()  # as `asyncio.run` ends: the sample in flight
+        return _rewards(await future)
+
+    return outcome_in_thread(lambda: asyncio.run(other()), timeout=10)
+
+
+def _no_descriptor() -> None:
+    raise OSError(24, "Too many open files")
+
+
+def _close_that_cannot_restart(
+    monkeypatch: pytest.MonkeyPatch, engine: Engine, meanwhile: Callable[[], None]
+) -> None:
+    """Close `engine` while `meanwhile()` opens a call, with no file descriptor left for the
+    driver that the close then starts for it (the close raises that); descriptors again
+    afterwards."""
+    front = engine.front
+    close_pool = front._close_pool
+
+    def opened_meanwhile() -> None:
+        meanwhile()
+        close_pool()
+
+    monkeypatch.setattr(front, "_close_pool", opened_meanwhile)
+    monkeypatch.setattr(front, "_start_driver", _no_descriptor)
+    (error,) = outcome_in_thread(engine.close, timeout=10)
+    assert isinstance(error, OSError)
+    monkeypatch.undo()
+
+
 def test_a_look_that_raises_once_does_not_end_the_looks_of_its_loop_for_good() -> None:
     """helper-72: `_Handover._look_again` sets `_look = None` only when it stops on its own; a
     `look()` that raises (the loop's exception handler logs it) ends the chain with `_look`
@@ -1059,31 +1129,11 @@ def test_a_look_that_raises_once_does_not_end_the_looks_of_its_loop_for_good() -
     forever if none comes (Engine.host: "within a tenth of a second for ... awaiting `ascore`
     on another loop"). e57cfa8's timer per call lost only the calls pending at that look."""
     engine = Engine(PLAIN, workers=1)
-    real = engine.front.take_over_if_orphaned
-    raised = [0]
-
-    def once() -> None:
-        if not raised[0]:
-            raised[0] = 1
-            raise OSError(24, "Too many open files")  # e.g. `_start_driver`'s os.pipe
-        real()
-
-    engine.front.take_over_if_orphaned = once  # type: ignore[method-assign]
-    host, host_thread = _hosted_in_thread(engine)
-
-    async def other() -> list:
-        asyncio.get_running_loop().set_exception_handler(lambda loop, context: None)
-        await engine.ascore([{"completion": "sleep 0.3"}])  # its look raises once
-        future = engine.asubmit([{"completion": "sleep 0.5"}])
-        await asyncio.sleep(0.1)  # its sample is in flight from the hosting loop
-        host.call_soon_threadsafe(host.stop)
-        await asyncio.to_thread(host_thread.join, 5)
-        host.close()  # as `asyncio.run` ends: the sample in flight
-        return _rewards(await future)
-
+    look, looks = _fails_once(engine.front.take_over_if_orphaned)
+    engine.front.take_over_if_orphaned = look  # type: ignore[method-assign]
     try:
-        outcome = outcome_in_thread(lambda: asyncio.run(other()), timeout=10)
-        assert raised[0] == 1
+        outcome = _answered_after_its_host_closes(engine, "sleep 0.3")  # its look raises once
+        assert looks[0] > 1
         assert outcome == [[9.0]], outcome  # main: [] - hangs
     finally:
         outcome_in_thread(engine.close, timeout=10)
@@ -1096,31 +1146,11 @@ def test_a_take_over_that_fails_to_start_its_driver_is_tried_again_at_the_next_l
     left for its pipe), nothing was left to take over, and the runs in flight waited
     forever. Now the loop is let go once the thread runs: the next look tries again."""
     engine = Engine(PLAIN, workers=1)
-    real = engine.front._start_driver
-    failed = [0]
-
-    def fails_once() -> None:
-        if not failed[0]:
-            failed[0] = 1
-            raise OSError(24, "Too many open files")  # os.pipe
-        real()
-
-    engine.front._start_driver = fails_once  # type: ignore[method-assign]
-    host, host_thread = _hosted_in_thread(engine)
-
-    async def other() -> list:
-        asyncio.get_running_loop().set_exception_handler(lambda loop, context: None)
-        await engine.ascore([{"completion": "a"}])  # the pool is up
-        future = engine.asubmit([{"completion": "sleep 0.5"}])
-        await asyncio.sleep(0.1)  # its sample is in flight from the hosting loop
-        host.call_soon_threadsafe(host.stop)
-        await asyncio.to_thread(host_thread.join, 5)
-        host.close()  # as `asyncio.run` ends: the sample in flight
-        return _rewards(await future)
-
+    start, starts = _fails_once(engine.front._start_driver)
+    engine.front._start_driver = start  # type: ignore[method-assign]
     try:
-        outcome = outcome_in_thread(lambda: asyncio.run(other()), timeout=10)
-        assert failed[0] == 1
+        outcome = _answered_after_its_host_closes(engine, "a")  # the pool is up
+        assert starts[0] == 2
         assert outcome == [[9.0]], outcome  # main: [] - hangs
     finally:
         outcome_in_thread(engine.close, timeout=10)
@@ -1220,16 +1250,7 @@ def test_a_call_whose_take_over_fails_queues_nothing_and_the_next_one_takes_over
     limit the next calls got `QueueFull` before any take-over: the runs in flight waited
     forever (with a limit of 1, even with no failure). Now the take-over comes first."""
     engine = Engine(PLAIN, workers=1, max_queue_samples=limit)
-    real = engine.front._start_driver
-    failed = [0]
-
-    def fails_once() -> None:
-        if not failed[0]:
-            failed[0] = 1
-            raise OSError(24, "Too many open files")
-        real()
-
-    engine.front._start_driver = fails_once  # type: ignore[method-assign]
+    engine.front._start_driver = _fails_once(engine.front._start_driver)[0]  # type: ignore[method-assign]
     host, host_thread = _hosted_in_thread(engine)
     try:
         engine.score([{"completion": "a"}])  # the pool is up
@@ -1271,27 +1292,17 @@ def test_a_close_that_cannot_start_a_driver_for_runs_opened_meanwhile_still_fail
     raised never told the runs it had failed: their futures waited forever. Now they are
     told first, then it raises; the next call starts a driver for the others."""
     engine = Engine(PLAIN, workers=1)
-    front = engine.front
     engine.score([{"completion": "a"}])
     (in_flight,) = engine.submit([{"completion": "sleep 0.5"}])
     time.sleep(0.1)
     late: list = []
-    close_pool = front._close_pool
 
-    def opened_meanwhile() -> None:
+    def submit_meanwhile() -> None:
         caller = threading.Thread(target=lambda: late.extend(engine.submit([{"completion": "ab"}])))
         caller.start()
         caller.join()
-        close_pool()
 
-    def no_descriptor() -> None:
-        raise OSError(24, "Too many open files")
-
-    monkeypatch.setattr(front, "_close_pool", opened_meanwhile)
-    monkeypatch.setattr(front, "_start_driver", no_descriptor)
-    (error,) = outcome_in_thread(engine.close, timeout=10)
-    assert isinstance(error, OSError)
-    monkeypatch.undo()
+    _close_that_cannot_restart(monkeypatch, engine, submit_meanwhile)
     try:
         assert isinstance(in_flight.exception(5), EngineClosed)  # main: never told
         assert _rewards(engine.score([{"completion": "abc"}])) == [3.0]
@@ -1350,20 +1361,27 @@ def test_a_close_interrupted_midway_tells_the_runs_it_failed_and_takes_calls_aga
         outcome_in_thread(engine.close, timeout=10)
 
 
+def _host_closed_unseen(engine: Engine) -> Any:
+    """Host `engine` on a loop (its pool up), then close that loop, as if just now: the
+    front does not see it gone (the check came first) and wakes it. The host."""
+    host, host_thread = _hosted_in_thread(engine)
+    engine.score([{"completion": "a"}])
+    hosted = engine.front._host
+    assert hosted is not None
+    host.call_soon_threadsafe(host.stop)
+    host_thread.join(5)
+    host.close()
+    hosted.__class__ = type("NotYetGone", (type(hosted),), {"gone": False})
+    return hosted
+
+
 def test_a_call_that_finds_its_hosting_loop_closed_as_it_wakes_it_is_taken_over() -> None:
     """helper-78: a hosting loop closed between the check that it is gone and its wake-up
     made the call raise `RuntimeError: Event loop is closed`, its samples queued and
     counted all the same. Now a thread takes over there and then."""
     engine = Engine(PLAIN, workers=1)
-    host, host_thread = _hosted_in_thread(engine)
     try:
-        engine.score([{"completion": "a"}])  # the pool is up
-        hosted = engine.front._host
-        assert hosted is not None
-        host.call_soon_threadsafe(host.stop)
-        host_thread.join(5)
-        host.close()
-        hosted.__class__ = type("NotYetGone", (type(hosted),), {"gone": False})  # as checked
+        _host_closed_unseen(engine)
         outcome = outcome_in_thread(lambda: engine.score([{"completion": "ab"}]), timeout=10)
         assert [_rewards(result) for result in outcome] == [[2.0]]  # main: RuntimeError
         assert engine.front.admitted == 0
@@ -1378,12 +1396,10 @@ def test_a_caller_waiting_when_no_driver_could_start_gets_one_at_its_next_look(
     `score` opened during the close waiting: its looks only took over a closed hosting
     loop, never started a missing driver. Now they do, once one can start."""
     engine = Engine(PLAIN, workers=1)
-    front = engine.front
     engine.score([{"completion": "a"}])
     late: list = []
-    close_pool = front._close_pool
 
-    def opened_meanwhile() -> None:
+    def score_meanwhile() -> None:
         caller = threading.Thread(
             target=lambda: late.append(
                 outcome_in_thread(lambda: engine.score([{"completion": "ab"}]), 10)
@@ -1392,16 +1408,8 @@ def test_a_caller_waiting_when_no_driver_could_start_gets_one_at_its_next_look(
         caller.start()
         time.sleep(0.2)  # its samples queued, it waits
         late.append(caller)
-        close_pool()
 
-    def no_descriptor() -> None:
-        raise OSError(24, "Too many open files")
-
-    monkeypatch.setattr(front, "_close_pool", opened_meanwhile)
-    monkeypatch.setattr(front, "_start_driver", no_descriptor)
-    (error,) = outcome_in_thread(engine.close, timeout=10)
-    assert isinstance(error, OSError)
-    monkeypatch.undo()  # descriptors again
+    _close_that_cannot_restart(monkeypatch, engine, score_meanwhile)
     try:
         late[0].join(10)
         assert [_rewards(result) for result in late[1]] == [[2.0]]  # main: [] - waits
@@ -1483,21 +1491,11 @@ def test_a_call_whose_wake_of_a_closed_loop_and_take_over_both_fail_queues_nothi
     could not start a thread either, the call raised with its samples queued and counted
     (scored later for nobody, holding the queue's room meanwhile)."""
     engine = Engine(PLAIN, workers=1, max_queue_samples=4)
-    host, host_thread = _hosted_in_thread(engine)
     try:
-        engine.score([{"completion": "a"}])  # the pool is up
-        hosted = engine.front._host
-        assert hosted is not None
-        host.call_soon_threadsafe(host.stop)
-        host_thread.join(5)
-        host.close()
-        hosted.__class__ = type("NotYetGone", (type(hosted),), {"gone": False})  # as checked
+        hosted = _host_closed_unseen(engine)
         real = engine.front._start_driver
 
-        def no_descriptor() -> None:
-            raise OSError(24, "Too many open files")
-
-        monkeypatch.setattr(engine.front, "_start_driver", no_descriptor)
+        monkeypatch.setattr(engine.front, "_start_driver", _no_descriptor)
         with pytest.raises(OSError):
             engine.submit([{"completion": "abc"}] * 3)
         assert engine.front.admitted == 0  # 552fbc8: 3
@@ -1515,37 +1513,23 @@ def test_an_ascore_waiting_when_no_driver_could_start_gets_one_at_its_next_look(
     on one driven by a thread, after a `close` whose last driver start failed, it waited for
     another call. Now it looks, as a thread waiting in `score` does."""
     engine = Engine(PLAIN, workers=1)
-    front = engine.front
     engine.score([{"completion": "a"}])
-    other = asyncio.new_event_loop()
-    runner = threading.Thread(target=other.run_forever, daemon=True)
-    runner.start()
+    other, runner = _loop_in_thread()
     waiting: list = []
-    close_pool = front._close_pool
 
-    def opened_meanwhile() -> None:
+    def ascore_meanwhile() -> None:
         call = engine.ascore([{"completion": "ab"}])
         waiting.append(asyncio.run_coroutine_threadsafe(call, other))
         deadline = time.monotonic() + 5
-        while not front._inbox and time.monotonic() < deadline:
+        while not engine.front._inbox and time.monotonic() < deadline:
             time.sleep(0.01)  # queued while the close runs
-        close_pool()
 
-    def no_descriptor() -> None:
-        raise OSError(24, "Too many open files")
-
-    monkeypatch.setattr(front, "_close_pool", opened_meanwhile)
-    monkeypatch.setattr(front, "_start_driver", no_descriptor)
-    (error,) = outcome_in_thread(engine.close, timeout=10)
-    assert isinstance(error, OSError)
-    monkeypatch.undo()  # descriptors again
+    _close_that_cannot_restart(monkeypatch, engine, ascore_meanwhile)
     try:
         assert _rewards(waiting[0].result(10)) == [2.0]  # 552fbc8: waits
     finally:
         outcome_in_thread(engine.close, timeout=10)
-        other.call_soon_threadsafe(other.stop)
-        runner.join(5)
-        other.close()
+        _end_loop(other, runner)
 
 
 class _TimedPool:
@@ -1621,9 +1605,7 @@ def test_a_close_interrupted_while_the_hosting_loop_is_mid_look_waits_for_it_to_
 
     engine = Engine(PLAIN, workers=1)
     front = Front(engine.spec, _TimedPool)
-    loop = asyncio.new_event_loop()
-    runner = threading.Thread(target=loop.run_forever, daemon=True)
-    runner.start()
+    loop, runner = _loop_in_thread()
 
     async def hosting() -> None:
         front.host(asyncio.get_running_loop(), True)
@@ -1644,9 +1626,7 @@ def test_a_close_interrupted_while_the_hosting_loop_is_mid_look_waits_for_it_to_
         assert got == [(0, 1.0), (1, 2.0), (2, 3.0), ("done", None)]  # 045ab4a: (1, 3.0)
     finally:
         outcome_in_thread(front.close, timeout=10)
-        loop.call_soon_threadsafe(loop.stop)
-        runner.join(5)
-        loop.close()
+        _end_loop(loop, runner)
 
 
 class _Ignored:

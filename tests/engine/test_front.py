@@ -1572,14 +1572,15 @@ class _TimedPool:
         return 0.02
 
 
-def test_a_close_interrupted_while_the_hosting_loop_is_mid_look_waits_for_it_to_stop(
+def test_a_close_interrupted_while_the_hosting_loop_is_mid_look_is_called_off(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """helper-80: 045ab4a's `_reopen` (after a `close` interrupted in `host.stop()`) started a
     thread driver for the runs in flight while the hosting loop was still in a look (a slow
     result callback): both drove the pool, and the loop dropped a result the thread had
-    given in its place. Now the interrupt waits for the loop to stop; then a thread drives
-    the rest, and every result comes once, in order."""
+    given in its place. Now the stop is called off: the loop drives on, alone, and every
+    result comes once, in order. (660428e held the interrupt until the loop stopped, and a
+    loop that never could, a deadlock or a failing stop, made `close` hang: helper-81.)"""
     got: list = []
 
     class SlowSink:
@@ -1659,3 +1660,84 @@ def test_a_run_opened_with_nothing_added_while_the_engine_closes_starts_no_worke
     engine.close()
     del front._close_pool
     assert front._thread is None and front._pool is None  # 045ab4a: a driver, a new pool
+
+
+def _hosted_front() -> tuple[Front, asyncio.AbstractEventLoop, threading.Thread]:
+    """A front on `_TimedPool`, hosted by a `_loop_in_thread`."""
+    front = Front(Engine(PLAIN, workers=1).spec, _TimedPool)
+    loop, runner = _loop_in_thread()
+
+    async def hosting() -> None:
+        front.host(asyncio.get_running_loop(), True)
+
+    asyncio.run_coroutine_threadsafe(hosting(), loop).result(10)
+    return front, loop, runner
+
+
+def test_an_interrupt_gets_out_of_a_close_whose_hosting_loop_waits_for_the_closer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """helper-81: 660428e held an interrupt of `close` until the hosting loop stopped; a loop
+    in a callback that waits for the thread that closes (a lock it holds) never does, and
+    Ctrl-C could no longer get out. Now it does, and the close is called off."""
+    gate = threading.Event()
+    got: list = []
+
+    class WaitsForCloser(_Ignored):
+        def result(self, index: int, result: object) -> None:
+            got.append(index)
+            gate.wait(5)  # on the loop, until the closer lets go
+
+        def done(self, error: BaseException | None) -> None:
+            got.append(("done", error))
+
+    class InterruptedOnce(threading.Event):
+        interrupted = False
+
+        def wait(self, timeout: float | None = None) -> bool:
+            if not InterruptedOnce.interrupted:
+                InterruptedOnce.interrupted = True
+                raise KeyboardInterrupt
+            return super().wait(timeout)
+
+    front, loop, runner = _hosted_front()
+    try:
+        front.submit(WaitsForCloser(), Engine(PLAIN, workers=1)._prepare([{"completion": "a"}]))
+        time.sleep(0.2)  # the loop waits in the callback
+        monkeypatch.setattr(
+            rewardsmith.engine._front, "threading", _FrontThreading(event=InterruptedOnce)
+        )
+        outcome = outcome_in_thread(front.close, timeout=3)
+        monkeypatch.undo()
+        gate.set()
+        assert [type(each) for each in outcome] == [KeyboardInterrupt]  # 660428e: [] - hangs
+        time.sleep(0.2)
+        assert got == [0, ("done", None)]  # called off: the loop drove on
+    finally:
+        gate.set()
+        outcome_in_thread(front.close, timeout=10)
+        _end_loop(loop, runner)
+
+
+def test_a_close_whose_hosted_stop_fails_raises_rather_than_spins() -> None:
+    """helper-81: 660428e held whatever the wait for the loop's stop raised, and went round
+    again: when the loop had stopped before it ran the stop, and stopping there raised, the
+    close spun forever. It raises that error, as before."""
+    front, loop, runner = _hosted_front()
+    hosted = front._host
+    assert hosted is not None
+    try:
+        loop.call_soon_threadsafe(time.sleep, 0.3)  # busy: the stop waits in line
+        loop.call_soon_threadsafe(loop.stop)  # and the loop stops before it
+        time.sleep(0.1)
+
+        def fails() -> None:
+            raise OSError(9, "Bad file descriptor")
+
+        hosted._stop = fails  # type: ignore[method-assign]
+        outcome = outcome_in_thread(front.close, timeout=5)
+        assert [type(each) for each in outcome] == [OSError]  # 660428e: [] - spins
+    finally:
+        del hosted._stop
+        runner.join(5)
+        loop.close()

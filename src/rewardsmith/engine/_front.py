@@ -408,8 +408,12 @@ class Front:
         get a driver; why none could start."""
         with self._lock:
             self._closing = False
-            self._host = None
             self._woken = False  # a wake-up written for the driver that ended is no more
+            if self._host is not None and not self._host.stopped:  # its stop was called off
+                with contextlib.suppress(RuntimeError):  # (an interrupt): the loop drives on,
+                    self._host.wake()  # alone; its looks while closing did nothing
+                return None
+            self._host = None
             # runs opened while it closed, or in flight if it was interrupted (a driver that
             # was still running, its join interrupted, goes on: it is not doubled)
             if self._waiting() and self._thread is None:
@@ -783,33 +787,37 @@ class _Hosted:
 
     def stop(self) -> None:
         """No more looks: the loop lets go of the pool (from another thread, this waits for
-        the loop to do it, unless the loop no longer runs)."""
+        the loop to do it, unless the loop no longer runs). Interrupted (Ctrl-C) or failing
+        before the loop has let go, the stop is called off: the loop drives on, and
+        `stopped` stays False (no other driver may start beside it)."""
         if self.on_loop() or not self._loop.is_running():
             self._stop()
             return
         stopped = threading.Event()
+        called_off = threading.Event()
+        lock = threading.Lock()
 
         def stop_there() -> None:
-            self._stop()
-            stopped.set()
+            with lock:
+                if not called_off.is_set():
+                    self._stop()
+                    stopped.set()
 
         try:
             self._loop.call_soon_threadsafe(stop_there)
         except RuntimeError:  # closed meanwhile
             self._stop()
             return
-        interrupted: BaseException | None = None
-        while True:  # an interrupt waits for the stop: the loop may be mid-look, and a
-            try:  # driver started meanwhile would drive the pool beside it
-                if stopped.wait(0.1):
-                    break
+        try:
+            while not stopped.wait(0.1):
                 if not self._loop.is_running():  # it stopped before it ran the call
                     self._stop()
-                    break
-            except BaseException as exc:
-                interrupted = exc
-        if interrupted is not None:
-            raise interrupted
+                    return
+        except BaseException:
+            with lock:
+                if not stopped.is_set():
+                    called_off.set()
+            raise
 
     def _stop(self) -> None:
         if self._loop.is_closed():

@@ -1532,6 +1532,21 @@ def test_an_ascore_waiting_when_no_driver_could_start_gets_one_at_its_next_look(
         _end_loop(other, runner)
 
 
+def _interrupted_once() -> type[threading.Event]:
+    """An `Event` whose first wait, of any of its kind, raises `KeyboardInterrupt` (Ctrl-C
+    while `close` waits for the hosting loop)."""
+    interrupted = [False]
+
+    class InterruptedOnce(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            if not interrupted[0]:
+                interrupted[0] = True
+                raise KeyboardInterrupt
+            return super().wait(timeout)
+
+    return InterruptedOnce
+
+
 class _TimedPool:
     """A pool an event loop can drive, in process: a task whose sample index is 2 or more
     ends 0.3 s after it came, the others at the next look."""
@@ -1595,15 +1610,6 @@ def test_a_close_interrupted_while_the_hosting_loop_is_mid_look_is_called_off(
         def done(self, error: BaseException | None) -> None:
             got.append(("done", error))
 
-    class InterruptedOnce(threading.Event):
-        interrupted = False
-
-        def wait(self, timeout: float | None = None) -> bool:
-            if not InterruptedOnce.interrupted:
-                InterruptedOnce.interrupted = True
-                raise KeyboardInterrupt  # Ctrl-C while `close` waits for the loop
-            return super().wait(timeout)
-
     engine = Engine(PLAIN, workers=1)
     front = Front(engine.spec, _TimedPool)
     loop, runner = _loop_in_thread()
@@ -1616,7 +1622,7 @@ def test_a_close_interrupted_while_the_hosting_loop_is_mid_look_is_called_off(
         front.submit(SlowSink(), engine._prepare([{"completion": t} for t in ["a", "ab", "abc"]]))
         time.sleep(0.3)  # the loop is in the first result's callback
         monkeypatch.setattr(
-            rewardsmith.engine._front, "threading", _FrontThreading(event=InterruptedOnce)
+            rewardsmith.engine._front, "threading", _FrontThreading(event=_interrupted_once())
         )
         with pytest.raises(KeyboardInterrupt):
             front.close()
@@ -1691,21 +1697,12 @@ def test_an_interrupt_gets_out_of_a_close_whose_hosting_loop_waits_for_the_close
         def done(self, error: BaseException | None) -> None:
             got.append(("done", error))
 
-    class InterruptedOnce(threading.Event):
-        interrupted = False
-
-        def wait(self, timeout: float | None = None) -> bool:
-            if not InterruptedOnce.interrupted:
-                InterruptedOnce.interrupted = True
-                raise KeyboardInterrupt
-            return super().wait(timeout)
-
     front, loop, runner = _hosted_front()
     try:
         front.submit(WaitsForCloser(), Engine(PLAIN, workers=1)._prepare([{"completion": "a"}]))
         time.sleep(0.2)  # the loop waits in the callback
         monkeypatch.setattr(
-            rewardsmith.engine._front, "threading", _FrontThreading(event=InterruptedOnce)
+            rewardsmith.engine._front, "threading", _FrontThreading(event=_interrupted_once())
         )
         outcome = outcome_in_thread(front.close, timeout=3)
         monkeypatch.undo()

@@ -1106,7 +1106,7 @@ def _close_that_cannot_restart(
 ) -> None:
     """Close `engine` while `meanwhile()` opens a call, with no file descriptor left for the
     driver that the close then starts for it (the close raises that); descriptors again
-    afterwards."""
+    right after (a waiting caller may look at once)."""
     front = engine.front
     close_pool = front._close_pool
 
@@ -1115,7 +1115,7 @@ def _close_that_cannot_restart(
         close_pool()
 
     monkeypatch.setattr(front, "_close_pool", opened_meanwhile)
-    monkeypatch.setattr(front, "_start_driver", _no_descriptor)
+    monkeypatch.setattr(front, "_start_driver", _fails_once(front._start_driver)[0])
     (error,) = outcome_in_thread(engine.close, timeout=10)
     assert isinstance(error, OSError)
     monkeypatch.undo()

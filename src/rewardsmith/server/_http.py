@@ -429,9 +429,9 @@ class _Connection(asyncio.Protocol):
         if self._stalled is not None:
             self._stalled.cancel()
             self._stalled = None
-        # the parser and the task refer back to this protocol: no cycle is left for the
-        # garbage collector's pauses
-        self._parser = self._task = None  # type: ignore[assignment]
+        # the parser refers back to this protocol (the task, let go by `_gone`, too): no
+        # cycle is left for the garbage collector's pauses
+        self._parser = None  # type: ignore[assignment]
         self._unsent = []
         self._held = None
         if self._resuming is not None:

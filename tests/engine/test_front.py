@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import wait
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -22,6 +22,7 @@ from rewardsmith.models import Score
 SCRIPTED = "tests.engine.rewards_for_tests:scripted"
 PLAIN = {"rewards": {"s": {"type": SCRIPTED}}, "timeout_s": 1}
 GROUPED = {"rewards": {"s": {"type": SCRIPTED}}, "group_transform": "grpo"}
+T = TypeVar("T")
 
 
 def dumped(results: list) -> list[dict]:
@@ -1064,16 +1065,16 @@ def test_many_ascores_pending_on_another_loop_cost_one_look_a_tenth_of_a_second(
         _stop_hosted(engine, host, runner)
 
 
-def _fails_once(real: Callable[[], None]) -> tuple[Callable[[], None], list[int]]:
+def _fails_once(real: Callable[[], T]) -> tuple[Callable[[], T], list[int]]:
     """`real`, but its first call fails as one with no file descriptor left does; and the
     count of the calls so far."""
     calls = [0]
 
-    def call() -> None:
+    def call() -> T:
         calls[0] += 1
         if calls[0] == 1:
             raise OSError(24, "Too many open files")  # e.g. `_start_driver`'s os.pipe
-        real()
+        return real()
 
     return call, calls
 
@@ -1738,3 +1739,211 @@ def test_a_close_whose_hosted_stop_fails_raises_rather_than_spins() -> None:
         del hosted._stop
         runner.join(5)
         loop.close()
+
+
+def test_an_interrupt_as_close_hands_the_loop_its_stop_leaves_no_stopped_host_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """helper-82: `_Hosted.stop` queued `stop_there` outside the `try` that calls the
+    stop off. Ctrl-C inside `call_soon_threadsafe`, once the callback is queued (in its
+    wake-up write), left `called_off` unset: `_reopen` found the host not stopped yet, kept
+    it and woke it; the loop then ran `stop_there` and stopped for good. The front stayed
+    hosted by a stopped, open loop: every look did nothing (`_step`), nothing took over (the
+    loop is not closed), and the run in flight and every later call waited forever."""
+    engine = Engine(PLAIN, workers=1)
+    host, host_thread = _hosted_in_thread(engine)
+    try:
+        engine.score([{"completion": "a"}])  # the pool is up
+        (in_flight,) = engine.submit([{"completion": "sleep 0.3"}])
+        time.sleep(0.1)
+        host.call_soon_threadsafe(time.sleep, 0.3)  # the loop busy: the stop waits in line
+        real = host.call_soon_threadsafe
+
+        def interrupted_once_queued(callback: Any, *args: Any, **kwargs: Any) -> Any:
+            handle = real(callback, *args, **kwargs)
+            if getattr(callback, "__name__", "") == "stop_there":
+                raise KeyboardInterrupt  # Ctrl-C in the wake-up write, the call queued
+            return handle
+
+        monkeypatch.setattr(host, "call_soon_threadsafe", interrupted_once_queued)
+        (error,) = outcome_in_thread(engine.close, timeout=10)
+        monkeypatch.undo()
+        assert isinstance(error, KeyboardInterrupt)
+        got = outcome_in_thread(lambda: in_flight.result(10).reward, timeout=15)
+        assert got == [9.0] or isinstance(got[0], EngineClosed), got  # before: TimeoutError
+        later = outcome_in_thread(lambda: _rewards(engine.score([{"completion": "ab"}])), 10)
+        assert later == [[2.0]], later  # before: [] - hangs
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+        _end_loop(host, host_thread)
+
+
+def test_an_ascore_on_the_hosting_loop_during_a_close_that_cannot_restart_gets_a_driver(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """helper-82: `asubmit` armed the looks for a missing driver only if the front was
+    driven elsewhere than the running loop as the call was made. An `ascore` on the hosting
+    loop, made while a thread closes the engine (after the runs were failed), was not: the
+    loop still hosted. The close ends hosting (`_reopen`) and its driver start for that call
+    fails (no file descriptor): the close raises, and the `ascore` waited for a next call of
+    the engine, forever if none came (a thread's `score` looks and starts one)."""
+    engine = Engine(PLAIN, workers=1)
+    host, host_thread = _hosted_in_thread(engine)
+    waiting: list = []
+
+    def ascore_on_the_host_meanwhile() -> None:
+        call = engine.ascore([{"completion": "ab"}])
+        waiting.append(asyncio.run_coroutine_threadsafe(call, host))
+        deadline = time.monotonic() + 5
+        while not engine.front._inbox and time.monotonic() < deadline:
+            time.sleep(0.01)  # queued while the close runs
+
+    try:
+        engine.score([{"completion": "a"}])  # the pool is up
+        _close_that_cannot_restart(monkeypatch, engine, ascore_on_the_host_meanwhile)
+        assert engine.front._host is None  # no longer hosted
+        outcome = outcome_in_thread(lambda: _rewards(waiting[0].result(10)), timeout=15)
+        assert outcome == [[2.0]], outcome  # before: [TimeoutError()] - waits
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+        _end_loop(host, host_thread)
+
+
+def test_a_retry_after_a_close_in_a_result_callback_on_the_hosting_loop_leaves_calls_woken() -> (
+    None
+):
+    """helper-82: a `submit` future's callback on the hosting loop closes the engine
+    and scores again (a retry): the close ends hosting, and the retry starts a driver
+    thread, which answers it and sleeps. When the callback ran as the look applied its
+    commands (an invalid sample's result is ready at once), the look went on with the pool
+    the close closed (`_step` did not check that its host was stopped meanwhile) and set
+    `_saturated = pool.saturated`, True for a closed pool (`all([])`). The driver thread
+    slept on its pipe, and `_hand_over` wakes it for no add to score while `_saturated`
+    holds: every later `submit` or `ascore` waited forever."""
+    engine = Engine(PLAIN, workers=1)
+    retried: list = []
+
+    def close_and_retry(_: object) -> None:
+        assert threading.current_thread() is host_thread
+        engine.close()  # on the hosting loop, in its look
+        retried.append(_rewards(engine.score([{"completion": "abc"}])))  # a driver thread now
+
+    host, host_thread = _hosted_in_thread(engine)
+    try:
+        engine.score([{"completion": "a"}])  # the pool is up
+        host.call_soon_threadsafe(time.sleep, 0.3)  # its look comes after the callback is in
+        (first,) = engine.submit([{}])  # invalid: answered as its add is applied, in the
+        first.add_done_callback(close_and_retry)  # look, before that look polls the pool
+        deadline = time.monotonic() + 20
+        while not retried and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert retried == [[3.0]]
+        time.sleep(0.2)  # the driver thread sleeps; the loop's look has ended
+        (later,) = engine.submit([{"completion": "ab"}])  # (a `score` ends its run apart,
+        outcome = outcome_in_thread(lambda: later.result(10).reward, timeout=15)  # which wakes)
+        assert outcome == [2.0], outcome  # before: [TimeoutError()]
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+        _end_loop(host, host_thread)
+
+
+def test_an_engine_closed_while_its_workers_were_all_busy_can_be_hosted_on_a_loop() -> None:
+    """helper-82: helper-77's row (`_woken` left set by a close) with the other flag:
+    a driver thread that last polled a saturated pool (every worker busy) left `_saturated`
+    True as the close ended it, and neither `_close` nor `_reopen` cleared it. Hosted on a
+    loop afterwards, an add to score did not wake the loop (`_hand_over`), which has no
+    worker to watch and no timer: the first `submit` (or `ascore`) waited forever."""
+    engine = Engine(PLAIN, workers=1)
+    (busy,) = engine.submit([{"completion": "sleep 5"}])
+    time.sleep(1.0)  # the one worker runs it: the driver saw the pool saturated
+    assert outcome_in_thread(engine.close, timeout=10) == [None]
+    assert isinstance(busy.exception(0), EngineClosed)
+    host, host_thread = _hosted_in_thread(engine)
+    try:
+        (later,) = engine.submit([{"completion": "ab"}])
+        outcome = outcome_in_thread(lambda: later.result(10).reward, timeout=15)
+        assert outcome == [2.0], outcome  # before: [TimeoutError()]
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+        _end_loop(host, host_thread)
+
+
+class _OsWriteInterruptedOnce:
+    """The front's `os`, whose first `write` raises `KeyboardInterrupt` before writing
+    (Ctrl-C between `_woken = True` and the wake-up's write)."""
+
+    def __init__(self) -> None:
+        self.interrupted = False
+
+    def write(self, fd: int, data: bytes) -> int:
+        if not self.interrupted:
+            self.interrupted = True
+            raise KeyboardInterrupt
+        return os.write(fd, data)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(os, name)
+
+
+@pytest.mark.parametrize("hosted", [False, True], ids=["thread", "hosted"])
+def test_an_interrupt_before_a_call_wakes_the_driver_leaves_the_next_calls_answered(
+    monkeypatch: pytest.MonkeyPatch, hosted: bool
+) -> None:
+    """helper-82: `_hand_over` sets `_woken = True`, then wakes the driver: a byte on
+    its pipe, or a look on the hosting loop. Ctrl-C in between (only `RuntimeError` was
+    caught there) left `_woken` set with no wake-up on its way: an idle driver slept for
+    good, and every later call skipped its wake-up because `_woken` said one was pending.
+    Every `submit`, `score` and `ascore` after it waited forever (until a `close`). The
+    interrupted call's samples also stayed queued and counted, scored for nobody (the
+    take-over path next to it undid them)."""
+    engine = Engine(PLAIN, workers=1)
+    host = host_thread = None
+    if hosted:
+        host, host_thread = _hosted_in_thread(engine)
+    try:
+        engine.score([{"completion": "a"}])  # the pool is up, the driver idle
+        time.sleep(0.2)
+        if hosted:
+            hosted_front = engine.front._host
+            assert hosted_front is not None
+
+            def interrupted() -> None:
+                raise KeyboardInterrupt  # Ctrl-C in `wake`, before the look is queued
+
+            monkeypatch.setattr(hosted_front, "wake", interrupted)
+        else:
+            monkeypatch.setattr(rewardsmith.engine._front, "os", _OsWriteInterruptedOnce())
+        with pytest.raises(KeyboardInterrupt):
+            engine.submit([{"completion": "abcd"}])
+        monkeypatch.undo()
+        later = outcome_in_thread(lambda: _rewards(engine.score([{"completion": "ab"}])), 10)
+        assert later == [[2.0]], later  # before: [] - hangs
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+        if host is not None and host_thread is not None:
+            _end_loop(host, host_thread)
+
+
+def test_an_interrupt_as_close_wakes_its_driver_thread_does_not_leave_it_closing_for_good(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """helper-82: `_close` set `_closing = True` and woke the driver thread before
+    the `try` whose `finally` reopens the front. Ctrl-C there (before or in the wake-up's
+    write) skipped `_reopen`: the engine stayed closing for good (helper-78's bug, at
+    another point). The driver never drove again, no call started one, the run in flight
+    was neither failed nor answered, and every later call waited forever."""
+    engine = Engine(PLAIN, workers=1)
+    engine.score([{"completion": "a"}])  # the pool is up
+    (in_flight,) = engine.submit([{"completion": "sleep 0.3"}])
+    time.sleep(0.1)
+    monkeypatch.setattr(rewardsmith.engine._front, "os", _OsWriteInterruptedOnce())
+    (error,) = outcome_in_thread(engine.close, timeout=10)
+    monkeypatch.undo()
+    try:
+        assert isinstance(error, KeyboardInterrupt)
+        got = outcome_in_thread(lambda: in_flight.result(10).reward, timeout=15)
+        assert got == [9.0] or isinstance(got[0], EngineClosed), got  # before: TimeoutError
+        later = outcome_in_thread(lambda: _rewards(engine.score([{"completion": "ab"}])), 10)
+        assert later == [[2.0]], later  # before: [] - hangs
+    finally:
+        outcome_in_thread(engine.close, timeout=10)

@@ -196,8 +196,8 @@ class Engine:
         `submit` future's `result()` cannot tell, and hangs. Close the engine before the
         loop stops (once it is closed, a thread takes over what is in flight: at the next
         call, or within a tenth of a second for a thread waiting in `score`, `iter_score`
-        or `start`, or awaiting `ascore` on another loop; a `submit` future alone waits
-        for the next call)."""
+        or `start`, or awaiting `ascore`; a `submit` future alone waits for the next
+        call)."""
         self.front.host(loop, pool_watched=self._backend == "local")
 
     def start(self) -> None:
@@ -249,8 +249,9 @@ class Engine:
             handover = self._handovers[loop] = _Handover(loop)
         sink = _Awaited(loop, handover)
         self._queue(self._prepare(samples), sink)
-        if self.front.driven_elsewhere():
-            handover.look_while_awaited(sink.future, self.front.take_over_if_orphaned)
+        # also on the loop that hosts the engine: a close may end its hosting, and the
+        # driver thread that should take over may fail to start (as a thread's wait does)
+        handover.look_while_waiting(self.front.take_over_if_orphaned)
         return sink.future  # type: ignore[return-value]
 
     def score(self, samples: Iterable[SampleLike]) -> list[Result]:
@@ -345,7 +346,9 @@ class Engine:
 
     def close(self) -> None:
         """Stop the workers (calls in flight fail with `EngineClosed`); they restart on the
-        next call."""
+        next call. Interrupted (Ctrl-C) while it waits for the loop that hosts the engine
+        to let go, the close is called off: the engine goes on as it was, and a second
+        `close` closes it."""
         self.front.close()
 
     def __enter__(self) -> Engine:
@@ -414,10 +417,9 @@ class _Handover:
         self._loop = weakref.ref(loop)
         self._calls: deque[tuple[Callable[[Any], None], Any]] = deque()
         self._scheduled = False
-        self._awaited = 0
-        """Futures of this loop being awaited that `look_while_awaited` was given."""
-        self._look: Callable[[], None] | None = None
-        """What it calls while they are, every `_LOOK_S` (None: no timer runs)."""
+        self._look: Callable[[], bool] | None = None
+        """What it calls every `_LOOK_S` while that says calls still wait (None: no timer
+        runs)."""
 
     def call(self, fn: Callable[[Any], None], arg: Any) -> None:
         """Run `fn(arg)` on the loop soon (from any thread; nothing if the loop is closed);
@@ -436,28 +438,27 @@ class _Handover:
             except RuntimeError:  # gone or closed: nobody waits, keep nothing
                 self._calls.clear()
 
-    def look_while_awaited(self, future: asyncio.Future[Any], look: Callable[[], None]) -> None:
-        """`look()` on the loop every `_LOOK_S` while `future`, or another given here, is
-        pending (one timer for the loop, however many calls await; as `_Stream.wait` does
-        for a thread). Call it on the loop."""
-        self._awaited += 1
-        future.add_done_callback(self._done_awaiting)
+    def look_while_waiting(self, look: Callable[[], bool]) -> None:
+        """`look()` on the loop every `_LOOK_S` for as long as it returns True (calls still
+        wait): one timer for the loop, however many calls await, as `_Stream.wait` does for
+        a thread. Call it on the loop."""
         if self._look is None:
             self._look = look
             asyncio.get_running_loop().call_later(_LOOK_S, self._look_again)
 
-    def _done_awaiting(self, _: asyncio.Future[Any]) -> None:
-        self._awaited -= 1
-
     def _look_again(self) -> None:
-        loop = self._loop()
-        if not self._awaited or self._look is None or loop is None:
+        loop, look = self._loop(), self._look
+        if look is None or loop is None:
             self._look = None
             return
+        waiting = True
         try:
-            self._look()
+            waiting = look()
         finally:  # one that raised (reported by the loop) must not end the looks for good
-            loop.call_later(_LOOK_S, self._look_again)
+            if waiting:
+                loop.call_later(_LOOK_S, self._look_again)
+            else:
+                self._look = None
 
     def _run(self) -> None:
         self._scheduled = False  # before taking: a call queued from now on schedules a batch
@@ -513,7 +514,7 @@ class _Stream:
     def done(self, error: BaseException | None) -> None:
         self._events.put(("done", error))
 
-    def wait(self, idle: Callable[[], None]) -> list[tuple[str, Any]]:
+    def wait(self, idle: Callable[[], object]) -> list[tuple[str, Any]]:
         """The next event, and every other one already there; `idle()` every `_LOOK_S`
         meanwhile."""
         while True:

@@ -244,21 +244,21 @@ class Front:
             return
         if not self._woken and not (op == "add" and self._saturated and _to_score(payload)):
             self._woken = True
-            if self._host is not None:
-                try:
-                    self._host.wake()
-                except RuntimeError:  # its loop closed just now: a thread takes over
+            try:
+                if self._host is not None:
                     try:
+                        self._host.wake()
+                    except RuntimeError:  # its loop closed just now: a thread takes over
                         self._take_over()
-                    except BaseException:  # as if this call never came
-                        self._woken = False
-                        self._inbox.pop()
-                        if op == "add":
-                            self._admitted -= len(payload[1])
-                            run.added -= len(payload[1])
-                        raise
-            else:
-                os.write(self._wake_w, b"\0")
+                else:
+                    os.write(self._wake_w, b"\0")
+            except BaseException:  # as if this call never came
+                self._woken = False
+                self._inbox.pop()
+                if op == "add":
+                    self._admitted -= len(payload[1])
+                    run.added -= len(payload[1])
+                raise
 
     def host(self, loop: asyncio.AbstractEventLoop, pool_watched: bool) -> None:
         """Drive the pool from `loop`, whose thread this call must run on, rather than from a
@@ -278,6 +278,7 @@ class Front:
             if self._thread is not None or self._host is not None:
                 raise RuntimeError("host the front before its first use")
             self._host = _Hosted(self, loop)
+            self._woken = self._saturated = False
 
     def refuse_waiting_on_driver(self, call: str, *, awaits: bool = False) -> None:
         """Raise instead of waiting for results where they are made, which would wait for
@@ -301,23 +302,18 @@ class Front:
                 "from another thread."
             )
 
-    def driven_elsewhere(self) -> bool:
-        """Driven by other than the running event loop (a thread, or a loop that hosts the
-        front): a caller awaiting results on this one must look now and then for a driver
-        that ended (`take_over_if_orphaned`), nothing else would."""
-        host = self._host
-        return host is None or not host.on_loop()
-
-    def take_over_if_orphaned(self) -> None:
+    def take_over_if_orphaned(self) -> bool:
         """Drive the pool from a thread if the event loop that hosted it was closed with
         runs in flight, or if no driver runs for what waits (its start failed, as a `close`
         ended): a caller that waits looks now and then, and nothing else would ever finish
-        them."""
+        them. Whether anything still waits (to look again)."""
         with self._lock:
+            waiting = self._waiting()
             if self._host is not None and self._host.gone:
                 self._take_over()
-            elif not (self._host or self._thread or self._closing) and self._waiting():
+            elif not (self._host or self._thread or self._closing) and waiting:
                 self._start_driver()
+            return waiting
 
     def _waiting(self) -> bool:
         """Commands are queued, or runs have samples in flight (with `_lock` held): they
@@ -384,15 +380,15 @@ class Front:
     def _close(self, error: BaseException, failed: list[Run]) -> Exception | None:
         """`close` with `_close_lock` held: the runs failed with `error` go to `failed`, to
         be told; why no driver could start for the runs opened meanwhile."""
-        with self._lock:
-            thread, host = self._thread, self._host
-            self._closing = True
-            if thread is threading.current_thread():  # a callback of its own results: the
-                self._thread = None  # driver ends once it returns (`_take`), and the next
-            elif thread is not None and not self._woken:  # call starts another
-                self._woken = True
-                os.write(self._wake_w, b"\0")
         try:
+            with self._lock:
+                thread, host = self._thread, self._host
+                self._closing = True
+                if thread is threading.current_thread():  # a callback of its own results
+                    self._thread = None
+                elif thread is not None and not self._woken:
+                    self._woken = True
+                    os.write(self._wake_w, b"\0")
             if host is not None:
                 host.stop()
             if thread is not None and thread is not threading.current_thread():
@@ -408,6 +404,7 @@ class Front:
         get a driver; why none could start."""
         with self._lock:
             self._closing = False
+            self._saturated = False
             self._woken = False  # a wake-up written for the driver that ended is no more
             if self._host is not None and not self._host.stopped:  # its stop was called off
                 with contextlib.suppress(RuntimeError):  # (an interrupt): the loop drives on,
@@ -513,6 +510,8 @@ class Front:
         try:
             for run, op, payload in commands:
                 self._apply(pool, run, op, payload)
+            if host.stopped:  # a callback closed the engine: the pool is not ours
+                return
             done = pool.poll(0.0)  # also when idle: a new worker's "ready" must be read
             self._saturated = pool.saturated
             self._collect(done)
@@ -804,11 +803,11 @@ class _Hosted:
                     stopped.set()
 
         try:
-            self._loop.call_soon_threadsafe(stop_there)
-        except RuntimeError:  # closed meanwhile
-            self._stop()
-            return
-        try:
+            try:
+                self._loop.call_soon_threadsafe(stop_there)
+            except RuntimeError:  # closed meanwhile
+                self._stop()
+                return
             while not stopped.wait(0.1):
                 if not self._loop.is_running():  # it stopped before it ran the call
                     self._stop()

@@ -257,8 +257,11 @@ class TimeoutPool:
 
     @property
     def saturated(self) -> bool:
-        """Every worker has work (or is starting): tasks submitted now would only queue."""
-        return all(w.outstanding or w.starting is not None for w in self._workers)
+        """Every worker has work (or is starting): tasks submitted now would only queue. (A
+        closed pool is not: its driver must hear of the next tasks, to fail them.)"""
+        return not self._closed and all(
+            w.outstanding or w.starting is not None for w in self._workers
+        )
 
     def submit(self, tasks: Sequence[Task]) -> None:
         """Queue tasks; they start as workers free up (a closed pool raises RuntimeError:

@@ -8,7 +8,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import wait
+from concurrent.futures import Future, wait
 from typing import Any, TypeVar
 
 import pytest
@@ -1947,3 +1947,253 @@ def test_an_interrupt_as_close_wakes_its_driver_thread_does_not_leave_it_closing
         assert later == [[2.0]], later  # before: [] - hangs
     finally:
         outcome_in_thread(engine.close, timeout=10)
+
+
+class _OsWrittenThenInterrupted:
+    """The front's `os`, whose first `write` writes, then raises `KeyboardInterrupt` (Ctrl-C
+    during the wake-up's write: the byte is in the pipe, the interrupt is delivered as the
+    call returns)."""
+
+    def __init__(self) -> None:
+        self.interrupted = False
+
+    def write(self, fd: int, data: bytes) -> int:
+        written = os.write(fd, data)
+        if not self.interrupted:
+            self.interrupted = True
+            raise KeyboardInterrupt
+        return written
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(os, name)
+
+
+def _takes_while_idle(front: Any, seconds: float = 0.5) -> int:
+    """How many times the driver thread takes its inbox in `seconds` (an idle driver sleeps
+    on its pipe: none or one)."""
+    takes = [0]
+    real = front._take
+
+    def counting(wake_r: int) -> Any:
+        takes[0] += 1
+        return real(wake_r)
+
+    front._take = counting
+    try:
+        time.sleep(seconds)
+    finally:
+        del front._take
+    return takes[0]
+
+
+def test_an_interrupt_after_a_calls_wake_up_byte_is_written_leaves_no_spinning_driver(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """helper-84: 5360718's `_hand_over` undoes the call on any BaseException from the wake-up, and
+    so sets `_woken = False` also when Ctrl-C came once the byte was written. The driver takes
+    the inbox but drains its pipe only if `_woken` (`_take`): the byte stays, `_sleep`'s select
+    (or `poll(wake=...)`) returns at once, for good: the idle driver spins a core until some
+    later call happens to set `_woken` again. (e225450 kept `_woken` and the call: the driver
+    drained the byte and answered.)"""
+    engine = Engine(PLAIN, workers=1)
+    front = engine.front
+    try:
+        engine.score([{"completion": "a"}])  # the pool is up, the driver idle
+        time.sleep(0.2)
+        monkeypatch.setattr(rewardsmith.engine._front, "os", _OsWrittenThenInterrupted())
+        with pytest.raises(KeyboardInterrupt):
+            engine.submit([{"completion": "abcd"}])
+        monkeypatch.undo()
+        assert front.admitted == 0  # the call was undone
+        takes = _takes_while_idle(front)
+        assert takes <= 3, takes  # 5360718: tens of thousands (a core)
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+
+
+def test_a_close_interrupted_in_its_join_of_a_busy_driver_leaves_no_spinning_driver() -> None:
+    """helper-84: `_close` writes the driver a wake-up byte (`_woken = True`); interrupted in its
+    join while the driver is busy (a slow `submit` callback runs on it), `_reopen` clears
+    `_woken` ("a wake-up written for the driver that ended is no more") though the driver did not
+    end and never read the byte. It goes on (helper-79), answers, and then spins: `_take` no
+    longer drains the pipe, select returns at once, for good (until the next call). Older than
+    5360718 (since helper-79's `_reopen`); same cause as the row above."""
+    engine = Engine(PLAIN, workers=1)
+    front = engine.front
+    engine.score([{"completion": "a"}])  # the pool is up
+    (slow,) = engine.submit([{"completion": "ab"}])
+    slow.add_done_callback(lambda _: time.sleep(0.5))  # on the driver thread
+    time.sleep(0.2)  # the driver is in the callback
+    driver = front._thread
+    assert driver is not None
+
+    def interrupted(timeout: float | None = None) -> None:
+        raise KeyboardInterrupt  # Ctrl-C while `close` joins the driver
+
+    driver.join = interrupted  # type: ignore[method-assign]
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            engine.close()
+        del driver.join
+        time.sleep(0.6)  # the callback is over: the driver is idle again
+        assert front._thread is driver
+        takes = _takes_while_idle(front)
+        assert takes <= 3, takes  # 5360718: tens of thousands (a core)
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+
+
+def test_an_interrupt_while_close_tells_its_failed_runs_leaves_none_of_them_untold() -> None:
+    """helper-84: `close` tells the runs it failed in its `finally`, one by one (`run.sink.done`);
+    the runs are already over and out of `_runs`. An interrupt in one of those calls (Ctrl-C in a
+    `submit` future's done-callback, which runs on the closing thread, or in a loop's wake-up
+    write of an `ascore` hand-over) skips the rest: their futures are never set, a `score`
+    waiting on them loops forever (its looks see nothing waiting), an `ascore`'s look chain
+    stops. Older than 5360718."""
+    engine = Engine(PLAIN, workers=1)
+    engine.score([{"completion": "a"}])  # the pool is up
+    interrupted = [False]
+
+    def interrupt_once(_: Future) -> None:
+        if not interrupted[0]:
+            interrupted[0] = True
+            raise KeyboardInterrupt  # Ctrl-C in the first future's callback
+
+    futures = [engine.submit([{"completion": "sleep 2"}])[0] for _ in range(3)]
+    for future in futures:
+        future.add_done_callback(interrupt_once)
+    time.sleep(0.2)
+    try:
+        (error,) = outcome_in_thread(engine.close, timeout=10)
+        assert isinstance(error, KeyboardInterrupt)
+        outcomes = [outcome_in_thread(lambda f=f: f.exception(5), timeout=10) for f in futures]
+        assert all(  # 5360718: two of them [TimeoutError()] - never set
+            len(o) == 1 and isinstance(o[0], EngineClosed) for o in outcomes
+        ), outcomes
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+
+
+def test_an_interrupt_in_a_hand_over_to_another_loop_leaves_its_later_ascores_answered() -> None:
+    """helper-84: `_Handover.call` sets `_scheduled = True`, then queues `_run` on the loop. Ctrl-C
+    in between (here: `close`, on the main thread, tells an `ascore` of a loop of another thread
+    that it failed) leaves `_scheduled` set with no `_run` on its way: that call is never
+    delivered, and every later `ascore` on that loop appends its answer behind it and waits
+    forever (`call` schedules only when `_scheduled` is False). Older than 5360718."""
+    engine = Engine(PLAIN, workers=1)
+    engine.score([{"completion": "a"}])  # the pool is up
+    other, runner = _loop_in_thread()
+    real = other.call_soon_threadsafe
+    armed = [False]
+
+    def interrupted_before_queueing(callback: Any, *args: Any, **kwargs: Any) -> Any:
+        if armed[0] and getattr(callback, "__name__", "") == "_run":
+            armed[0] = False
+            raise KeyboardInterrupt  # Ctrl-C before the callback is queued
+        return real(callback, *args, **kwargs)
+
+    other.call_soon_threadsafe = interrupted_before_queueing  # type: ignore[method-assign]
+    try:
+        first = asyncio.run_coroutine_threadsafe(engine.ascore([{"completion": "sleep 2"}]), other)
+        time.sleep(0.3)
+        armed[0] = True
+        (error,) = outcome_in_thread(engine.close, timeout=10)
+        assert isinstance(error, KeyboardInterrupt)
+        later = asyncio.run_coroutine_threadsafe(engine.ascore([{"completion": "ab"}]), other)
+        outcome = outcome_in_thread(lambda: _rewards(later.result(10)), timeout=15)
+        assert outcome == [[2.0]], outcome  # 5360718: [TimeoutError()] - waits forever
+        first.cancel()
+    finally:
+        del other.call_soon_threadsafe
+        outcome_in_thread(engine.close, timeout=10)
+        _end_loop(other, runner)
+
+
+def test_a_close_and_retry_in_a_callback_of_a_failed_pool_start_keeps_the_new_pool() -> None:
+    """helper-84: The driver thread whose pool failed to start fails its runs (`_fail_all`, telling
+    their sinks: `submit` callbacks run there), then closes "its" pool (`_close_pool`). A
+    callback that closes the engine and scores anew (a retry) lets this driver go and starts
+    another, which makes a new pool; the old driver's `_close_pool` then closes that pool, under
+    the new driver (two threads on one pool): the retry fails with a `ValueError` from the pool's
+    innards, or "the worker pool is closed". (The hosted `_step` has the same shape: its
+    `self._pool = None` forgets the new driver's pool, which no `close` then closes: by reading,
+    not reproduced.) Older than 5360718."""
+    engine = Engine(PLAIN, workers=1)
+    front = engine.front
+    make_pool = front._make_pool
+    made = [0]
+
+    def fails_first_after_a_while() -> Any:
+        made[0] += 1
+        if made[0] == 1:
+            time.sleep(0.3)  # the callback is on by then
+            raise RuntimeError("a reward worker failed to start")
+        return make_pool()
+
+    front._make_pool = fails_first_after_a_while  # type: ignore[method-assign]
+    retried: list[Future] = []
+
+    def close_and_retry(_: Future) -> None:
+        engine.close()  # on the driver thread
+        retried.extend(engine.submit([{"completion": "sleep 0.5"}]))
+        time.sleep(0.2)  # the new driver is making its pool
+
+    try:
+        (first,) = engine.submit([{"completion": "a"}])
+        first.add_done_callback(close_and_retry)
+        assert "failed to start" in str(first.exception(10))
+        deadline = time.monotonic() + 10
+        while not retried and time.monotonic() < deadline:
+            time.sleep(0.01)
+        outcome = outcome_in_thread(lambda: retried[0].result(10).reward, timeout=15)
+        later = outcome_in_thread(lambda: _rewards(engine.score([{"completion": "ab"}])), 15)
+        assert (outcome, later) == ([9.0], [[2.0]])  # 5360718: [ValueError("_Worker(...) is
+        # not in list")] (its pool closed under it), or "the worker pool is closed"
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+
+
+def test_a_close_interrupted_while_it_stops_the_workers_leaves_none_running() -> None:
+    """helper-84: `_close_pool` forgets the pool (`_pool = None`), then closes it;
+    `TimeoutPool.close` waits up to a second for idle workers to exit before it kills the rest.
+    Ctrl-C in that wait (the likeliest place for it in a `close`: it is where a close spends its
+    time) skips every kill: a busy worker (here on a 5 s task; a hung one spins for good) is left
+    running, and no later `close` can reach it (the front no longer holds the pool). Older than
+    5360718; `close` says a second `close` closes an interrupted one."""
+    engine = Engine(PLAIN, workers=2)
+    front = engine.front
+    engine.score([{"completion": "a"}])  # the pool is up
+    engine.submit([{"completion": "sleep 0.2"}, {"completion": "sleep 5"}])
+    time.sleep(0.6)  # the first worker idle again, the second on its 5 s task
+    pool = front._pool
+    assert pool is not None
+    idle, busy = pool._workers
+    assert not idle.outstanding and busy.outstanding
+    join = idle.process.join
+
+    def interrupted(timeout: float | None = None) -> None:
+        del idle.process.join
+        raise KeyboardInterrupt  # Ctrl-C while close waits for the idle worker to exit
+
+    idle.process.join = interrupted
+    busy_pid = busy.process.pid
+    try:
+        (error,) = outcome_in_thread(engine.close, timeout=10)
+        assert isinstance(error, KeyboardInterrupt)
+        assert outcome_in_thread(engine.close, timeout=10) == [None]  # the second close
+        time.sleep(0.5)
+        assert not _running(busy_pid)  # 5360718: runs (till its task ends; a hung one, never)
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+        if _running(busy_pid):
+            os.kill(busy_pid, 9)
+        del join
+
+
+def _running(pid: int) -> bool:
+    """The process runs (not gone, not a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

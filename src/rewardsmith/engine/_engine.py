@@ -437,6 +437,9 @@ class _Handover:
                 loop.call_soon_threadsafe(self._run)
             except RuntimeError:  # gone or closed: nobody waits, keep nothing
                 self._calls.clear()
+            except BaseException:  # interrupted: the next call schedules the batch
+                self._scheduled = False
+                raise
 
     def look_while_waiting(self, look: Callable[[], bool]) -> None:
         """`look()` on the loop every `_LOOK_S` for as long as it returns True (calls still

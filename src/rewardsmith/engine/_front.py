@@ -372,8 +372,14 @@ class Front:
             restart = self._close(error, failed)
         finally:  # also when interrupted (Ctrl-C in a join): the engine takes calls again
             self._close_lock.release()
+            interrupt: BaseException | None = None
             for run in failed:  # told once it does: a callback that scores anew (a
-                run.sink.done(error)  # retry) is not stuck in the closing
+                try:  # retry) is not stuck in the closing
+                    run.sink.done(error)
+                except BaseException as exc:  # every run is told, whatever one raises
+                    interrupt = interrupt or exc
+            if interrupt is not None:
+                raise interrupt
         if restart is not None:  # no driver for the runs opened meanwhile: the next call
             raise restart  # starts one
 
@@ -424,11 +430,16 @@ class Front:
         with self._pool_lock:
             pool, self._pool = self._pool, None
         if pool is not None:
-            pool.close()
+            try:
+                pool.close()
+            except BaseException:  # interrupted: no one else holds the pool to close it
+                threading.Thread(target=pool.close, name="rewardsmith-pool-close").start()
+                raise
 
     # -- the driver thread ----------------------------------------------------------------
 
     def _drive(self, wake_r: int, wake_w: int) -> None:
+        pool: Pool | None = None
         try:
             pool = self.pool
             while True:
@@ -448,7 +459,12 @@ class Front:
             if self._let_go():  # the runs and the pool are no longer this driver's
                 return
             self._fail_all(exc)
-            self._close_pool()
+            with self._pool_lock:  # its own only: a callback may have closed the engine
+                own = pool is not None and self._pool is pool  # and scored anew, and a
+                if own:  # new driver made another
+                    self._pool = None
+            if own and pool is not None:
+                pool.close()
             with self._lock:
                 if self._let_go():  # let go meanwhile (a close): another may drive now
                     return
@@ -472,13 +488,12 @@ class Front:
                 self._thread = None
                 return None
             commands, self._inbox = self._inbox, []
-            if self._woken:
-                self._woken = False
-                try:
-                    while os.read(wake_r, 4096):
-                        pass
-                except BlockingIOError:
+            self._woken = False  # drained whatever `_woken` says: a byte whose writer was
+            try:  # interrupted (its call undone, `_woken` cleared) must not spin the driver
+                while os.read(wake_r, 4096):
                     pass
+            except BlockingIOError:
+                pass
             return commands
 
     def _sleep(self, wake_r: int) -> None:
@@ -521,8 +536,9 @@ class Front:
             host.watch([], None)  # starts a new one (and wakes the loop: no worker is busy)
             self._saturated = False
             self._fail_all(exc)
-            with self._pool_lock:
-                self._pool = None
+            with self._pool_lock:  # unless a callback closed the engine meanwhile, and a
+                if self._pool is pool:  # driver started since has a pool of its own
+                    self._pool = None
             pool.closing = None  # closed in a thread: its idle workers get a second to exit
             threading.Thread(target=pool.close, name="rewardsmith-pool-close").start()
             if not isinstance(exc, Exception):

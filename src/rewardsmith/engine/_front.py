@@ -426,9 +426,14 @@ class Front:
                     return exc
         return None
 
-    def _close_pool(self) -> None:
+    def _close_pool(self, only: Pool | None = None) -> None:
+        """Close the front's pool; with `only`, if it is still that one (a callback of the
+        driver that made it may have closed the engine and scored anew: another driver's)."""
         with self._pool_lock:
-            pool, self._pool = self._pool, None
+            pool = self._pool
+            if only is not None and pool is not only:
+                return
+            self._pool = None
         if pool is not None:
             try:
                 pool.close()
@@ -459,12 +464,8 @@ class Front:
             if self._let_go():  # the runs and the pool are no longer this driver's
                 return
             self._fail_all(exc)
-            with self._pool_lock:  # its own only: a callback may have closed the engine
-                own = pool is not None and self._pool is pool  # and scored anew, and a
-                if own:  # new driver made another
-                    self._pool = None
-            if own and pool is not None:
-                pool.close()
+            if pool is not None:
+                self._close_pool(only=pool)
             with self._lock:
                 if self._let_go():  # let go meanwhile (a close): another may drive now
                     return

@@ -2197,3 +2197,145 @@ def _running(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+@pytest.mark.parametrize("queued", [False, True], ids=["before-queueing", "queued-unwoken"])
+def test_an_ascore_whose_failure_hand_over_is_interrupted_is_answered_without_a_later_call(
+    queued: bool,
+) -> None:
+    """helper-85: e20fbd4's `_Handover.call`, interrupted as it queues its batch (`_run`) on the
+    loop, resets `_scheduled` and re-raises: "the next call schedules the batch". With no next
+    call (the interrupted one was the last for that loop: here `close`, on the main thread, tells
+    the one `ascore` of a loop of another thread that it failed), nothing ever runs the batch:
+    the answer sits in `_calls` and the `ascore` waits forever (its loop's look chain stopped
+    once the front had nothing waiting, and it only looks at the front anyway). Interrupted after
+    `_run` is queued but before the loop's self-pipe write, the loop sleeps on."""
+    engine = Engine(PLAIN, workers=1)
+    engine.score([{"completion": "a"}])  # the pool is up
+    other, runner = _loop_in_thread()
+    real = other.call_soon_threadsafe
+    armed = [False]
+
+    def interrupted(callback: Any, *args: Any, **kwargs: Any) -> Any:
+        if armed[0] and getattr(callback, "__name__", "") == "_run":
+            armed[0] = False
+            if queued:  # in the loop's ready queue, its self-pipe not written
+                other._call_soon(callback, args, None)  # type: ignore[attr-defined]
+            raise KeyboardInterrupt
+        return real(callback, *args, **kwargs)
+
+    other.call_soon_threadsafe = interrupted  # type: ignore[method-assign]
+    try:
+        first = asyncio.run_coroutine_threadsafe(engine.ascore([{"completion": "sleep 2"}]), other)
+        time.sleep(0.3)
+        armed[0] = True
+        (error,) = outcome_in_thread(engine.close, timeout=10)
+        assert isinstance(error, KeyboardInterrupt)
+        outcome = outcome_in_thread(lambda: first.exception(5), timeout=10)
+        assert len(outcome) == 1 and isinstance(outcome[0], EngineClosed), outcome
+        # e20fbd4: [TimeoutError()] - the ascore waits forever
+    finally:
+        del other.call_soon_threadsafe
+        outcome_in_thread(engine.close, timeout=10)
+        _end_loop(other, runner)
+
+
+def test_an_interrupt_as_an_abandoned_iter_score_cancels_its_run_leaves_no_run_for_good(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """helper-85: 5360718's `_hand_over` undoes any command whose wake-up is interrupted ("as if
+    this call never came"): right for an add (the caller sees the interrupt, nothing was taken),
+    wrong for the `cancel` that `iter_score`'s `finally` sends as its reader stops (a `break`, or
+    Ctrl-C in the reader's loop): nobody retries it. The run is never over: its last group's
+    samples are held for a group that never closes, so they stay admitted for good (with
+    `max_queue_samples`, capacity lost until a `close`), the run stays in `_runs` (every look
+    chain and `_Stream.wait` sees something waiting, for good), and its queued tasks are scored
+    for nobody. (e225450 kept the command.)"""
+    grouped = {
+        "rewards": {"s": {"type": "tests.engine.rewards_for_tests:scripted"}},
+        "group_transform": "grpo",
+    }
+    engine = Engine(grouped, workers=1, window=2)
+    front = engine.front
+    samples = [{"id": "0", "completion": "a", "group": "g1"}] + [
+        {"id": str(i), "completion": "sleep 0.1", "group": "g2"} for i in range(1, 9)
+    ]
+    try:
+        stream = engine.iter_score(iter(samples))
+        first = outcome_in_thread(lambda: next(stream).id, timeout=30)
+        assert first == ["0"], first  # g1 closed: g2 has samples in flight or held
+        monkeypatch.setattr(rewardsmith.engine._front, "os", _OsWriteInterruptedOnce())
+        with pytest.raises(KeyboardInterrupt):
+            stream.close()  # the reader stops: the run's cancel, interrupted as it wakes
+        monkeypatch.undo()
+        time.sleep(1.0)
+        assert (engine.admitted, len(front._runs)) == (0, 0)  # e20fbd4: (1, 1), for good
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+
+
+def test_a_close_interrupted_as_it_kills_a_busy_worker_leaves_none_running() -> None:
+    """helper-85: e20fbd4's `_close_pool` finishes an interrupted `TimeoutPool.close` in a thread,
+    but `TimeoutPool._kill` marks a worker `killed` before it kills it: Ctrl-C in between (in
+    `process.is_alive()`, on the closing thread) and the thread's close skips that worker as
+    killed. The busy worker runs on (till its task ends; a hung one spins for good), and no later
+    `close` can reach it (the front no longer holds the pool)."""
+    engine = Engine(PLAIN, workers=1)
+    front = engine.front
+    engine.score([{"completion": "a"}])  # the pool is up
+    engine.submit([{"completion": "sleep 5"}])
+    time.sleep(0.3)  # the worker is on its 5 s task
+    pool = front._pool
+    assert pool is not None
+    (busy,) = pool._workers
+    assert busy.outstanding
+    busy_pid = busy.process.pid
+
+    def interrupted() -> bool:
+        del busy.process.is_alive
+        raise KeyboardInterrupt  # Ctrl-C as `_kill` looks before it kills
+
+    busy.process.is_alive = interrupted  # type: ignore[method-assign]
+    try:
+        (error,) = outcome_in_thread(engine.close, timeout=10)
+        assert isinstance(error, KeyboardInterrupt)
+        time.sleep(1.0)  # the thread that finishes the pool's close is done
+        assert not _running(busy_pid)  # e20fbd4: runs
+    finally:
+        outcome_in_thread(engine.close, timeout=10)
+        if _running(busy_pid):
+            os.kill(busy_pid, 9)
+
+
+def test_an_interrupt_as_close_has_taken_its_lock_leaves_later_closes_working(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """helper-85: `close` takes `_close_lock`, then makes its error and list, then enters the `try`
+    whose `finally` releases the lock. Ctrl-C in between (the eval loop checks for signals at
+    every call: `EngineClosed(...)` here) leaves the lock held for good: every later `close` from
+    a thread waits forever (one from the driver returns at once, having done nothing), `with
+    Engine(...)` never exits. (The call that takes the lock is itself such a point; the window
+    can only be narrowed, to that one.)"""
+    engine = Engine(PLAIN, workers=1)
+    engine.score([{"completion": "a"}])  # the pool is up
+    real = rewardsmith.engine._front.EngineClosed
+    calls = [0]
+
+    def interrupted_once(*args: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise KeyboardInterrupt  # Ctrl-C just after the lock is taken
+        return real(*args)
+
+    monkeypatch.setattr(rewardsmith.engine._front, "EngineClosed", interrupted_once)
+    try:
+        (error,) = outcome_in_thread(engine.close, timeout=10)
+        assert isinstance(error, KeyboardInterrupt)
+        monkeypatch.undo()
+        second = outcome_in_thread(engine.close, timeout=10)
+        assert second == [None], second  # e20fbd4: [] - waits for the lock forever
+    finally:
+        monkeypatch.undo()
+        if engine.front._close_lock.locked():
+            engine.front._close_lock.release()
+        outcome_in_thread(engine.close, timeout=10)

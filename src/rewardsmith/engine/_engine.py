@@ -10,9 +10,11 @@ adapters. Calls from many threads or coroutines share the worker pool sample by 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import queue
+import threading
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -437,9 +439,20 @@ class _Handover:
                 loop.call_soon_threadsafe(self._run)
             except RuntimeError:  # gone or closed: nobody waits, keep nothing
                 self._calls.clear()
-            except BaseException:  # interrupted: the next call schedules the batch
-                self._scheduled = False
+            except BaseException:  # interrupted (Ctrl-C): there may be no next call, so a
+                try:  # thread queues the batch (should `_run` be queued already, a second
+                    threading.Thread(target=self._schedule, daemon=True).start()  # is idle)
+                except BaseException:
+                    self._scheduled = False  # the next call schedules it
+                    raise
                 raise
+
+    def _schedule(self) -> None:
+        """Queue the batch on the loop (from a thread: a `call` interrupted as it did)."""
+        loop = self._loop()
+        with contextlib.suppress(RuntimeError):  # gone or closed: nobody waits
+            if loop is not None:
+                loop.call_soon_threadsafe(self._run)
 
     def look_while_waiting(self, look: Callable[[], bool]) -> None:
         """`look()` on the loop every `_LOOK_S` for as long as it returns True (calls still

@@ -243,22 +243,35 @@ class Front:
         if idle:  # the driver started above takes the inbox once it has `_lock`
             return
         if not self._woken and not (op == "add" and self._saturated and _to_score(payload)):
-            self._woken = True
             try:
-                if self._host is not None:
-                    try:
-                        self._host.wake()
-                    except RuntimeError:  # its loop closed just now: a thread takes over
-                        self._take_over()
-                else:
-                    os.write(self._wake_w, b"\0")
-            except BaseException:  # as if this call never came
-                self._woken = False
+                self._wake_driver()
+            except BaseException:  # an add: as if this call never came (its caller sees
+                self._woken = False  # the interrupt); an end or a cancel stays (nobody
+                if op != "add":  # sends it again: `iter_score`'s `finally`), and a thread
+                    threading.Thread(target=self._wake, daemon=True).start()  # wakes
+                    raise
                 self._inbox.pop()
-                if op == "add":
-                    self._admitted -= len(payload[1])
-                    run.added -= len(payload[1])
+                self._admitted -= len(payload[1])
+                run.added -= len(payload[1])
                 raise
+
+    def _wake_driver(self) -> None:
+        """Wake the driver (with `_lock` held): a look on the hosting loop, or a byte on the
+        thread's pipe. A hosting loop closed just now is taken over by a thread."""
+        self._woken = True
+        if self._host is not None:
+            try:
+                self._host.wake()
+            except RuntimeError:
+                self._take_over()
+        else:
+            os.write(self._wake_w, b"\0")
+
+    def _wake(self) -> None:
+        """Wake the driver, from a thread: a command whose wake-up was interrupted."""
+        with self._lock:
+            if not (self._woken or self._closing) and (self._host or self._thread):
+                self._wake_driver()
 
     def host(self, loop: asyncio.AbstractEventLoop, pool_watched: bool) -> None:
         """Drive the pool from `loop`, whose thread this call must run on, rather than from a
@@ -364,10 +377,10 @@ class Front:
         on_driver = self._thread is threading.current_thread() or (
             host is not None and host.on_loop()
         )
+        error = EngineClosed("the engine was closed")  # before the lock: nothing may
+        failed: list[Run] = []  # come between taking it and the `try` that lets go of it
         if not self._close_lock.acquire(blocking=not on_driver):
             return
-        error = EngineClosed("the engine was closed")
-        failed: list[Run] = []
         try:
             restart = self._close(error, failed)
         finally:  # also when interrupted (Ctrl-C in a join): the engine takes calls again
@@ -393,8 +406,7 @@ class Front:
                 if thread is threading.current_thread():  # a callback of its own results
                     self._thread = None
                 elif thread is not None and not self._woken:
-                    self._woken = True
-                    os.write(self._wake_w, b"\0")
+                    self._wake_driver()
             if host is not None:
                 host.stop()
             if thread is not None and thread is not threading.current_thread():

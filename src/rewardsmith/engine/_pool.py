@@ -461,9 +461,9 @@ class TimeoutPool:
         process = worker.process
         if worker.killed:
             return None
+        if process.is_alive():  # killed first: a close interrupted here (Ctrl-C) is finished
+            process.kill()  # by another (`Front._close_pool`), which must not skip it
         worker.killed = True
-        if process.is_alive():
-            process.kill()
         process.join(timeout=5)
         code = process.exitcode
         self._close_pipe(worker)

@@ -16,6 +16,7 @@ from rewardsmith.server._http import Answer, Refusal, Request, Respond
 
 from ._raw_http import wait_until
 from .conftest import served_in_thread
+from .test_pipelined_reads import _connected
 
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("httptools")
@@ -95,3 +96,24 @@ def test_awaiting_what_is_not_a_future_fails_that_request_alone() -> None:
         assert client.post("/not-a-future", content=b"{}").status_code == 500
         assert client.post("/ok", content=b"{}").status_code == 200
     assert handler.events == [("/not-a-future", 500), ("/ok", 200)]
+
+
+def test_a_client_that_leaves_as_a_bad_await_fails_its_answer_is_counted_gone() -> None:
+    """helper-83: `_Answering` hands a coroutine that awaited what is not a future its
+    `RuntimeError` on the loop's next pass. A client that left in between (its close read
+    first) cancelled an answer already started, so `_gone` left the telling to the
+    coroutine; which then failed (500, written to nobody) and told nobody: the app never
+    heard that the request ended (no `disconnected`)."""
+
+    async def main() -> list[Any]:
+        handler = _Handler()
+        connection, _ = await _connected(handler)  # type: ignore[arg-type]
+        connection.data_received(
+            b"POST /not-a-future HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}"
+        )
+        asyncio.get_running_loop().call_soon(connection.eof_received)  # after its start
+        for _ in range(5):
+            await asyncio.sleep(0)
+        return handler.events
+
+    assert asyncio.run(main()) == [("/not-a-future", None)]  # before: []

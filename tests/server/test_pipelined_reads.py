@@ -40,9 +40,19 @@ class _Transport(asyncio.Transport):
         self.written = bytearray()
         self.reading = True
         self.closed = False
+        """The connection closed, or began its close (`write_eof`: it ended its side)."""
+        self.eof = False
+        self._shut = False
 
     def write(self, data: Any) -> None:
+        assert not self.eof, "written after write_eof"
         self.written += data
+
+    def write_eof(self) -> None:
+        self.eof = self.closed = True
+
+    def is_closing(self) -> bool:
+        return self._shut
 
     def get_write_buffer_size(self) -> int:
         return 0
@@ -54,10 +64,10 @@ class _Transport(asyncio.Transport):
         self.reading = True
 
     def close(self) -> None:
-        self.closed = True
+        self.closed = self._shut = True
 
     def abort(self) -> None:
-        self.closed = True
+        self.closed = self._shut = True
 
 
 class _Handler:

@@ -10,7 +10,8 @@ same pass of the event loop (`_Server.write_soon`).
 What a connection may do:
 
 - a request's line and headers must arrive within `header_timeout_s` of its first byte
-  (the first request's: of the connection's opening), else 408 (if a request had begun)
+  (the first request's: of the connection's opening; one begun while the request before it
+  is answered: of its turn), else 408 (if a request had begun)
   and the connection is closed; past `MAX_HEADER_BYTES` (counted as read, and as parsed:
   a chunked body's trailers count with the headers), 431 and closed; a chunked body's
   part that never ends (a trailer, a chunk line: bytes in which the parser finds neither
@@ -44,7 +45,13 @@ What a connection may do:
 - a client that closes its connection, or only its side of it, cancels the request it
   waits for (as uvicorn and nginx: a killed process's kernel sends the same FIN), once the
   close is read: not while reading pauses;
-- an answer to HEAD has no body (no route serves HEAD: it is refused).
+- an answer to HEAD has no body (no route serves HEAD: it is refused);
+- a connection the server closes while more may come from the client (reading paused, a
+  request begun, refused or cut short) is closed as nginx does: the server ends its side
+  once its answers are sent, then reads on, dropping what comes, until the client closes
+  its side, for at most `_LINGER_S` (a close with bytes of the client unread would make the
+  kernel reset the connection, and a reset can throw away answers the client has not read
+  yet).
 """
 
 from __future__ import annotations
@@ -203,6 +210,9 @@ _TOO_MANY_HEADERS = _refusal(431, b"more than %d header fields" % MAX_HEADERS)
 _UNPARSED_TOO_LARGE = _refusal(
     400, b"over %d bytes of a chunked body with neither data nor a chunk" % MAX_HEADER_BYTES
 )
+_LINGER_S = 5.0
+"""How long a connection the server closed reads on, dropping what comes, for its client to
+close its side (`_Connection._linger`)."""
 _TIMER_SLACK_S = 0.002
 """How early a timer may fire (the loop's timers count in milliseconds)."""
 _STATUS_LINES = {s.value: b"HTTP/1.1 %d %s\r\n" % (s.value, s.phrase.encode()) for s in HTTPStatus}
@@ -410,6 +420,8 @@ class _Connection(asyncio.Protocol):
         """The timer to start when the client reads its answers again (`_set_timer`)."""
         self._paused_at = 0.0
         """Loop time at which the client last stopped reading its answers (`pause_writing`)."""
+        self._lingering: asyncio.TimerHandle | None = None
+        """Ends a closed connection's reading on (`_linger`)."""
 
     # -- asyncio ----------------------------------------------------------------------------
 
@@ -429,6 +441,9 @@ class _Connection(asyncio.Protocol):
         if self._stalled is not None:
             self._stalled.cancel()
             self._stalled = None
+        if self._lingering is not None:
+            self._lingering.cancel()
+            self._lingering = None
         # the parser refers back to this protocol (the task, let go by `_gone`, too): no
         # cycle is left for the garbage collector's pauses
         self._parser = None  # type: ignore[assignment]
@@ -726,7 +741,9 @@ class _Connection(asyncio.Protocol):
             _log.exception("%s %s failed", exchange.request.method.decode(), exchange.request.path)
             answer = _INTERNAL
         self._task = None
-        if not self._closed:
+        if self._closed:  # the client left as it was answered (`_gone` left it to us)
+            self._handler.answered(exchange.request, None)
+        else:
             self._send(exchange, answer)
 
     def _send(self, exchange: _Exchange, answer: Answer) -> None:
@@ -858,7 +875,7 @@ class _Connection(asyncio.Protocol):
         if self._closed:
             return
         if self._begun:  # a request was on its way: tell the client why
-            self._write(_HEADERS_TOO_SLOW)
+            self._write_refusal(_HEADERS_TOO_SLOW)
         self._close()
 
     def shutdown(self) -> None:
@@ -893,8 +910,15 @@ class _Connection(asyncio.Protocol):
             self._pace()
         else:
             if not answered:  # else it had its answer: a second would meet no request
-                self._write(self._broken)
+                self._write_refusal(self._broken)
             self._close()
+
+    def _write_refusal(self, response: bytes) -> None:
+        """Write one of the connection's own refusals (`_refusal`): without its body if the
+        request refused is a HEAD (as far as the parser read it), as any answer to HEAD."""
+        if self._parser.get_method() == b"HEAD":
+            response = response[: response.index(b"\r\n\r\n") + 4]
+        self._write(response)
 
     def _write(self, data: bytes) -> None:
         """Write `data` once this pass of the loop is over; a second write meanwhile (a
@@ -923,9 +947,40 @@ class _Connection(asyncio.Protocol):
         if not self._closed and self._transport is not None:
             self.flush()
             self._closed = True
-            self._transport.close()  # once what is written is sent
+            if self._more_may_come():
+                self._linger(self._transport)
+            else:
+                self._transport.close()  # once what is written is sent
             if self._transport.get_write_buffer_size():
                 self._stall()
+
+    def _more_may_come(self) -> bool:
+        """Whether the client may have sent what was not read: reading paused (a request in
+        line, answers unread), bytes held, a request begun or its body still coming, or bytes
+        the parser refused (an idle connection has none, but for one sent as it closes)."""
+        return (
+            not self._reading
+            or self._held is not None
+            or self._begun
+            or self._parsing is not None
+            or bool(self._broken)
+        )
+
+    def _linger(self, transport: asyncio.Transport) -> None:
+        """Close as nginx does (its lingering close): end the server's side once what is
+        written is sent, and read on, dropping what comes, until the client closes its side
+        (`eof_received`), for at most `_LINGER_S`. A socket closed with bytes of the client
+        unread makes the kernel reset the connection, and a reset throws away the answers
+        not yet sent, or not yet read by the client: those owed before a refusal, or a
+        request's at SIGTERM, behind which a pipelining client sent on."""
+        self._held = None
+        if transport.is_closing():
+            return
+        transport.write_eof()
+        if not self._reading:
+            self._reading = True
+            transport.resume_reading()
+        self._lingering = self._loop.call_later(_LINGER_S, transport.close)
 
     def _stall(self) -> None:
         """Watch the answers not yet sent: a client that reads none of them for

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import time
 from pathlib import Path
 
@@ -87,3 +88,117 @@ def test_an_answer_to_head_has_no_body_when_the_connection_refuses_it(world: Wor
         done = read_all(sock, 10)
     assert done.raw.startswith(b"HTTP/1.1 431 ")
     assert done.raw.endswith(b"\r\n\r\n")  # before: ... "more than 100 header fields"
+
+
+@pytest.mark.parametrize(
+    "after_head",
+    [b"NOT HTTP\r\n\r\n", b"G"],  # 400 for bytes no request has; 408 for a request begun
+    ids=["400-after-head", "408-after-head"],
+)
+def test_a_refusal_of_what_follows_a_head_keeps_its_body(world: World, after_head: bytes) -> None:
+    """helper-86: 42e649f's `_write_refusal` asked the parser for the refused request's
+    method, but llhttp keeps the last method it parsed until the next one is whole: bytes
+    with no method (or only its first letter) after a HEAD got a refusal with
+    `content-length: 22` and no body."""
+    server = world.server()
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.sendall(request("HEAD", "/health", None) + after_head)
+        done = read_all(sock, 10)
+    head_answer, _, rest = done.raw.partition(b"\r\n\r\n")  # the 405 to HEAD: no body
+    assert head_answer.startswith(b"HTTP/1.1 405 ")
+    [refusal] = parse(rest)
+    assert refusal.status in (400, 408)
+    assert len(refusal.body) == int(refusal.headers["content-length"]) > 0  # before: 0 of 22
+
+
+def test_answers_owed_before_a_413_drained_to_its_end_arrive_whole(world: World) -> None:
+    """helper-86: a pipelining client: a scored request (60 kB answer), then a POST over
+    the body limit sent whole (413 before its body, drained to its end), then 10 bytes
+    more. The body's end closed the connection in `on_message_complete` (`exchange.sent`),
+    where 42e649f's `_more_may_come()` was False (nothing parsing, reading on): no
+    lingering close, the 10 bytes met a closed socket, and the reset cut the 200 to 4 kB
+    and dropped the 413."""
+    server = world.server()
+    body = json.dumps([{"id": BIG_ID, "completion": "abc"}]).encode()
+    with _small_buffer_client(server.port) as sock:
+        sock.sendall(
+            request("POST", "/v1/score", body) + request("POST", "/v1/score", b"x" * 150_000)
+        )
+        time.sleep(0.5)
+        sock.sendall(b"z" * 10)
+        time.sleep(1.0)
+        done = read_all(sock, 10)
+    answers = parse(done.raw)
+    assert statuses(done) == [200, 413]  # before: [200], 4,022 of 60,109 bytes
+    assert len(answers[0].body) == int(answers[0].headers["content-length"])
+
+
+def test_sigterm_does_not_wait_for_a_client_that_owes_half_a_request(spec_path: Path) -> None:
+    """helper-86: README: SIGTERM "finishes in-flight requests first". A client that sent
+    half a request line is in no request's flight, but 42e649f's `shutdown` -> `_close`
+    lingered on it (`_begun`), and `serve_http` waited for the lingering connection: the
+    server exited after 5 s (or at `--graceful-timeout`, logging "1 requests cut short");
+    before 42e649f, at once."""
+    server = Server(spec_path, "--workers", "1", "--graceful-timeout", "2", token=None)
+    try:
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            sock.sendall(b"GET /hea")
+            time.sleep(0.3)
+            started = time.monotonic()
+            server.terminate()
+            server.process.wait(30)
+            took = time.monotonic() - started
+        log = server.output()
+    finally:
+        server.stop()
+    assert "cut off" not in log, log
+    assert took < 1.0  # before: 2.0 s (5 s with the default --graceful-timeout)
+
+
+ASYNCIO_LAUNCHER = """\
+import sys
+if __name__ == "__main__":
+    sys.modules["uvloop"] = None
+    from rewardsmith.cli import main
+    sys.exit(main())
+"""
+
+
+def test_a_client_gone_before_a_lingering_close_is_let_go_on_asyncio(
+    spec_path: Path, tmp_path: Path
+) -> None:
+    """helper-86: asyncio's loop: a client pipelines a slow request and bytes no request
+    has (reading pauses), then closes. At 0.5 s the server writes the 200 and the 400 (the
+    send succeeds; the client's kernel answers it with a reset), then `_linger` calls
+    `write_eof()`, whose `shutdown(SHUT_WR)` raised ENOTCONN out of `_close` in 42e649f: a
+    traceback per connection, and the connection was never closed (`_closed` set, no
+    linger timer, reading paused): its socket was held until the server stopped, which
+    then waited all of `--graceful-timeout`. (uvloop reports the failed shutdown to its
+    callback.)"""
+    launcher = tmp_path / "asyncio_serve.py"
+    launcher.write_text(ASYNCIO_LAUNCHER)
+    server = Server(
+        spec_path,
+        "--workers",
+        "1",
+        "--graceful-timeout",
+        "5",
+        token=None,
+        launcher=[sys.executable, str(launcher)],
+    )
+    try:
+        slow = json.dumps([{"completion": "sleep 0.5"}]).encode()
+        for _ in range(3):
+            with socket.create_connection(("127.0.0.1", server.port)) as sock:
+                sock.sendall(request("POST", "/v1/score", slow, auth=False) + b"NOT HTTP\r\n\r\n")
+                time.sleep(0.1)
+        time.sleep(1.5)
+        started = time.monotonic()
+        server.terminate()
+        server.process.wait(30)
+        took = time.monotonic() - started
+        log = server.output()
+    finally:
+        server.stop()
+    assert "Traceback" not in log, log  # before: OSError: [Errno 107] ... (x3)
+    assert took < 2.0  # before: 5 s, "stopping: 3 requests cut short"

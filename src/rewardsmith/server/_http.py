@@ -46,12 +46,14 @@ What a connection may do:
   waits for (as uvicorn and nginx: a killed process's kernel sends the same FIN), once the
   close is read: not while reading pauses;
 - an answer to HEAD has no body (no route serves HEAD: it is refused);
-- a connection the server closes while more may come from the client (reading paused, a
-  request begun, refused or cut short) is closed as nginx does: the server ends its side
-  once its answers are sent, then reads on, dropping what comes, until the client closes
-  its side, for at most `_LINGER_S` (a close with bytes of the client unread would make the
-  kernel reset the connection, and a reset can throw away answers the client has not read
-  yet).
+- a connection the server closes after an answer (a refusal, an answer that says
+  `Connection: close`, the end of an early answer's drain) is closed as nginx does: the
+  server ends its side once its answers are sent, and reads on, dropping what comes (also
+  while the client leaves answers unread), until the client closes its side, or for
+  `_LINGER_S` once its answers are handed to the kernel (a close with bytes of the client
+  unread would make the kernel reset the connection, and a reset can throw away answers the
+  client has not read yet). One closed for being idle, or for a request begun and never
+  answered, is closed at once.
 """
 
 from __future__ import annotations
@@ -211,8 +213,11 @@ _UNPARSED_TOO_LARGE = _refusal(
     400, b"over %d bytes of a chunked body with neither data nor a chunk" % MAX_HEADER_BYTES
 )
 _LINGER_S = 5.0
-"""How long a connection the server closed reads on, dropping what comes, for its client to
-close its side (`_Connection._linger`)."""
+"""How long a connection the server closed after an answer reads on, dropping what comes,
+for its client to close its side, once the answers are handed to the kernel
+(`_Connection._linger`)."""
+_LINGER_LOOK_S = 0.25
+"""How often a lingering connection looks whether its answers are handed to the kernel."""
 _TIMER_SLACK_S = 0.002
 """How early a timer may fire (the loop's timers count in milliseconds)."""
 _STATUS_LINES = {s.value: b"HTTP/1.1 %d %s\r\n" % (s.value, s.phrase.encode()) for s in HTTPStatus}
@@ -580,10 +585,10 @@ class _Connection(asyncio.Protocol):
     # -- httptools callbacks --------------------------------------------------------------
 
     def on_message_begin(self) -> None:
+        self._url.clear()  # (also once refused: says no method of this one is read yet)
         if self._broken:
             return
         self._begun = True
-        self._url.clear()
         self._headers = []
         self._message_header_bytes = self._unparsed = self._fields = 0
         if not self._queue and not self._timing(self._headers_too_slow):
@@ -664,7 +669,7 @@ class _Connection(asyncio.Protocol):
         if not self._queue or exchange is not self._queue[0]:
             return
         if exchange.sent:  # the rest of a body nobody reads: done
-            self._close()
+            self._close_answered()
         else:
             self._proceed(exchange)
 
@@ -769,10 +774,10 @@ class _Connection(asyncio.Protocol):
             self._queue.popleft()
             self._next()
         elif not early or answer.close:
-            self._close()
+            self._close_answered()
         else:  # drop the rest of the body until it ends or its deadline, then close
             exchange.chunks = []
-            self._set_timer(self._time_left(exchange), self._close)
+            self._set_timer(self._time_left(exchange), self._close_answered)
 
     def _next(self) -> None:
         """Take the requests in line one after another while the client reads its answers,
@@ -875,8 +880,10 @@ class _Connection(asyncio.Protocol):
         if self._closed:
             return
         if self._begun:  # a request was on its way: tell the client why
-            self._write_refusal(_HEADERS_TOO_SLOW)
-        self._close()
+            self._write(self._as_head_has_it(_HEADERS_TOO_SLOW))
+            self._close_answered()
+        else:
+            self._close()
 
     def shutdown(self) -> None:
         """The server stops: close now if no request is being answered, else after it."""
@@ -892,7 +899,7 @@ class _Connection(asyncio.Protocol):
         the whole requests before it, so that each answer still meets its request. The
         first refusal is the one sent: one the first request in line has, waiting for its
         body (413, 401...), or the first that came to this call."""
-        self._broken = self._broken or response
+        self._broken = self._broken or self._as_head_has_it(response)
         head = self._queue[0] if self._queue else None
         if head is not None and head.taken and not (head.sent or head.complete):
             refused = head.answer  # the app opened it, its body still coming
@@ -910,15 +917,16 @@ class _Connection(asyncio.Protocol):
             self._pace()
         else:
             if not answered:  # else it had its answer: a second would meet no request
-                self._write_refusal(self._broken)
-            self._close()
+                self._write(self._broken)
+            self._close_answered()
 
-    def _write_refusal(self, response: bytes) -> None:
-        """Write one of the connection's own refusals (`_refusal`): without its body if the
-        request refused is a HEAD (as far as the parser read it), as any answer to HEAD."""
-        if self._parser.get_method() == b"HEAD":
-            response = response[: response.index(b"\r\n\r\n") + 4]
-        self._write(response)
+    def _as_head_has_it(self, response: bytes) -> bytes:
+        """One of the connection's own refusals (`_refusal`) of the request being parsed:
+        without its body if that is a HEAD, as any answer to HEAD. (Its method is read once
+        its URL has begun: the parser keeps the last method it read until another is.)"""
+        if self._url and self._parser.get_method() == b"HEAD":
+            return response[: response.index(b"\r\n\r\n") + 4]
+        return response
 
     def _write(self, data: bytes) -> None:
         """Write `data` once this pass of the loop is over; a second write meanwhile (a
@@ -942,45 +950,55 @@ class _Connection(asyncio.Protocol):
             self._written += len(data)
             self._transport.write(data)
 
-    def _close(self) -> None:
+    def _close(self, linger: bool = False) -> None:
+        """Close once what is written is sent: with `linger`, as `_linger` says (after an
+        answer); else at once (an idle connection, or one that sent half a request: a
+        reset would lose nothing the server wrote since its last answer)."""
         self._cancel_timer()
         if not self._closed and self._transport is not None:
             self.flush()
             self._closed = True
-            if self._more_may_come():
+            if linger:
                 self._linger(self._transport)
             else:
-                self._transport.close()  # once what is written is sent
+                self._transport.close()
             if self._transport.get_write_buffer_size():
                 self._stall()
 
-    def _more_may_come(self) -> bool:
-        """Whether the client may have sent what was not read: reading paused (a request in
-        line, answers unread), bytes held, a request begun or its body still coming, or bytes
-        the parser refused (an idle connection has none, but for one sent as it closes)."""
-        return (
-            not self._reading
-            or self._held is not None
-            or self._begun
-            or self._parsing is not None
-            or bool(self._broken)
-        )
+    def _close_answered(self) -> None:
+        self._close(linger=True)
 
     def _linger(self, transport: asyncio.Transport) -> None:
-        """Close as nginx does (its lingering close): end the server's side once what is
-        written is sent, and read on, dropping what comes, until the client closes its side
-        (`eof_received`), for at most `_LINGER_S`. A socket closed with bytes of the client
-        unread makes the kernel reset the connection, and a reset throws away the answers
-        not yet sent, or not yet read by the client: those owed before a refusal, or a
-        request's at SIGTERM, behind which a pipelining client sent on."""
+        """Close as nginx does after an answer (its lingering close): end the server's side
+        once what is written is sent, and read on, dropping what comes, until the client
+        closes its side (`eof_received`), or for `_LINGER_S` once the answers are handed to
+        the kernel. A socket closed with bytes of the client unread makes the kernel reset
+        the connection, and a reset throws away the answers not yet sent, or not yet read by
+        the client: those owed before a refusal, or an early answer whose body a pipelining
+        client sent on behind, or a request's at SIGTERM."""
         self._held = None
         if transport.is_closing():
             return
-        transport.write_eof()
+        try:
+            transport.write_eof()
+        except OSError:  # the client reset it already (asyncio's loop raises it here)
+            transport.abort()
+            return
         if not self._reading:
             self._reading = True
             transport.resume_reading()
-        self._lingering = self._loop.call_later(_LINGER_S, transport.close)
+        self._linger_on()
+
+    def _linger_on(self) -> None:
+        """Close `_LINGER_S` after the answers are handed to the kernel (looked at every
+        `_LINGER_LOOK_S` until they are; `_stall` cuts off a client that reads none)."""
+        transport = self._transport
+        if transport is None:
+            return
+        if transport.get_write_buffer_size():
+            self._lingering = self._loop.call_later(_LINGER_LOOK_S, self._linger_on)
+        else:
+            self._lingering = self._loop.call_later(_LINGER_S, transport.close)
 
     def _stall(self) -> None:
         """Watch the answers not yet sent: a client that reads none of them for
@@ -1083,7 +1101,11 @@ async def serve_http(
                 try:
                     await asyncio.wait_for(server.emptied.wait(), graceful_timeout_s)
                 except asyncio.TimeoutError:
-                    _log.warning("stopping: %d requests cut short", len(server.connections))
+                    _log.warning(
+                        "stopping: %d connections cut off (a request in flight, or answers "
+                        "the client has yet to take)",
+                        len(server.connections),
+                    )
             for connection in list(server.connections):
                 connection.abort()
             await asyncio.sleep(0)  # let the aborted connections see it

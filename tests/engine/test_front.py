@@ -1507,6 +1507,22 @@ def test_a_call_whose_wake_of_a_closed_loop_and_take_over_both_fail_queues_nothi
         outcome_in_thread(engine.close, timeout=10)
 
 
+def _ascore_queued_on(
+    engine: Engine, loop: asyncio.AbstractEventLoop, waiting: list
+) -> Callable[[], None]:
+    """What opens an `ascore` of "ab" on `loop` (of another thread; its future goes to
+    `waiting`), and returns once the call is queued."""
+
+    def ascore() -> None:
+        call = engine.ascore([{"completion": "ab"}])
+        waiting.append(asyncio.run_coroutine_threadsafe(call, loop))
+        deadline = time.monotonic() + 5
+        while not engine.front._inbox and time.monotonic() < deadline:
+            time.sleep(0.01)  # queued while the close runs
+
+    return ascore
+
+
 def test_an_ascore_waiting_when_no_driver_could_start_gets_one_at_its_next_look(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -1517,15 +1533,7 @@ def test_an_ascore_waiting_when_no_driver_could_start_gets_one_at_its_next_look(
     engine.score([{"completion": "a"}])
     other, runner = _loop_in_thread()
     waiting: list = []
-
-    def ascore_meanwhile() -> None:
-        call = engine.ascore([{"completion": "ab"}])
-        waiting.append(asyncio.run_coroutine_threadsafe(call, other))
-        deadline = time.monotonic() + 5
-        while not engine.front._inbox and time.monotonic() < deadline:
-            time.sleep(0.01)  # queued while the close runs
-
-    _close_that_cannot_restart(monkeypatch, engine, ascore_meanwhile)
+    _close_that_cannot_restart(monkeypatch, engine, _ascore_queued_on(engine, other, waiting))
     try:
         assert _rewards(waiting[0].result(10)) == [2.0]  # 552fbc8: waits
     finally:
@@ -1741,6 +1749,20 @@ def test_a_close_whose_hosted_stop_fails_raises_rather_than_spins() -> None:
         loop.close()
 
 
+def _close_interrupted_then_used(
+    monkeypatch: pytest.MonkeyPatch, engine: Engine, in_flight: Future
+) -> None:
+    """`engine.close()`, interrupted where the test set it to be (its patches undone after):
+    the sample `in_flight` is still answered (or failed by the close), and a later call is."""
+    (error,) = outcome_in_thread(engine.close, timeout=10)
+    monkeypatch.undo()
+    assert isinstance(error, KeyboardInterrupt)
+    got = outcome_in_thread(lambda: in_flight.result(10).reward, timeout=15)
+    assert got == [9.0] or isinstance(got[0], EngineClosed), got  # before: TimeoutError
+    later = outcome_in_thread(lambda: _rewards(engine.score([{"completion": "ab"}])), 10)
+    assert later == [[2.0]], later  # before: [] - hangs
+
+
 def test_an_interrupt_as_close_hands_the_loop_its_stop_leaves_no_stopped_host_behind(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -1766,13 +1788,7 @@ def test_an_interrupt_as_close_hands_the_loop_its_stop_leaves_no_stopped_host_be
             return handle
 
         monkeypatch.setattr(host, "call_soon_threadsafe", interrupted_once_queued)
-        (error,) = outcome_in_thread(engine.close, timeout=10)
-        monkeypatch.undo()
-        assert isinstance(error, KeyboardInterrupt)
-        got = outcome_in_thread(lambda: in_flight.result(10).reward, timeout=15)
-        assert got == [9.0] or isinstance(got[0], EngineClosed), got  # before: TimeoutError
-        later = outcome_in_thread(lambda: _rewards(engine.score([{"completion": "ab"}])), 10)
-        assert later == [[2.0]], later  # before: [] - hangs
+        _close_interrupted_then_used(monkeypatch, engine, in_flight)
     finally:
         outcome_in_thread(engine.close, timeout=10)
         _end_loop(host, host_thread)
@@ -1791,16 +1807,9 @@ def test_an_ascore_on_the_hosting_loop_during_a_close_that_cannot_restart_gets_a
     host, host_thread = _hosted_in_thread(engine)
     waiting: list = []
 
-    def ascore_on_the_host_meanwhile() -> None:
-        call = engine.ascore([{"completion": "ab"}])
-        waiting.append(asyncio.run_coroutine_threadsafe(call, host))
-        deadline = time.monotonic() + 5
-        while not engine.front._inbox and time.monotonic() < deadline:
-            time.sleep(0.01)  # queued while the close runs
-
     try:
         engine.score([{"completion": "a"}])  # the pool is up
-        _close_that_cannot_restart(monkeypatch, engine, ascore_on_the_host_meanwhile)
+        _close_that_cannot_restart(monkeypatch, engine, _ascore_queued_on(engine, host, waiting))
         assert engine.front._host is None  # no longer hosted
         outcome = outcome_in_thread(lambda: _rewards(waiting[0].result(10)), timeout=15)
         assert outcome == [[2.0]], outcome  # before: [TimeoutError()] - waits
@@ -1937,14 +1946,8 @@ def test_an_interrupt_as_close_wakes_its_driver_thread_does_not_leave_it_closing
     (in_flight,) = engine.submit([{"completion": "sleep 0.3"}])
     time.sleep(0.1)
     monkeypatch.setattr(rewardsmith.engine._front, "os", _OsWriteInterruptedOnce())
-    (error,) = outcome_in_thread(engine.close, timeout=10)
-    monkeypatch.undo()
     try:
-        assert isinstance(error, KeyboardInterrupt)
-        got = outcome_in_thread(lambda: in_flight.result(10).reward, timeout=15)
-        assert got == [9.0] or isinstance(got[0], EngineClosed), got  # before: TimeoutError
-        later = outcome_in_thread(lambda: _rewards(engine.score([{"completion": "ab"}])), 10)
-        assert later == [[2.0]], later  # before: [] - hangs
+        _close_interrupted_then_used(monkeypatch, engine, in_flight)
     finally:
         outcome_in_thread(engine.close, timeout=10)
 
@@ -2074,41 +2077,6 @@ def test_an_interrupt_while_close_tells_its_failed_runs_leaves_none_of_them_unto
         outcome_in_thread(engine.close, timeout=10)
 
 
-def test_an_interrupt_in_a_hand_over_to_another_loop_leaves_its_later_ascores_answered() -> None:
-    """helper-84: `_Handover.call` sets `_scheduled = True`, then queues `_run` on the loop. Ctrl-C
-    in between (here: `close`, on the main thread, tells an `ascore` of a loop of another thread
-    that it failed) leaves `_scheduled` set with no `_run` on its way: that call is never
-    delivered, and every later `ascore` on that loop appends its answer behind it and waits
-    forever (`call` schedules only when `_scheduled` is False). Older than 5360718."""
-    engine = Engine(PLAIN, workers=1)
-    engine.score([{"completion": "a"}])  # the pool is up
-    other, runner = _loop_in_thread()
-    real = other.call_soon_threadsafe
-    armed = [False]
-
-    def interrupted_before_queueing(callback: Any, *args: Any, **kwargs: Any) -> Any:
-        if armed[0] and getattr(callback, "__name__", "") == "_run":
-            armed[0] = False
-            raise KeyboardInterrupt  # Ctrl-C before the callback is queued
-        return real(callback, *args, **kwargs)
-
-    other.call_soon_threadsafe = interrupted_before_queueing  # type: ignore[method-assign]
-    try:
-        first = asyncio.run_coroutine_threadsafe(engine.ascore([{"completion": "sleep 2"}]), other)
-        time.sleep(0.3)
-        armed[0] = True
-        (error,) = outcome_in_thread(engine.close, timeout=10)
-        assert isinstance(error, KeyboardInterrupt)
-        later = asyncio.run_coroutine_threadsafe(engine.ascore([{"completion": "ab"}]), other)
-        outcome = outcome_in_thread(lambda: _rewards(later.result(10)), timeout=15)
-        assert outcome == [[2.0]], outcome  # 5360718: [TimeoutError()] - waits forever
-        first.cancel()
-    finally:
-        del other.call_soon_threadsafe
-        outcome_in_thread(engine.close, timeout=10)
-        _end_loop(other, runner)
-
-
 def test_a_close_and_retry_in_a_callback_of_a_failed_pool_start_keeps_the_new_pool() -> None:
     """helper-84: The driver thread whose pool failed to start fails its runs (`_fail_all`, telling
     their sinks: `submit` callbacks run there), then closes "its" pool (`_close_pool`). A
@@ -2209,7 +2177,8 @@ def test_an_ascore_whose_failure_hand_over_is_interrupted_is_answered_without_a_
     the one `ascore` of a loop of another thread that it failed), nothing ever runs the batch:
     the answer sits in `_calls` and the `ascore` waits forever (its loop's look chain stopped
     once the front had nothing waiting, and it only looks at the front anyway). Interrupted after
-    `_run` is queued but before the loop's self-pipe write, the loop sleeps on."""
+    `_run` is queued but before the loop's self-pipe write, the loop sleeps on. (helper-84, on
+    5360718: with `_scheduled` left set, every later `ascore` on that loop waited too.)"""
     engine = Engine(PLAIN, workers=1)
     engine.score([{"completion": "a"}])  # the pool is up
     other, runner = _loop_in_thread()
@@ -2234,6 +2203,8 @@ def test_an_ascore_whose_failure_hand_over_is_interrupted_is_answered_without_a_
         outcome = outcome_in_thread(lambda: first.exception(5), timeout=10)
         assert len(outcome) == 1 and isinstance(outcome[0], EngineClosed), outcome
         # e20fbd4: [TimeoutError()] - the ascore waits forever
+        later = asyncio.run_coroutine_threadsafe(engine.ascore([{"completion": "ab"}]), other)
+        assert outcome_in_thread(lambda: _rewards(later.result(10)), timeout=15) == [[2.0]]
     finally:
         del other.call_soon_threadsafe
         outcome_in_thread(engine.close, timeout=10)

@@ -90,6 +90,14 @@ def test_an_answer_to_head_has_no_body_when_the_connection_refuses_it(world: Wor
     assert done.raw.endswith(b"\r\n\r\n")  # before: ... "more than 100 header fields"
 
 
+def _stopped(server: Server) -> tuple[float, str]:
+    """SIGTERM `server`: the seconds until it exits, and its log."""
+    started = time.monotonic()
+    server.terminate()
+    server.process.wait(30)
+    return time.monotonic() - started, server.output()
+
+
 @pytest.mark.parametrize(
     "after_head",
     [b"NOT HTTP\r\n\r\n", b"G"],  # 400 for bytes no request has; 408 for a request begun
@@ -144,11 +152,7 @@ def test_sigterm_does_not_wait_for_a_client_that_owes_half_a_request(spec_path: 
         with socket.create_connection(("127.0.0.1", server.port)) as sock:
             sock.sendall(b"GET /hea")
             time.sleep(0.3)
-            started = time.monotonic()
-            server.terminate()
-            server.process.wait(30)
-            took = time.monotonic() - started
-        log = server.output()
+            took, log = _stopped(server)
     finally:
         server.stop()
     assert "cut off" not in log, log
@@ -193,11 +197,7 @@ def test_a_client_gone_before_a_lingering_close_is_let_go_on_asyncio(
                 sock.sendall(request("POST", "/v1/score", slow, auth=False) + b"NOT HTTP\r\n\r\n")
                 time.sleep(0.1)
         time.sleep(1.5)
-        started = time.monotonic()
-        server.terminate()
-        server.process.wait(30)
-        took = time.monotonic() - started
-        log = server.output()
+        took, log = _stopped(server)
     finally:
         server.stop()
     assert "Traceback" not in log, log  # before: OSError: [Errno 107] ... (x3)

@@ -45,12 +45,14 @@ What a connection may do:
 - a client that closes its connection, or only its side of it, cancels the request it
   waits for (as uvicorn and nginx: a killed process's kernel sends the same FIN), once the
   close is read: not while reading pauses;
-- an answer to HEAD has no body (no route serves HEAD: it is refused);
+- an answer to HEAD has no body (no route serves HEAD: it is refused), nor has a refusal of
+  one, but for a request line the parser refuses within its URL (the method it read is not
+  told to Python until the URL ends);
 - a connection the server closes after an answer (a refusal, an answer that says
   `Connection: close`, the end of an early answer's drain) is closed as nginx does: the
   server ends its side once its answers are sent, and reads on, dropping what comes (also
   while the client leaves answers unread), until the client closes its side, or for
-  `_LINGER_S` once its answers are handed to the kernel (a close with bytes of the client
+  `_LINGER_S` once its answers are handed to the kernel (a look every `_LINGER_LOOK_S`) (a close with bytes of the client
   unread would make the kernel reset the connection, and a reset can throw away answers the
   client has not read yet). One closed for being idle, or for a request begun and never
   answered, is closed at once.
@@ -662,6 +664,7 @@ class _Connection(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         self._ended += 1
+        self._url.clear()  # no method of a next request is read yet (`_as_head_has_it`)
         exchange, self._parsing = self._parsing, None
         if exchange is None or self._closed:
             return
@@ -886,9 +889,23 @@ class _Connection(asyncio.Protocol):
             self._close()
 
     def shutdown(self) -> None:
-        """The server stops: close now if no request is being answered, else after it."""
+        """The server stops: close now if no request is being answered, else after it;
+        lingering (`_linger`) if answers are still to be handed to the kernel, or what the
+        client sent may be unread (reading paused, bytes held)."""
         if not self._queue:
-            self._close()
+            transport = self._transport
+            owed = transport is not None and (
+                not self._reading
+                or self._held is not None
+                or bool(self._unsent)
+                or transport.get_write_buffer_size() > 0
+            )
+            self._close(linger=owed)
+
+    @property
+    def answering(self) -> bool:
+        """A request is being answered (not a connection closed and lingering)."""
+        return bool(self._queue) and not self._closed
 
     def abort(self) -> None:
         if self._transport is not None:
@@ -952,8 +969,9 @@ class _Connection(asyncio.Protocol):
 
     def _close(self, linger: bool = False) -> None:
         """Close once what is written is sent: with `linger`, as `_linger` says (after an
-        answer); else at once (an idle connection, or one that sent half a request: a
-        reset would lose nothing the server wrote since its last answer)."""
+        answer); else at once (an idle connection, or one that sent half a request). A
+        client that sends on after that close is reset, as at the close of any idle
+        keep-alive connection: an answer the kernel still held for it may be lost."""
         self._cancel_timer()
         if not self._closed and self._transport is not None:
             self.flush()
@@ -1077,8 +1095,9 @@ async def serve_http(
     ready: Callable[[], None] | None = None,
 ) -> None:
     """Start the handler, serve HTTP on `host:port` until `until` is done, then stop: no new
-    connections, idle ones closed, requests in flight answered for at most
-    `graceful_timeout_s` (then their connections are cut), and the handler closed."""
+    connections, idle ones closed, requests in flight answered and lingering closes waited
+    out for at most `graceful_timeout_s` (then their connections are cut), and the handler
+    closed."""
     loop = asyncio.get_running_loop()
     await handler.start()
     server = _Server(handler, limits, access_log)
@@ -1101,11 +1120,9 @@ async def serve_http(
                 try:
                     await asyncio.wait_for(server.emptied.wait(), graceful_timeout_s)
                 except asyncio.TimeoutError:
-                    _log.warning(
-                        "stopping: %d connections cut off (a request in flight, or answers "
-                        "the client has yet to take)",
-                        len(server.connections),
-                    )
+                    cut = sum(connection.answering for connection in server.connections)
+                    if cut:  # (the others linger: their answers are handed to the kernel)
+                        _log.warning("stopping: %d requests cut short", cut)
             for connection in list(server.connections):
                 connection.abort()
             await asyncio.sleep(0)  # let the aborted connections see it

@@ -1039,9 +1039,9 @@ def test_many_ascores_pending_on_another_loop_cost_one_look_a_tenth_of_a_second(
     looks = [0]
     real = engine.front.take_over_if_orphaned
 
-    def counting() -> None:
+    def counting() -> bool:
         looks[0] += 1
-        real()
+        return real()
 
     engine.front.take_over_if_orphaned = counting  # type: ignore[method-assign]
 
@@ -1060,7 +1060,7 @@ def test_many_ascores_pending_on_another_loop_cost_one_look_a_tenth_of_a_second(
     try:
         outcome = outcome_in_thread(lambda: asyncio.run(main()), timeout=60)
         assert len(outcome) == 1 and isinstance(outcome[0], int), outcome
-        assert outcome[0] <= 50  # main: ~48,000
+        assert 5 <= outcome[0] <= 50  # main: ~48,000
     finally:
         _stop_hosted(engine, host, runner)
 
@@ -2309,4 +2309,71 @@ def test_an_interrupt_as_close_has_taken_its_lock_leaves_later_closes_working(
         monkeypatch.undo()
         if engine.front._close_lock.locked():
             engine.front._close_lock.release()
+        outcome_in_thread(engine.close, timeout=10)
+
+
+def test_a_loop_stops_looking_once_its_own_calls_are_answered() -> None:
+    """helper-89: a loop whose `ascore` was answered kept a 0.1 s timer (taking the front's
+    `_lock`) for as long as any other caller of the engine had samples in flight: the look
+    said whether the whole front waited, not this loop. An `iter_score` read part-way (or a
+    reader blocked on its input) kept every loop that ever awaited `ascore` looking."""
+    engine = Engine(PLAIN, workers=1, window=2)
+    looks = [0]
+    real = engine.front.take_over_if_orphaned
+
+    def counting() -> bool:
+        looks[0] += 1
+        return real()
+
+    engine.front.take_over_if_orphaned = counting  # type: ignore[method-assign]
+    stream = engine.iter_score(iter([{"completion": "a"}] * 10))  # past its window: open
+    try:
+        assert next(stream).reward == 1.0  # read part-way, then left suspended
+
+        async def main() -> int:
+            await engine.ascore([{"completion": "abc"}])
+            await asyncio.sleep(0.15)  # the look that finds it answered
+            before = looks[0]
+            await asyncio.sleep(1.0)
+            return looks[0] - before
+
+        assert asyncio.run(main()) == 0  # before: ~10 looks a second, for good
+    finally:
+        stream.close()
+        engine.close()
+
+
+class _Quiet:
+    """A run's sink that takes everything and says nothing."""
+
+    def scored(self, count: int) -> None:
+        pass
+
+    def result(self, index: int, result: Any) -> None:
+        pass
+
+    def done(self, error: BaseException | None) -> None:
+        pass
+
+
+def test_a_cancel_whose_wake_up_fails_raises_nothing_and_is_carried_out_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """helper-89: `_hand_over` kept an end or a cancel whose wake-up failed, but raised the
+    error: an ordinary one (a take-over with no descriptor left) replaced, in an abandoned
+    `iter_score`'s `finally`, whatever ended it, and the thread that then retried the
+    wake-up failed the same way. Now the next look or call carries it out."""
+    engine = Engine(PLAIN, workers=1)
+    try:
+        engine.score([{"completion": "a"}])  # the pool is up
+        run = engine.front.open(_Quiet())
+        run.add(engine._prepare([{"completion": "sleep 0.5"}, {"completion": "sleep 0.5"}]))
+        time.sleep(0.1)  # the driver waits on the first sample
+        monkeypatch.setattr(engine.front, "_wake_driver", _fails_once(engine.front._wake_driver)[0])
+        run.cancel()  # before: raised the OSError
+        monkeypatch.undo()
+        later = outcome_in_thread(lambda: _rewards(engine.score([{"completion": "ab"}])), 10)
+        assert later == [[2.0]], later
+        assert run.over and engine.front.admitted == 0
+    finally:
         outcome_in_thread(engine.close, timeout=10)

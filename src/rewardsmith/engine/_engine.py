@@ -10,7 +10,6 @@ adapters. Calls from many threads or coroutines share the worker pool sample by 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import os
 import queue
@@ -389,9 +388,15 @@ class _Whole:
 
     def __init__(self) -> None:
         self._results: list[Result] = []
+        self._run: Run | None = None
 
     def bind(self, run: Run) -> None:
-        self.future.add_done_callback(lambda f: run.cancel() if f.cancelled() else None)
+        self._run = run
+        self.future.add_done_callback(self._unbound)
+
+    def _unbound(self, future: asyncio.Future[list[Result]]) -> None:
+        if future.cancelled() and self._run is not None:
+            self._run.cancel()
 
     def scored(self, count: int) -> None:
         pass
@@ -420,8 +425,10 @@ class _Handover:
         self._calls: deque[tuple[Callable[[Any], None], Any]] = deque()
         self._scheduled = False
         self._look: Callable[[], bool] | None = None
-        """What it calls every `_LOOK_S` while that says calls still wait (None: no timer
-        runs)."""
+        """What it calls every `_LOOK_S` while this loop awaits calls and that says calls
+        still wait (None: no timer runs)."""
+        self.awaited = 0
+        """Calls of this loop whose future is pending (`_Awaited`)."""
 
     def call(self, fn: Callable[[Any], None], arg: Any) -> None:
         """Run `fn(arg)` on the loop soon (from any thread; nothing if the loop is closed);
@@ -432,45 +439,49 @@ class _Handover:
         self._calls.append((fn, arg))
         if not self._scheduled:  # else a batch is due, and runs this call (it is queued)
             self._scheduled = True
-            loop = self._loop()
             try:
-                if loop is None:
-                    raise RuntimeError("the event loop is gone")
-                loop.call_soon_threadsafe(self._run)
-            except RuntimeError:  # gone or closed: nobody waits, keep nothing
-                self._calls.clear()
-            except BaseException:  # interrupted (Ctrl-C): there may be no next call, so a
-                try:  # thread queues the batch (should `_run` be queued already, a second
-                    threading.Thread(target=self._schedule, daemon=True).start()  # is idle)
+                self._schedule()
+            except BaseException:
+                # interrupted (Ctrl-C): there may be no next call, so a thread queues the
+                # batch (should `_run` be queued already, a second finds nothing to do)
+                try:
+                    threading.Thread(
+                        target=self._schedule, name="rewardsmith-handover", daemon=True
+                    ).start()
                 except BaseException:
                     self._scheduled = False  # the next call schedules it
                     raise
                 raise
 
     def _schedule(self) -> None:
-        """Queue the batch on the loop (from a thread: a `call` interrupted as it did)."""
+        """Queue the batch on the loop; if the loop is gone or closed, nobody waits: keep
+        nothing."""
         loop = self._loop()
-        with contextlib.suppress(RuntimeError):  # gone or closed: nobody waits
-            if loop is not None:
-                loop.call_soon_threadsafe(self._run)
+        try:
+            if loop is None:
+                raise RuntimeError("the event loop is gone")
+            loop.call_soon_threadsafe(self._run)
+        except RuntimeError:
+            self._calls.clear()
 
     def look_while_waiting(self, look: Callable[[], bool]) -> None:
-        """`look()` on the loop every `_LOOK_S` for as long as it returns True (calls still
-        wait): one timer for the loop, however many calls await, as `_Stream.wait` does for
-        a thread. Call it on the loop."""
+        """`look()` on the loop every `_LOOK_S` while the loop awaits calls and `look()`
+        returns True (calls of the front still wait): one timer for the loop, however many
+        calls await, as `_Stream.wait` does for a thread. Call it on the loop."""
         if self._look is None:
             self._look = look
             asyncio.get_running_loop().call_later(_LOOK_S, self._look_again)
 
     def _look_again(self) -> None:
         loop, look = self._loop(), self._look
-        if look is None or loop is None:
+        if look is None or loop is None or not self.awaited:
             self._look = None
             return
         waiting = True
         try:
             waiting = look()
-        finally:  # one that raised (reported by the loop) must not end the looks for good
+        finally:
+            # one that raised (reported by the loop) must not end the looks for good
             if waiting:
                 loop.call_later(_LOOK_S, self._look_again)
             else:
@@ -501,6 +512,14 @@ class _Awaited(_Whole):
         super().__init__()
         self.future = loop.create_future()
         self._handover = handover
+
+    def bind(self, run: Run) -> None:
+        super().bind(run)
+        self._handover.awaited += 1  # its loop looks for a missing driver while any is
+
+    def _unbound(self, future: asyncio.Future[list[Result]]) -> None:
+        self._handover.awaited -= 1
+        super()._unbound(future)
 
     def done(self, error: BaseException | None) -> None:
         self._handover.call(self._settle_unless_cancelled, error)

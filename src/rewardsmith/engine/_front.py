@@ -245,11 +245,19 @@ class Front:
         if not self._woken and not (op == "add" and self._saturated and _to_score(payload)):
             try:
                 self._wake_driver()
-            except BaseException:  # an add: as if this call never came (its caller sees
-                self._woken = False  # the interrupt); an end or a cancel stays (nobody
-                if op != "add":  # sends it again: `iter_score`'s `finally`), and a thread
-                    threading.Thread(target=self._wake, daemon=True).start()  # wakes
+            except BaseException as exc:
+                self._woken = False
+                if op != "add":
+                    # an end or a cancel stays: nobody sends it again (`iter_score`'s
+                    # `finally`). A failed take-over (no descriptor left) is tried again by
+                    # the next look or call; an interrupt, by a thread, at once.
+                    if isinstance(exc, Exception):
+                        return
+                    threading.Thread(
+                        target=self._wake_from_thread, name="rewardsmith-wake", daemon=True
+                    ).start()
                     raise
+                # an add: as if this call never came (its caller sees why)
                 self._inbox.pop()
                 self._admitted -= len(payload[1])
                 run.added -= len(payload[1])
@@ -267,10 +275,11 @@ class Front:
         else:
             os.write(self._wake_w, b"\0")
 
-    def _wake(self) -> None:
-        """Wake the driver, from a thread: a command whose wake-up was interrupted."""
+    def _wake_from_thread(self) -> None:
+        """Wake the driver for a command whose wake-up was interrupted (Ctrl-C)."""
         with self._lock:
-            if not (self._woken or self._closing) and (self._host or self._thread):
+            driven = self._host is not None or self._thread is not None
+            if driven and not (self._woken or self._closing):
                 self._wake_driver()
 
     def host(self, loop: asyncio.AbstractEventLoop, pool_watched: bool) -> None:
@@ -319,7 +328,11 @@ class Front:
         """Drive the pool from a thread if the event loop that hosted it was closed with
         runs in flight, or if no driver runs for what waits (its start failed, as a `close`
         ended): a caller that waits looks now and then, and nothing else would ever finish
-        them. Whether anything still waits (to look again)."""
+        them.
+
+        Returns:
+            Whether anything still waits (the caller looks again).
+        """
         with self._lock:
             waiting = self._waiting()
             if self._host is not None and self._host.gone:
@@ -377,22 +390,26 @@ class Front:
         on_driver = self._thread is threading.current_thread() or (
             host is not None and host.on_loop()
         )
-        error = EngineClosed("the engine was closed")  # before the lock: nothing may
-        failed: list[Run] = []  # come between taking it and the `try` that lets go of it
+        # made before the lock: nothing may come between taking it and the `try` that lets
+        # go of it (an interrupt there would keep it for good)
+        error = EngineClosed("the engine was closed")
+        failed: list[Run] = []
         if not self._close_lock.acquire(blocking=not on_driver):
             return
         try:
             restart = self._close(error, failed)
         finally:  # also when interrupted (Ctrl-C in a join): the engine takes calls again
             self._close_lock.release()
-            interrupt: BaseException | None = None
-            for run in failed:  # told once it does: a callback that scores anew (a
-                try:  # retry) is not stuck in the closing
+            # told once it is released: a callback that scores anew (a retry) is not stuck
+            # in the closing; and every run is told, whatever one of them raises
+            raised: BaseException | None = None
+            for run in failed:
+                try:
                     run.sink.done(error)
-                except BaseException as exc:  # every run is told, whatever one raises
-                    interrupt = interrupt or exc
-            if interrupt is not None:
-                raise interrupt
+                except BaseException as exc:
+                    raised = raised or exc
+            if raised is not None:
+                raise raised
         if restart is not None:  # no driver for the runs opened meanwhile: the next call
             raise restart  # starts one
 
@@ -438,20 +455,29 @@ class Front:
                     return exc
         return None
 
-    def _close_pool(self, only: Pool | None = None) -> None:
-        """Close the front's pool; with `only`, if it is still that one (a callback of the
-        driver that made it may have closed the engine and scored anew: another driver's)."""
+    def _close_pool(self, only: Pool | None = None, *, in_thread: bool = False) -> None:
+        """Close the front's pool.
+
+        Args:
+            only: close it only if it is still that one (a callback of the driver that made
+                it may have closed the engine and scored anew: the pool is another
+                driver's now, and the close closed this one).
+            in_thread: close it in a thread (a hosting loop must not wait for its workers
+                to exit), as a close interrupted here (Ctrl-C) is finished.
+        """
         with self._pool_lock:
             pool = self._pool
-            if only is not None and pool is not only:
+            if pool is None or (only is not None and pool is not only):
                 return
             self._pool = None
-        if pool is not None:
-            try:
-                pool.close()
-            except BaseException:  # interrupted: no one else holds the pool to close it
-                threading.Thread(target=pool.close, name="rewardsmith-pool-close").start()
-                raise
+        if in_thread:
+            _close_in_thread(pool)
+            return
+        try:
+            pool.close()
+        except BaseException:  # interrupted: no one else holds the pool to close it
+            _close_in_thread(pool)
+            raise
 
     # -- the driver thread ----------------------------------------------------------------
 
@@ -501,8 +527,10 @@ class Front:
                 self._thread = None
                 return None
             commands, self._inbox = self._inbox, []
-            self._woken = False  # drained whatever `_woken` says: a byte whose writer was
-            try:  # interrupted (its call undone, `_woken` cleared) must not spin the driver
+            # drained whatever `_woken` says: a byte whose writer was interrupted (its call
+            # undone, `_woken` cleared) must not wake the driver for good
+            self._woken = False
+            try:
                 while os.read(wake_r, 4096):
                     pass
             except BlockingIOError:
@@ -549,11 +577,7 @@ class Front:
             host.watch([], None)  # starts a new one (and wakes the loop: no worker is busy)
             self._saturated = False
             self._fail_all(exc)
-            with self._pool_lock:  # unless a callback closed the engine meanwhile, and a
-                if self._pool is pool:  # driver started since has a pool of its own
-                    self._pool = None
-            pool.closing = None  # closed in a thread: its idle workers get a second to exit
-            threading.Thread(target=pool.close, name="rewardsmith-pool-close").start()
+            self._close_pool(only=pool, in_thread=True)
             if not isinstance(exc, Exception):
                 raise
 
@@ -689,6 +713,15 @@ class Front:
         if count:
             with self._lock:
                 self._admitted -= count
+
+
+def _close_in_thread(pool: Pool) -> None:
+    """Close `pool` in a thread of its own (its idle workers get a second to exit). It tells
+    no event loop of the pipes it closes (`WatchedPool.closing`): only the loop's thread may
+    stop watching them, and a pool closed here is watched no more."""
+    if getattr(pool, "closing", None) is not None:
+        pool.closing = None  # type: ignore[attr-defined]
+    threading.Thread(target=pool.close, name="rewardsmith-pool-close").start()
 
 
 class _Hosted:

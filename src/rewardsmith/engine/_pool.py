@@ -258,7 +258,8 @@ class TimeoutPool:
     @property
     def saturated(self) -> bool:
         """Every worker has work (or is starting): tasks submitted now would only queue. (A
-        closed pool is not: its driver must hear of the next tasks, to fail them.)"""
+        closed pool is not: a driver whose pool a callback closed may still read this into
+        the front, which must then wake its next driver for new tasks.)"""
         return not self._closed and all(
             w.outstanding or w.starting is not None for w in self._workers
         )

@@ -290,3 +290,41 @@ def test_sigterm_waits_out_a_lingering_close_and_says_no_request_was_cut_short(
         server.stop()
     assert "cut" not in log, log
     assert 1.5 < took < 4.0, took  # the graceful timeout, not the whole linger
+
+
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
+def test_sigterm_does_not_call_an_answered_request_whose_body_is_drained_cut_short(
+    spec_path: Path, tmp_path: Path, loop: str
+) -> None:
+    """helper-88: README: SIGTERM "finishes in-flight requests first, and waits out the lingering
+    closes"; the stop's warning counts "requests cut short" (`_Connection.answering`). A
+    POST over the body limit gets its 413 before its body (an early answer, `Connection:
+    close`), and its body is drained until it ends or `--body-timeout`. The client reads the
+    413 and sends no more. At SIGTERM `shutdown` leaves the connection alone (its queue
+    holds the answered request), and `serve_http` waits out the drain for at most
+    `--graceful-timeout`. e088b73 then warned "stopping: 1 requests cut short": the request
+    had its whole answer; only the drain of its body was cut."""
+    server = Server(
+        spec_path,
+        "--workers",
+        "1",
+        "--max-body-bytes",
+        "100000",
+        "--body-timeout",
+        "30",
+        "--graceful-timeout",
+        "2",
+        token=None,
+        launcher=_launcher(loop, tmp_path),
+    )
+    try:
+        with socket.create_connection(("127.0.0.1", server.port)) as sock:
+            head = b"POST /v1/score HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 200000\r\n\r\n"
+            sock.sendall(head + b"x" * 1000)
+            time.sleep(0.3)
+            assert sock.recv(10_000).startswith(b"HTTP/1.1 413 ")
+            took, log = _stopped(server)
+    finally:
+        server.stop()
+    assert "cut short" not in log, log  # before: "stopping: 1 requests cut short"
+    assert took < 4.0, took  # the graceful timeout (2 s), not the body's (30 s)

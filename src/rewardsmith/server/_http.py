@@ -52,10 +52,11 @@ What a connection may do:
   `Connection: close`, the end of an early answer's drain) is closed as nginx does: the
   server ends its side once its answers are sent, and reads on, dropping what comes (also
   while the client leaves answers unread), until the client closes its side, or for
-  `_LINGER_S` once its answers are handed to the kernel (a look every `_LINGER_LOOK_S`) (a close with bytes of the client
-  unread would make the kernel reset the connection, and a reset can throw away answers the
-  client has not read yet). One closed for being idle, or for a request begun and never
-  answered, is closed at once.
+  `_LINGER_S` once its answers are handed to the kernel (looked at every `_LINGER_LOOK_S`).
+  A close with bytes of the client unread would make the kernel reset the connection, and a
+  reset can throw away answers the client has not read yet. One closed for being idle, or
+  for a request begun and never answered, is closed at once (at the server's stop it
+  lingers if answers to it are still to be handed to the kernel, or reading was paused).
 """
 
 from __future__ import annotations
@@ -904,8 +905,14 @@ class _Connection(asyncio.Protocol):
 
     @property
     def answering(self) -> bool:
-        """A request is being answered (not a connection closed and lingering)."""
-        return bool(self._queue) and not self._closed
+        """A request is being answered (not a connection closed and lingering, nor one whose
+        early answer is sent while the rest of its body is drained)."""
+        return bool(self._queue) and not self._closed and not self._queue[0].sent
+
+    @property
+    def sending(self) -> bool:
+        """Answers are still to be handed to the kernel (the client does not read them)."""
+        return self._transport is not None and self._transport.get_write_buffer_size() > 0
 
     def abort(self) -> None:
         if self._transport is not None:
@@ -1095,9 +1102,9 @@ async def serve_http(
     ready: Callable[[], None] | None = None,
 ) -> None:
     """Start the handler, serve HTTP on `host:port` until `until` is done, then stop: no new
-    connections, idle ones closed, requests in flight answered and lingering closes waited
-    out for at most `graceful_timeout_s` (then their connections are cut), and the handler
-    closed."""
+    connections, idle ones closed, requests in flight answered, and early answers' drains
+    and lingering closes waited out, for at most `graceful_timeout_s` (then their
+    connections are cut), and the handler closed."""
     loop = asyncio.get_running_loop()
     await handler.start()
     server = _Server(handler, limits, access_log)
@@ -1121,8 +1128,14 @@ async def serve_http(
                     await asyncio.wait_for(server.emptied.wait(), graceful_timeout_s)
                 except asyncio.TimeoutError:
                     cut = sum(connection.answering for connection in server.connections)
-                    if cut:  # (the others linger: their answers are handed to the kernel)
-                        _log.warning("stopping: %d requests cut short", cut)
+                    unsent = sum(connection.sending for connection in server.connections)
+                    if cut or unsent:  # (the others drain a body, or linger, for nothing owed)
+                        _log.warning(
+                            "stopping: %d requests cut short, %d connections with answers "
+                            "unsent cut off",
+                            cut,
+                            unsent,
+                        )
             for connection in list(server.connections):
                 connection.abort()
             await asyncio.sleep(0)  # let the aborted connections see it

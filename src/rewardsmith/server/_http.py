@@ -894,14 +894,8 @@ class _Connection(asyncio.Protocol):
         lingering (`_linger`) if answers are still to be handed to the kernel, or what the
         client sent may be unread (reading paused, bytes held)."""
         if not self._queue:
-            transport = self._transport
-            owed = transport is not None and (
-                not self._reading
-                or self._held is not None
-                or bool(self._unsent)
-                or transport.get_write_buffer_size() > 0
-            )
-            self._close(linger=owed)
+            unread = not self._reading or self._held is not None
+            self._close(linger=unread or bool(self._unsent) or self.sending)
 
     @property
     def answering(self) -> bool:
@@ -991,6 +985,7 @@ class _Connection(asyncio.Protocol):
                 self._stall()
 
     def _close_answered(self) -> None:
+        """`_close` after an answer: lingering (a timer's callback takes no argument)."""
         self._close(linger=True)
 
     def _linger(self, transport: asyncio.Transport) -> None:

@@ -1027,6 +1027,19 @@ def _stop_hosted(engine: Engine, loop: asyncio.AbstractEventLoop, thread: thread
     loop.close()
 
 
+def _counting_looks(engine: Engine) -> list[int]:
+    """Count the looks for a missing driver (`take_over_if_orphaned`) in the list returned."""
+    looks = [0]
+    real = engine.front.take_over_if_orphaned
+
+    def counting() -> bool:
+        looks[0] += 1
+        return real()
+
+    engine.front.take_over_if_orphaned = counting  # type: ignore[method-assign]
+    return looks
+
+
 def test_many_ascores_pending_on_another_loop_cost_one_look_a_tenth_of_a_second() -> None:
     """helper-71: e57cfa8's `_look_while_pending` arms a timer per `asubmit` from a loop other
     than the hosting one, each calling `take_over_if_orphaned` (taking the front's `_lock`,
@@ -1036,14 +1049,7 @@ def test_many_ascores_pending_on_another_loop_cost_one_look_a_tenth_of_a_second(
     `_Stream.wait` per thread) finds a closed host as soon."""
     engine = Engine(PLAIN, workers=1)
     host, runner = _hosted_in_thread(engine)
-    looks = [0]
-    real = engine.front.take_over_if_orphaned
-
-    def counting() -> bool:
-        looks[0] += 1
-        return real()
-
-    engine.front.take_over_if_orphaned = counting  # type: ignore[method-assign]
+    looks = _counting_looks(engine)
 
     async def main() -> int:
         await engine.ascore([{"completion": "a"}])  # the pool is up
@@ -2318,14 +2324,7 @@ def test_a_loop_stops_looking_once_its_own_calls_are_answered() -> None:
     said whether the whole front waited, not this loop. An `iter_score` read part-way (or a
     reader blocked on its input) kept every loop that ever awaited `ascore` looking."""
     engine = Engine(PLAIN, workers=1, window=2)
-    looks = [0]
-    real = engine.front.take_over_if_orphaned
-
-    def counting() -> bool:
-        looks[0] += 1
-        return real()
-
-    engine.front.take_over_if_orphaned = counting  # type: ignore[method-assign]
+    looks = _counting_looks(engine)
     stream = engine.iter_score(iter([{"completion": "a"}] * 10))  # past its window: open
     try:
         assert next(stream).reward == 1.0  # read part-way, then left suspended
@@ -2343,19 +2342,6 @@ def test_a_loop_stops_looking_once_its_own_calls_are_answered() -> None:
         engine.close()
 
 
-class _Quiet:
-    """A run's sink that takes everything and says nothing."""
-
-    def scored(self, count: int) -> None:
-        pass
-
-    def result(self, index: int, result: Any) -> None:
-        pass
-
-    def done(self, error: BaseException | None) -> None:
-        pass
-
-
 def test_a_cancel_whose_wake_up_fails_raises_nothing_and_is_carried_out_later(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -2366,7 +2352,7 @@ def test_a_cancel_whose_wake_up_fails_raises_nothing_and_is_carried_out_later(
     engine = Engine(PLAIN, workers=1)
     try:
         engine.score([{"completion": "a"}])  # the pool is up
-        run = engine.front.open(_Quiet())
+        run = engine.front.open(_Ignored())
         run.add(engine._prepare([{"completion": "sleep 0.5"}, {"completion": "sleep 0.5"}]))
         time.sleep(0.1)  # the driver waits on the first sample
         monkeypatch.setattr(engine.front, "_wake_driver", _fails_once(engine.front._wake_driver)[0])

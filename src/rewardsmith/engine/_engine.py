@@ -388,15 +388,16 @@ class _Whole:
 
     def __init__(self) -> None:
         self._results: list[Result] = []
-        self._run: Run | None = None
 
     def bind(self, run: Run) -> None:
-        self._run = run
-        self.future.add_done_callback(self._unbound)
+        # the run is held by the future's callback, which goes once the future is done: a
+        # sink holding it would make a cycle with `run.sink` (the collector's work)
+        unbound = self._unbound
+        self.future.add_done_callback(lambda future: unbound(future, run))
 
-    def _unbound(self, future: asyncio.Future[list[Result]]) -> None:
-        if future.cancelled() and self._run is not None:
-            self._run.cancel()
+    def _unbound(self, future: asyncio.Future[list[Result]], run: Run) -> None:
+        if future.cancelled():
+            run.cancel()
 
     def scored(self, count: int) -> None:
         pass
@@ -517,9 +518,9 @@ class _Awaited(_Whole):
         super().bind(run)
         self._handover.awaited += 1  # its loop looks for a missing driver while any is
 
-    def _unbound(self, future: asyncio.Future[list[Result]]) -> None:
+    def _unbound(self, future: asyncio.Future[list[Result]], run: Run) -> None:
         self._handover.awaited -= 1
-        super()._unbound(future)
+        super()._unbound(future, run)
 
     def done(self, error: BaseException | None) -> None:
         self._handover.call(self._settle_unless_cancelled, error)

@@ -224,11 +224,7 @@ class Front:
         What is in flight gets a driver first, whatever becomes of this command (refused by
         the queue's limit, or failing): a closed hosting loop's runs are taken over, and a
         driver that could not start is tried again, so a failed call queues nothing."""
-        if self._host is not None and self._host.gone:
-            self._take_over()
-        idle = self._host is None and self._thread is None
-        if idle and not self._closing:  # else `close` starts one, for what it did not fail
-            self._start_driver()
+        idle = self._see_to_a_driver()
         if op == "add":
             count = len(payload)
             if self.limit is not None and self._admitted and self._admitted + count > self.limit:
@@ -335,11 +331,21 @@ class Front:
         """
         with self._lock:
             waiting = self._waiting()
-            if self._host is not None and self._host.gone:
-                self._take_over()
-            elif not (self._host or self._thread or self._closing) and waiting:
-                self._start_driver()
+            if waiting or (self._host is not None and self._host.gone):
+                self._see_to_a_driver()
             return waiting
+
+    def _see_to_a_driver(self) -> bool:
+        """Take over a closed hosting loop's runs, and start a driver if none drives (its
+        start failed before), but while a close is under way: `close` starts one, for what
+        it did not fail (with `_lock` held). Whether none drove (the one started now takes
+        the inbox once it has `_lock`)."""
+        if self._host is not None and self._host.gone:
+            self._take_over()
+        missing = self._host is None and self._thread is None
+        if missing and not self._closing:
+            self._start_driver()
+        return missing
 
     def _waiting(self) -> bool:
         """Commands are queued, or runs have samples in flight (with `_lock` held): they

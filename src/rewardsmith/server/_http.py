@@ -588,7 +588,6 @@ class _Connection(asyncio.Protocol):
     # -- httptools callbacks --------------------------------------------------------------
 
     def on_message_begin(self) -> None:
-        self._url.clear()  # (also once refused: says no method of this one is read yet)
         if self._broken:
             return
         self._begun = True
@@ -665,7 +664,8 @@ class _Connection(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         self._ended += 1
-        self._url.clear()  # no method of a next request is read yet (`_as_head_has_it`)
+        # the next request's URL starts empty: no method of it is read yet (`_as_head_has_it`)
+        self._url.clear()
         exchange, self._parsing = self._parsing, None
         if exchange is None or self._closed:
             return

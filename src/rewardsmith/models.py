@@ -137,7 +137,7 @@ _SCORE_FIELDS = ("score", "status", "detail")
 
 def built(model: type[_Model], values: dict[str, Any], fields_set: Iterable[str]) -> _Model:
     """`model.model_construct(fields_set, **values)`, for `values` that hold every field of
-    a model with no private attributes and no extra ones (`Score`, `Result`), already
+    a model with no private attributes and no extra ones (`Score`, `Result`, `Sample`), already
     validated: the same object without pydantic's lookups per field, three times faster
     (the server makes a score and a result per request). `fields_set`: the fields a dump
     with `exclude_unset` writes."""

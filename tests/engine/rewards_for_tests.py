@@ -39,6 +39,17 @@ def scripted() -> RewardFn:
     return score
 
 
+@reward("tests.engine.echo")
+def echo() -> RewardFn:
+    """The sample as its worker sees it, in `detail` (its dump and the fields it was given)."""
+
+    def score(sample: Sample) -> Score:
+        seen = {"dump": sample.model_dump(mode="json"), "given": sorted(sample.model_fields_set)}
+        return Score.ok(1.0, seen=seen, type=type(sample).__name__)
+
+    return score
+
+
 @reward("tests.engine.constant")
 def constant(*, value: float = 1.0) -> RewardFn:
     """Always `value`."""

@@ -197,3 +197,36 @@ def test_a_pipe_is_let_go_of_before_the_pool_closes_it() -> None:
         assert [score.status for _, score in done] == ["timeout"]
     assert told[0] == (old[0], True)  # told while still open
     assert all(is_open for _, is_open in told)
+
+
+SENT = [
+    {"id": "text", "completion": "The answer is \\boxed{42}.", "reference": "42"},
+    {"id": "defaults only", "completion": ""},
+    {
+        "id": "chat",
+        "prompt": [{"role": "user", "content": "What is 6 x 7?"}],
+        "completion": [
+            {"role": "assistant", "content": [{"type": "text", "text": "42"}]},
+        ],
+        "reference": {"answer": 42, "tests": ["assert f() == 42"]},
+        "metadata": {"source": "gsm8k", "nested": [{"a": [1, 2.5, None, True]}]},
+        "group": "g1",
+    },
+    {"id": "unicode", "completion": "ß \u00e9 \U0001f600 \ufffd", "metadata": {}},
+]
+
+
+def test_a_sample_reaches_its_worker_as_it_was_given() -> None:
+    """The pool sends a sample's fields and rebuilds it in the worker (`_fields`, `built`):
+    the reward sees the same sample, with the same fields given (what a dump with
+    `exclude_unset` writes)."""
+    samples = [Sample.model_validate(s) for s in SENT]
+    with Engine({"rewards": {"e": {"type": "tests.engine.rewards_for_tests:echo"}}}) as engine:
+        results = engine.score(samples)
+    for sample, result in zip(samples, results, strict=True):
+        detail = result.components["e"].detail
+        assert detail["type"] == "Sample"
+        assert detail["seen"] == {
+            "dump": sample.model_dump(mode="json"),
+            "given": sorted(sample.model_fields_set),
+        }

@@ -36,10 +36,9 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from multiprocessing.reduction import ForkingPickler
 from typing import Any, NamedTuple
 
-from ..models import Sample, Score
+from ..models import Sample, Score, built
 from ..registry import RewardFn
 from ._capacity import default_workers, worker_count
 from ._lifetime import die_with_parent, track_worker
@@ -101,7 +100,7 @@ def _worker_main(conn: Connection, progress: Any, plan: dict[str, Any]) -> None:
     try:
         conn.send(("ready", os.getpid()))
         while True:
-            batch: list[tuple[int, str, Sample]] = conn.recv()
+            batch = [(seq, name, built(Sample, *sample)) for seq, name, sample in conn.recv()]
             _prefetch(rewards, batch)
             done: list[tuple[int, tuple[float | None, str, dict[str, Any]]]] = []
             flushed = time.monotonic()
@@ -111,13 +110,32 @@ def _worker_main(conn: Connection, progress: Any, plan: dict[str, Any]) -> None:
                 score = _run_one(rewards[component], sample)
                 done.append((seq, (score.score, score.status, score.detail)))
                 if time.monotonic() - flushed > _FLUSH_S:
-                    conn.send(done)
+                    conn.send_bytes(_packed(done))
                     done, flushed = [], time.monotonic()
             progress[0] = _IDLE
             if done:
-                conn.send(done)
+                conn.send_bytes(_packed(done))
     except (EOFError, OSError):  # the pool closed its end (a send to it: broken pipe)
         return
+
+
+_Sent = tuple[int, str, tuple[dict[str, Any], set[str]]]
+"""A task as the pipe carries it: its sequence number, component and sample (`_fields`)."""
+
+
+def _fields(sample: Sample) -> tuple[dict[str, Any], set[str]]:
+    """A sample as it goes to a worker, which rebuilds it with `built`: its fields, with no
+    model around them (pickling a model's state, and reading it back, cost three times as
+    much)."""
+    return sample.__dict__, sample.__pydantic_fields_set__
+
+
+def _packed(message: object) -> bytes:
+    """A message for a pipe, as `Connection.send` would pickle it (and `recv` reads it), by
+    plain `pickle`: tasks and scores hold no pipes or sockets, the one thing its
+    `ForkingPickler` adds, which copies its table of reducers for every message (half the
+    cost of a batch of one sample)."""
+    return pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
 
 
 def _run_as_batch() -> None:
@@ -411,13 +429,13 @@ class TimeoutPool:
                 size = min(size, len(self._pending))
                 batch = [self._pending.popleft() for _ in range(size)]
             worker = self._workers[index]
-            message = []
+            message: list[_Sent] = []
             for task in batch:
                 self._seq += 1
                 worker.outstanding[self._seq] = task
-                message.append((self._seq, task.component, task.sample))
+                message.append((self._seq, task.component, _fields(task.sample)))
             try:
-                payload = bytes(ForkingPickler.dumps(message))
+                payload = _packed(message)
             except _UNSENDABLE:
                 payload = self._sendable(worker, message)
             try:
@@ -426,19 +444,19 @@ class TimeoutPool:
             except OSError:  # died while idle: its batch goes back to the queue
                 self._replace(index)
 
-    def _sendable(self, worker: _Worker, message: list[tuple[int, str, Sample]]) -> bytes:
+    def _sendable(self, worker: _Worker, message: list[_Sent]) -> bytes:
         """The batch without the tasks that cannot be pickled; those are `invalid`."""
         kept = []
         for item in message:
             try:
-                ForkingPickler.dumps(item)
+                _packed(item)
             except _UNSENDABLE as exc:
                 task = worker.outstanding.pop(item[0])
                 reason = f"the sample cannot be sent to a worker: {type(exc).__name__}: {exc}"
                 self._rejected.append((task.key, Score.failed("invalid", reason[:500])))
             else:
                 kept.append(item)
-        return bytes(ForkingPickler.dumps(kept)) if kept else b""
+        return _packed(kept) if kept else b""
 
     def close(self) -> None:
         """Stop every worker now. An idle worker is let exit on its own when its pipe

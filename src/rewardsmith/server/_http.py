@@ -313,14 +313,14 @@ class _Answering:
             awaited = coroutine.send(None) if error is None else coroutine.throw(error)
         except (StopIteration, asyncio.CancelledError):
             return
-        loop = asyncio.get_running_loop()
-        if awaited is None:  # a bare `yield` (`asyncio.sleep(0)`): on the loop's next pass
-            loop.call_soon(self._step, None)
-        elif asyncio.isfuture(awaited):
+        if asyncio.isfuture(awaited):  # the usual: no look-up of the loop (3.11: a getpid)
             self._waiting = awaited
             awaited.add_done_callback(self._step)
+        elif awaited is None:  # a bare `yield` (`asyncio.sleep(0)`): on the loop's next pass
+            asyncio.get_running_loop().call_soon(self._step, None)
         else:
-            loop.call_soon(self._resume, RuntimeError(f"a Respond awaited {awaited!r}"))
+            error = RuntimeError(f"a Respond awaited {awaited!r}")
+            asyncio.get_running_loop().call_soon(self._resume, error)
 
 
 class _Server:

@@ -386,7 +386,8 @@ class Sample(BaseModel):
 
     @property
     def text(self) -> str:
-        """The completion as text: the string itself, or the last assistant message's text."""
+        """The completion as text: the string itself, or the last assistant message's text
+        ("" without one)."""
         if isinstance(self.completion, str):
             return self.completion
         final = self.final_turn
@@ -394,14 +395,15 @@ class Sample(BaseModel):
 
     @property
     def final_turn(self) -> Message | None:
-        """The message a conversation is scored on: its last assistant message (else its last
-        message); None for a text completion or an empty conversation."""
-        if isinstance(self.completion, str) or not self.completion:
+        """The message a conversation is scored on: its last assistant message; None for a
+        text completion or a conversation without one. Only the policy writes as `assistant`:
+        a tool result or a user message is never read as its answer."""
+        if isinstance(self.completion, str):
             return None
         for message in reversed(self.completion):
             if message.role == "assistant":
                 return message
-        return self.completion[-1]
+        return None
 
 
 class Score(BaseModel):

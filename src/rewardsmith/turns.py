@@ -59,7 +59,8 @@ def turn_views(sample: Sample) -> Iterator[Sample]:
     """One sample per assistant turn, built as it is asked for: the turn as completion, what
     came before as prompt.
 
-    A text completion, or a conversation without an assistant message, is one turn: itself.
+    A text completion, or a conversation without an assistant message, is one turn: itself
+    (the latter an empty answer: no message in it is the policy's).
     """
     turns = _assistant_turns(sample)
     if not turns:

@@ -38,12 +38,16 @@ from .models import Sample, Score
 
 __all__ = [
     "GroupRewardFn",
+    "ReferenceCheck",
     "Registry",
     "RewardFn",
     "RewardInfo",
     "bounded",
+    "checks_references",
     "declared_bounds",
+    "declared_reference_check",
     "declared_time",
+    "problem_of",
     "registry",
     "reward",
     "timed",
@@ -110,6 +114,35 @@ def declared_time(score: RewardFn) -> float | None:
     """The wall clock `score` declared with `timed`, or None."""
     found = getattr(score, "worst_case_s", None)
     return found if isinstance(found, float) else None
+
+
+ReferenceCheck = Callable[[Any], "str | None"]
+"""A reward's test of one reference: the problem that makes it `invalid`, or None."""
+
+
+def checks_references(score: RewardFn, check: ReferenceCheck) -> RewardFn:
+    """`score`, declaring `check`: what it finds wrong with a reference (the problem `score`
+    reports as `invalid`), or None. `scope: turns` runs it on every entry of
+    ``metadata.turn_references`` before scoring any turn, so the dataset alone decides
+    validity, not how many turns the trajectory reaches. `score` must take attributes."""
+    score.reference_check = check  # type: ignore[attr-defined]
+    return score
+
+
+def declared_reference_check(score: RewardFn) -> ReferenceCheck | None:
+    """The reference test `score` declared with `checks_references`, or None."""
+    found = getattr(score, "reference_check", None)
+    return found if callable(found) else None
+
+
+def problem_of(parse: Callable[[Any], object]) -> ReferenceCheck:
+    """A reference check from a gold parser that returns its problem as a string."""
+
+    def check(reference: Any) -> str | None:
+        found = parse(reference)
+        return found if isinstance(found, str) else None
+
+    return check
 
 
 RewardFactory = Callable[..., RewardFn]

@@ -18,8 +18,9 @@ tenfold. The policy decides how many turns it takes, so neither count is an esca
 past the end of ``turn_references`` scores the reward's floor (the low end of the range it
 declares with `bounded`; 0 for a reward that declares none), with the reason, and a gold turn
 the trajectory never reached counts the floor in the mean (or the minimum). Whatever the
-trajectory, the dataset's ``turn_references`` decide validity: a list with a null entry is
-`invalid` before any turn is scored.
+trajectory, the dataset's ``turn_references`` decide validity: an empty list, a null entry or
+an entry the reward's declared check refuses (`registry.checks_references`) is `invalid`
+before any turn is scored.
 
 Views are built one at a time: each holds its whole prefix, so all of them at once would
 take memory growing with the square of the number of turns.
@@ -32,7 +33,7 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 from .models import FAILURE_STATUSES, Message, Sample, Score
-from .registry import RewardFn, bounded, declared_bounds
+from .registry import ReferenceCheck, RewardFn, bounded, declared_bounds, declared_reference_check
 
 __all__ = ["TURN_REFERENCES", "per_turn", "turn_views"]
 
@@ -83,15 +84,14 @@ def per_turn(fn: RewardFn, reduce: Literal["mean", "min"] | None = None) -> Rewa
     if reduce is None:
         reduce = "min" if declared is not None and declared[1] <= 0 else "mean"
 
+    check = declared_reference_check(fn)
+
     def score(sample: Sample) -> Score:
         references = sample.metadata.get(TURN_REFERENCES)
-        if references is not None and not isinstance(references, list):
-            return Score.failed(
-                "invalid", f"metadata.{TURN_REFERENCES} must be a list, one reference per turn"
-            )
-        if references is not None and None in references:
-            k = references.index(None)
-            return Score.failed("invalid", f"metadata.{TURN_REFERENCES}[{k}] is null")
+        if references is not None:
+            problem = _references_problem(references, check)
+            if problem is not None:
+                return Score.failed("invalid", problem)
         count = max(1, len(_assistant_turns(sample)))
         scores: list[Score] = []
         for k, view in enumerate(turn_views(sample)):
@@ -109,6 +109,19 @@ def per_turn(fn: RewardFn, reduce: Literal["mean", "min"] | None = None) -> Rewa
         return _combine_turns(scores, missing, floor, reduce)
 
     return bounded(score, *declared) if declared is not None else score
+
+
+def _references_problem(references: Any, check: ReferenceCheck | None) -> str | None:
+    """What makes ``metadata.turn_references`` invalid, or None: every entry is checked (with
+    the reward's declared check, when it has one) before any turn is scored, so the dataset
+    alone decides, never how far the trajectory goes."""
+    if not isinstance(references, list) or not references:
+        return f"metadata.{TURN_REFERENCES} must be a non-empty list, one reference per turn"
+    for k, reference in enumerate(references):
+        problem = "is null" if reference is None else check(reference) if check else None
+        if problem is not None:
+            return f"metadata.{TURN_REFERENCES}[{k}] {problem}"
+    return None
 
 
 def _combine_turns(scores: list[Score], missing: int, floor: float, reduce: str) -> Score:

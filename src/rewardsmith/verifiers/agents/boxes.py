@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from ..._exceptions import ConfigError
 from ...models import MAX_NESTING, Sample, Score, nested_deeper_than
-from ...registry import RewardFn, bounded, reward
+from ...registry import RewardFn, bounded, checks_references, problem_of, reward
 from .._completion_parts import tag_blocks, tagged_answer
 
 __all__ = [
@@ -263,7 +263,7 @@ def iou_reward(*, threshold: float | None = None) -> RewardFn:
             return Score.ok(value, iou=value, **detail)
         return Score.ok(1.0 if value >= threshold else 0.0, iou=value, **detail)
 
-    return bounded(score, 0.0, 1.0)
+    return checks_references(bounded(score, 0.0, 1.0), problem_of(_gold_single))
 
 
 def _reaching(box: Box, gold: Sequence[Labelled], threshold: float) -> list[tuple[int, float]]:
@@ -383,4 +383,4 @@ def detection(
         )
         return Score.ok(value, boxes=len(predicted), gold_boxes=len(gold), **parts)
 
-    return bounded(score, 0.0, 1.0)
+    return checks_references(bounded(score, 0.0, 1.0), problem_of(_gold_set))

@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from ...models import MAX_NESTING, Sample, Score, nested_deeper_than
-from ...registry import RewardFn, bounded, reward
+from ...registry import RewardFn, bounded, checks_references, problem_of, reward
 from .._completion_parts import tagged_answer
 from .boxes import as_float, gold_and_scale, gold_box
 
@@ -234,4 +234,5 @@ def gui_action(
         return Score.ok(total, **detail)
 
     weights = (action_weight, argument_weight, format_weight)
-    return bounded(score, sum(min(0.0, w) for w in weights), sum(max(0.0, w) for w in weights))
+    low, high = sum(min(0.0, w) for w in weights), sum(max(0.0, w) for w in weights)
+    return checks_references(bounded(score, low, high), problem_of(_gold))

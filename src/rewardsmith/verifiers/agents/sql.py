@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from ..._exceptions import ConfigError
 from ...models import Sample, Score
-from ...registry import RewardFn, bounded, reward
+from ...registry import RewardFn, bounded, checks_references, problem_of, reward
 from .._completion_parts import answer_part
 from .sql_exec import QueryFailed, Rows, run_query
 
@@ -190,7 +190,10 @@ def sql(
     limits = {"time_limit_s": time_limit_s, "max_rows": max_rows, "memory_mb": memory_mb}
     root = Path(db_root) if db_root is not None else None
 
-    def database(reference: dict[str, Any]) -> Path | str:
+    def located(reference: Any) -> Path | str:
+        """The reference's database file, or what makes the reference invalid."""
+        if not isinstance(reference, dict) or not isinstance(reference.get("query"), str):
+            return "reference must be {'db': path, 'query': 'SELECT ...'}"
         db = reference.get("db")
         if not isinstance(db, str) or not db:
             return "reference 'db' must be the path of a SQLite file"
@@ -203,9 +206,7 @@ def sql(
         reference = sample.reference
         if reference is None:
             return Score.failed("not_applicable", "no reference query")
-        if not isinstance(reference, dict) or not isinstance(reference.get("query"), str):
-            return Score.failed("invalid", "reference must be {'db': path, 'query': 'SELECT ...'}")
-        db = database(reference)
+        db = located(reference)
         if isinstance(db, str):
             return Score.failed("invalid", db)
         query = sql_prediction(sample.text, extract)
@@ -227,4 +228,5 @@ def sql(
             detail["reason"] = "different result"
         return Score.ok(1.0 if same else 0.0, **detail)
 
-    return bounded(score, min(0.0, bad_format_score), max(1.0, bad_format_score))
+    scored = bounded(score, min(0.0, bad_format_score), max(1.0, bad_format_score))
+    return checks_references(scored, problem_of(located))

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from ..._exceptions import ConfigError
 from ...models import Sample, Score
-from ...registry import RewardFn, bounded, reward
+from ...registry import RewardFn, bounded, checks_references, reward
 from .tool_calls import Call, CallError, Parsed, as_call, calls_from_text, parse_calls
 
 __all__ = [
@@ -152,6 +152,15 @@ def gold_calls(reference: Any) -> Gold:
     except CallError as exc:
         raise ValueError(f"reference tool call: {exc}") from None
     return Gold(calls, "response" in reference)
+
+
+def _reference_problem(reference: Any) -> str | None:
+    """What makes `reference` invalid (`gold_calls` refuses it), or None."""
+    try:
+        gold_calls(reference)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 _HEAD_OPEN, _HEAD_CLOSE = "<think>", "</think>\n"
@@ -316,4 +325,5 @@ def tool_call(
         return Score.ok(total, format=r_format, correctness=r_correct, **detail)
 
     weights = (format_weight, correctness_weight)
-    return bounded(score, *_bounds(schedule, correct_min, correct_max, *weights))
+    scored = bounded(score, *_bounds(schedule, correct_min, correct_max, *weights))
+    return checks_references(scored, _reference_problem)

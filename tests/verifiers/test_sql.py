@@ -19,7 +19,7 @@ import pytest
 from rewardsmith import Engine
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.models import Sample, Score
-from rewardsmith.registry import declared_bounds
+from rewardsmith.registry import declared_bounds, declared_time
 from rewardsmith.verifiers.agents import sql_exec
 from rewardsmith.verifiers.agents.sql import (
     QueryFailed,
@@ -243,7 +243,8 @@ def test_hostile_queries_are_refused_or_stopped(db: Path, query: str, stopped_by
 
 def test_hostile_queries_under_the_engine(db: Path) -> None:
     """Through the engine's worker pool: the query stops itself well before the hard timeout
-    (`ok`, 0); with a time limit above the timeout the worker is killed (`timeout`)."""
+    (`ok`, 0); a time limit whose worst case (gold and prediction, each killed 0.25 s past
+    it, and a start-up) is not under the timeout is refused when the spec is loaded."""
     endless = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT max(n) FROM r"
     samples = [
         {
@@ -258,11 +259,14 @@ def test_hostile_queries_under_the_engine(db: Path) -> None:
         results = engine.score(samples)
     assert [r.reward for r in results] == [0.0, 0.0, 1.0]
     assert [r.status for r in results] == ["ok", "ok", "ok"]
-    unbounded = {"rewards": {"sql": {"type": "sql", "time_limit_s": 60.0}}, "timeout_s": 2}
-    started = time.monotonic()
-    with Engine(unbounded, workers=1) as engine:
-        (result,) = engine.score(samples[:1])
-    assert result.status == "timeout" and time.monotonic() - started < 60
+    assert declared_time(sql(time_limit_s=1.0)) == 2 * 1.25 + sql_exec.START_UP_S
+    for timeout_s in (2, 2 * 1.25 + sql_exec.START_UP_S):
+        unbounded = {
+            "rewards": {"sql": {"type": "sql", "time_limit_s": 1.0}},
+            "timeout_s": timeout_s,
+        }
+        with pytest.raises(ConfigError, match=r"timeout_s above 2\.75"):
+            Engine(unbounded, workers=1)
 
 
 # One SQLite function call doing quadratic work: the progress handler, which runs between VM

@@ -28,9 +28,9 @@ from typing import Any, Literal
 
 from ..._exceptions import ConfigError
 from ...models import Sample, Score
-from ...registry import RewardFn, bounded, checks_references, problem_of, reward
+from ...registry import RewardFn, bounded, checks_references, problem_of, reward, timed
 from .._completion_parts import answer_part
-from .sql_exec import QueryFailed, Rows, run_query
+from .sql_exec import QueryFailed, Rows, run_query, worst_case_s
 
 __all__ = ["QueryFailed", "fenced_blocks", "order_matters", "run_query", "sql", "sql_prediction"]
 
@@ -183,7 +183,8 @@ def sql(
     found under `db_root`, default the working directory). `extract`: ``markdown`` (the last
     ```` ```sql ```` block, else the last untagged block, else the answer text; bad format is
     an empty answer) or ``skyrl`` (SkyRL-SQL's ``<think>``/``<solution>`` format). The gold
-    and the prediction each get `time_limit_s`: keep the spec's `timeout_s` above twice it.
+    and the prediction each get `time_limit_s` (and 0.25 s before the kill): a spec whose
+    `timeout_s` is not above twice that plus `sql_exec.START_UP_S` is refused.
     """
     if time_limit_s <= 0 or max_rows < 1 or memory_mb < 8:
         raise ConfigError("time_limit_s must be > 0, max_rows >= 1 and memory_mb >= 8")
@@ -229,4 +230,5 @@ def sql(
         return Score.ok(1.0 if same else 0.0, **detail)
 
     scored = bounded(score, min(0.0, bad_format_score), max(1.0, bad_format_score))
+    scored = timed(scored, worst_case_s(time_limit_s, queries=2))  # the gold, the prediction
     return checks_references(scored, problem_of(located))

@@ -36,7 +36,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-__all__ = ["QueryFailed", "Rows", "run_query", "run_query_here"]
+__all__ = ["START_UP_S", "QueryFailed", "Rows", "run_query", "run_query_here", "worst_case_s"]
 
 Rows = list[tuple[Any, ...]]
 
@@ -47,6 +47,10 @@ _PROGRESS_OPS = 1_000
 _GRACE_S = 0.25
 """How long past its time limit a query (its rows sent back included) may take before its
 process is killed."""
+START_UP_S = 0.25
+"""What a sample of `sql` may wait, beyond its queries' time limits and grace, for a query
+process to be ready: one start after a kill (about 0.03 s on an idle machine), or two when
+a process killed from outside is replaced."""
 _START_TIMEOUT_S = 60.0
 """A query process that is not ready in this time is broken, not slow."""
 _WATCH_S = 0.2
@@ -188,12 +192,14 @@ class _QueryProcess:
     def run(self, db: Path | str, query: str, limits: dict[str, Any]) -> Rows:
         """The rows, or `QueryFailed`; `RuntimeError` when no query process can start. A
         process that dies before the time limit (killed from outside, say) gets one retry
-        with a new process: only a query that kills its process twice fails for it."""
+        with a new process, within what is left of its time limit: only a query that kills
+        its process twice fails for it."""
         request = marshal.dumps((str(db), query, limits))
         with self._lock:
+            deadline = None
             for attempt in (1, 2):
                 proc = self._started()
-                deadline = time.monotonic() + limits["time_limit_s"] + _GRACE_S
+                deadline = deadline or time.monotonic() + limits["time_limit_s"] + _GRACE_S
                 try:
                     _send(proc.stdin.fileno(), request)  # type: ignore[union-attr]
                 except OSError:
@@ -262,6 +268,12 @@ class _QueryProcess:
 
 _PROCESS = _QueryProcess()
 atexit.register(_PROCESS.close)
+
+
+def worst_case_s(time_limit_s: float, queries: int) -> float:
+    """The longest `queries` queries in a row can take: each its time limit and grace, plus
+    `START_UP_S`."""
+    return queries * (time_limit_s + _GRACE_S) + START_UP_S
 
 
 def run_query(

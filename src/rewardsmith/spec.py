@@ -92,6 +92,9 @@ class ComponentSpec(BaseModel):
     turn, with per-turn values in `detail.steps` (`turns`, see `rewardsmith.turns`)."""
     params: dict[str, Any] = Field(default_factory=dict)
     """Keyword arguments for the reward type's factory."""
+    sample_timeout_s: float | None = None
+    """The spec's `timeout_s`, which `scope: turns` budgets its turns by (set by the spec that
+    holds the component, never a key of its own)."""
 
     @property
     def group_scoped(self) -> bool:
@@ -102,7 +105,18 @@ class ComponentSpec(BaseModel):
         """Instantiate the scoring function, parameters checked against the factory's hints."""
         factory = registry.get(self.type).factory
         fn: RewardFn = validate_call(factory, config=_LAX)(**self.params)
-        return per_turn(fn) if self.scope == "turns" else fn
+        return per_turn(fn, timeout_s=self.sample_timeout_s) if self.scope == "turns" else fn
+
+    def under(self, timeout_s: Any) -> ComponentSpec:
+        """This component in a spec whose `timeout_s` is `timeout_s` (itself when that changes
+        nothing: its scope is not `turns`, or `timeout_s` is not a number)."""
+        if self.scope != "turns" or not isinstance(timeout_s, int | float):
+            return self
+        if isinstance(timeout_s, bool) or timeout_s == self.sample_timeout_s:
+            return self
+        changed = self.model_copy(update={"sample_timeout_s": float(timeout_s)})
+        changed.__dict__.pop("worst_case_s", None)  # the cached one was for the old timeout
+        return changed
 
     def build_group(self) -> GroupRewardFn:
         """Instantiate a group-scoped type, with both its per-sample and its group step."""
@@ -154,6 +168,19 @@ class RewardSpec(BaseModel):
             if isinstance(name, str) and name in COMBINE_TYPES:
                 return {**data, "combiner": {"type": name}}
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _components_under_the_timeout(cls, data: Any) -> Any:
+        """Each component learns the spec's `timeout_s`, which `scope: turns` budgets by."""
+        if not isinstance(data, dict) or not isinstance(data.get("rewards"), dict):
+            return data
+        timeout_s = data.get("timeout_s", cls.model_fields["timeout_s"].default)
+        rewards = {
+            name: c.under(timeout_s) if isinstance(c, ComponentSpec) else c
+            for name, c in data["rewards"].items()
+        }
+        return {**data, "rewards": rewards}
 
     @model_validator(mode="after")
     def _same_combination(self) -> RewardSpec:

@@ -20,7 +20,9 @@ declares with `bounded`; 0 for a reward that declares none), with the reason, an
 the trajectory never reached counts the floor in the mean (or the minimum). Whatever the
 trajectory, the dataset's ``turn_references`` decide validity: an empty list, a null entry or
 an entry the reward's declared check refuses (`registry.checks_references`) is `invalid`
-before any turn is scored.
+before any turn is scored. The turns share the spec's `timeout_s`: a turn after the first
+that would start past the time budget (`_budget`) scores the floor too, with the reason, so
+slow turns end in a score, never in the engine's timeout.
 
 Views are built one at a time: each holds its whole prefix, so all of them at once would
 take memory growing with the square of the number of turns.
@@ -29,16 +31,28 @@ take memory growing with the square of the number of turns.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterator
 from typing import Any, Literal
 
 from .models import FAILURE_STATUSES, Message, Sample, Score
-from .registry import ReferenceCheck, RewardFn, bounded, declared_bounds, declared_reference_check
+from .registry import (
+    ReferenceCheck,
+    RewardFn,
+    bounded,
+    declared_bounds,
+    declared_reference_check,
+    declared_time,
+    timed,
+)
 
 __all__ = ["TURN_REFERENCES", "per_turn", "turn_views"]
 
 TURN_REFERENCES = "turn_references"
 """The metadata key holding one reference per assistant turn."""
+_SPARE_S = 0.1
+"""What the time budget leaves of a sample's timeout beyond its last turn's worst case:
+building the views, combining the turns, sending the result."""
 
 
 def _as_messages(prompt: str | list[Message] | None) -> list[Message]:
@@ -74,17 +88,22 @@ def turn_views(sample: Sample) -> Iterator[Sample]:
         yield sample.model_copy(update={"prompt": prefix, "completion": [completion[i]]})
 
 
-def per_turn(fn: RewardFn, reduce: Literal["mean", "min"] | None = None) -> RewardFn:
+def per_turn(
+    fn: RewardFn, reduce: Literal["mean", "min"] | None = None, timeout_s: float | None = None
+) -> RewardFn:
     """`fn` applied to every assistant turn; per-turn values in ``detail.steps``. Missing and
     extra turns score `fn`'s floor; the result declares `fn`'s range. `reduce` turns the
     per-turn values into the score: by default ``min`` (the worst turn) for a penalty, a
-    reward whose range tops out at or below 0, else ``mean``."""
+    reward whose range tops out at or below 0, else ``mean``. `timeout_s` (the spec's) sets
+    the time budget of `_budget`: a turn after the first that would start past it scores the
+    floor instead, so slow turns end in a score, not in the engine's timeout."""
     declared = declared_bounds(fn)
     floor = declared[0] if declared is not None else 0.0
     if reduce is None:
         reduce = "min" if declared is not None and declared[1] <= 0 else "mean"
-
     check = declared_reference_check(fn)
+    turn_s = declared_time(fn)
+    budget = _budget(timeout_s, turn_s)
 
     def score(sample: Sample) -> Score:
         references = sample.metadata.get(TURN_REFERENCES)
@@ -94,8 +113,16 @@ def per_turn(fn: RewardFn, reduce: Literal["mean", "min"] | None = None) -> Rewa
                 return Score.failed("invalid", problem)
         count = max(1, len(_assistant_turns(sample)))
         scores: list[Score] = []
+        started = time.monotonic()
         for k, view in enumerate(turn_views(sample)):
-            if references is None:
+            elapsed = time.monotonic() - started
+            if k and budget is not None and elapsed > budget:
+                reason = (
+                    f"assistant turn {k} not scored: the turns before it took {elapsed:.2f}s, "
+                    f"over the budget of {budget:g}s: the reward's floor"
+                )
+                scores.append(Score.ok(floor, reason=reason))
+            elif references is None:
                 scores.append(fn(view))
             elif k < len(references):
                 scores.append(fn(view.model_copy(update={"reference": references[k]})))
@@ -108,7 +135,22 @@ def per_turn(fn: RewardFn, reduce: Literal["mean", "min"] | None = None) -> Rewa
         missing = max(0, len(references) - count) if references is not None else 0
         return _combine_turns(scores, missing, floor, reduce)
 
+    if turn_s is not None and budget is not None:
+        timed(score, budget + turn_s)
     return bounded(score, *declared) if declared is not None else score
+
+
+def _budget(timeout_s: float | None, turn_s: float | None) -> float | None:
+    """How long after its first turn starts a trajectory may start another: what leaves one
+    more turn's declared worst case (`turn_s`) and `_SPARE_S` under `timeout_s`, so the
+    sample's worst case is the budget plus one turn; half of `timeout_s` for a reward that
+    declares no worst case (a slow turn can still outlive the timeout, as without turns);
+    None (no budget) without a timeout."""
+    if timeout_s is None:
+        return None
+    if turn_s is None:
+        return timeout_s / 2
+    return max(0.0, timeout_s - _SPARE_S - turn_s)
 
 
 def _references_problem(references: Any, check: ReferenceCheck | None) -> str | None:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 from rewardsmith import Engine
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.models import Sample, Score
-from rewardsmith.registry import bounded, declared_bounds
+from rewardsmith.registry import bounded, declared_bounds, declared_time, timed
 from rewardsmith.spec import load_spec
 from rewardsmith.turns import per_turn, turn_views
 
@@ -284,3 +285,30 @@ def test_multi_turn_tool_use_scored_per_step_through_renorm_and_the_cli(tmp_path
         assert result["reward"] == pytest.approx((process + steps[-1]) / 2), name
     raw = results["wrong-unit"]["components"]["calls"]["detail"]["steps"]
     assert raw == pytest.approx([1.0, 0.8, 0.5])
+
+
+def slow_turn(sample: Sample) -> Score:
+    """1 for every turn; the turn "slow" takes 1 s."""
+    if sample.text == "slow":
+        time.sleep(1.0)
+    return Score.ok(1.0)
+
+
+def test_turns_past_the_time_budget_score_the_floor() -> None:
+    """Under a 2.5 s timeout, a reward declaring 1.5 s per turn leaves a budget of 0.9 s: the
+    turns that would start after it score the floor, and the component declares 0.9 + 1.5 s."""
+    fn = per_turn(timed(bounded(slow_turn, -1.0, 1.0), 1.5), timeout_s=2.5)
+    result = fn(Sample(id="b", completion=chat("fast", "slow", "fast", "fast")))
+    assert result.status == "ok" and result.detail["steps"] == [1.0, 1.0, -1.0, -1.0]
+    assert "over the budget of 0.9s" in result.detail["turns"][2]["reason"]
+    assert declared_time(fn) == pytest.approx(2.4)
+
+
+def test_scope_turns_keeps_the_declared_worst_case() -> None:
+    """A turn that alone outlives the spec's timeout is refused under `scope: turns` as
+    without it; one that fits is accepted, its turns budgeted."""
+    for scope in ("final", "turns"):
+        with pytest.raises(ConfigError, match="timeout_s"):
+            load_spec({"rewards": {"c": {"type": "code", "timeout_s": 10, "scope": scope}}})
+    spec = load_spec({"rewards": {"q": {"type": "sql", "scope": "turns"}}, "timeout_s": 8})
+    assert spec.rewards["q"].worst_case_s == pytest.approx(8 - 0.1)

@@ -181,7 +181,10 @@ ATTACKS = [
             "per_turn runs them one after another past the spec's timeout_s (5 s)",
             today="timeout (null reward)",
             honest_wrong="ok 0 (three wrong queries)",
-            should=("ok", 0.0),
+            # Fixed: the first turn runs to its kill (0); the turns past per_turn's time budget
+            # score the floor (-1), so hanging a turn never spares the later ones (scored 0,
+            # a hang would stop a trajectory's bad-format turns from counting -1).
+            should=("ok", -2 / 3),
             run=hanging_turns,
         )
     ),

@@ -168,8 +168,8 @@ class Attack:
     run: Callable[[Env], Outcome]
 
 
-def row(attack: Attack) -> Any:
-    return pytest.param(attack, id=attack.target)
+def row(attack: Attack, marks: Any = ()) -> Any:
+    return pytest.param(attack, id=attack.target, marks=marks)
 
 
 ATTACKS = [
@@ -244,7 +244,12 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=("ok", 0.0),
             run=constant_guess,
-        )
+        ),
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="execution accuracy compares results, not how they were reached: a "
+            "constant equal to the gold's result scores 1 (the README says so)",
+        ),
     ),
     # ---------------------------------------------------------------- scope: turns, references
     row(

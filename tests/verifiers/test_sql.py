@@ -148,7 +148,13 @@ PAIRS = [
         "SELECT sum(age) * 1.0 / count(age) FROM singer WHERE country = 'France'",
         1,
     ),
+    # values compare as Python's == does (rows are compared by digest): 1 is 1.0, -0.0 is 0
+    ("SELECT 1, 0", "SELECT 1.0, -0.0", 1),
     # -- wrong results: 0
+    ("SELECT 1", "SELECT '1'", 0),
+    ("SELECT '1'", "SELECT x'31'", 0),
+    ("SELECT NULL", "SELECT 'None'", 0),
+    ("SELECT 1.5", "SELECT 1", 0),
     (
         "SELECT name FROM singer WHERE country = 'France'",
         "SELECT DISTINCT name FROM singer WHERE country = 'France'",

@@ -13,12 +13,15 @@ read-only (``mode=ro``) with ``query_only`` on, under an authorizer that allows 
 writes, DDL, ``ATTACH`` (which would otherwise create files: ``mode=ro`` covers only the main
 database), PRAGMAs, transactions, ``VACUUM INTO`` and ``load_extension``. At most `max_rows` +
 1 rows are fetched, a value is at most 1 MB, the rows at most `memory_mb` of Python objects,
-and SQLite's heap is capped at `memory_mb`. The engine's hard timeout bounds the whole sample
-as well.
+and SQLite's heap is capped at `memory_mb`. The rows come back in batches, and the worker
+keeps a 16-byte digest of each (`row_digest`): results are compared, and gold results cached,
+as digests, never as rows. The reward declares its worst case (`registry.timed`), so a spec
+whose `timeout_s` would kill it first is refused.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections import Counter, OrderedDict
@@ -30,9 +33,17 @@ from ..._exceptions import ConfigError
 from ...models import Sample, Score
 from ...registry import RewardFn, bounded, checks_references, problem_of, reward, timed
 from .._completion_parts import answer_part
-from .sql_exec import QueryFailed, Rows, run_query, worst_case_s
+from .sql_exec import QueryFailed, run_query, worst_case_s
 
-__all__ = ["QueryFailed", "fenced_blocks", "order_matters", "run_query", "sql", "sql_prediction"]
+__all__ = [
+    "QueryFailed",
+    "fenced_blocks",
+    "order_matters",
+    "row_digest",
+    "run_query",
+    "sql",
+    "sql_prediction",
+]
 
 _GOLD_CACHE_SIZE = 64
 """Gold results kept per worker (a group's completions share one gold query)."""
@@ -141,29 +152,53 @@ def sql_prediction(text: str, extract: Extract) -> str | None:
     return _EXTRACTORS[extract](text)
 
 
-_GOLD: OrderedDict[tuple[Any, ...], Rows] = OrderedDict()
+_DIGEST_BYTES = 16
+"""Size of one row's digest (BLAKE2b): what the comparison and the gold cache keep of it."""
+
+_GOLD: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
 
 
-def _gold_rows(db: Path, query: str, limits: dict[str, Any]) -> Rows:
-    """The gold result, cached per worker by database file version and query."""
+def _canonical(value: Any) -> Any:
+    """`value` as Python's ``==`` sees it: an integral float is the int it equals."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def row_digest(row: tuple[Any, ...]) -> bytes:
+    """A digest of a row's values, equal for rows that are equal: the repr of SQLite's
+    types (None, int, float, str, bytes) tells them apart and is the same for equal values."""
+    text = repr(tuple(map(_canonical, row))).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(text, digest_size=_DIGEST_BYTES).digest()
+
+
+def _digests(db: Path, query: str, limits: dict[str, Any]) -> bytes:
+    """The digests of `query`'s rows, in order, one after another: no row is kept whole."""
+    return b"".join(run_query(db, query, **limits, keep=row_digest))
+
+
+def _gold_digests(db: Path, query: str, limits: dict[str, Any]) -> bytes:
+    """The gold result's digests, cached per worker by database file version and query."""
     stat = db.stat()
     key = (str(db), stat.st_ino, stat.st_mtime_ns, stat.st_size, query, *limits.values())
     if key in _GOLD:
         _GOLD.move_to_end(key)
         return _GOLD[key]
-    rows = run_query(db, query, **limits)
+    rows = _digests(db, query, limits)
     _GOLD[key] = rows
     if len(_GOLD) > _GOLD_CACHE_SIZE:
         _GOLD.popitem(last=False)
     return rows
 
 
-def _same(gold: Rows, predicted: Rows, ordered: bool, compare: str) -> bool:
+def _split(digests: bytes) -> list[bytes]:
+    return [digests[i : i + _DIGEST_BYTES] for i in range(0, len(digests), _DIGEST_BYTES)]
+
+
+def _same(gold: bytes, predicted: bytes, ordered: bool, compare: str) -> bool:
     if ordered:
         return gold == predicted
     if compare == "set":
-        return set(gold) == set(predicted)
-    return Counter(gold) == Counter(predicted)
+        return set(_split(gold)) == set(_split(predicted))
+    return Counter(_split(gold)) == Counter(_split(predicted))
 
 
 @reward("sql")
@@ -214,17 +249,18 @@ def sql(
         if query is None:
             return Score.ok(bad_format_score, reason=f"no query in the {extract} format")
         try:
-            gold = _gold_rows(db, reference["query"], limits)
+            gold = _gold_digests(db, reference["query"], limits)
         except QueryFailed as exc:
             return Score.failed("invalid", f"the gold query fails: {exc}", query=query)
         ordered = order_matters(reference["query"])
-        detail: dict[str, Any] = {"query": query, "ordered": ordered, "gold_rows": len(gold)}
+        gold_rows = len(gold) // _DIGEST_BYTES
+        detail: dict[str, Any] = {"query": query, "ordered": ordered, "gold_rows": gold_rows}
         try:
-            predicted = run_query(db, query, **limits)
+            predicted = _digests(db, query, limits)
         except QueryFailed as exc:
             return Score.ok(0.0, reason="the predicted query fails", error=str(exc), **detail)
         same = _same(gold, predicted, ordered, compare)
-        detail["rows"] = len(predicted)
+        detail["rows"] = len(predicted) // _DIGEST_BYTES
         if not same:
             detail["reason"] = "different result"
         return Score.ok(1.0 if same else 0.0, **detail)

@@ -16,6 +16,8 @@ Inside the query process each query runs on its own connection, opened read-only
 progress handler that stops ordinary long queries at the limit without a kill, a 1 MB cap on
 any value, SQLite's heap capped at `memory_mb`, and the fetched rows capped at `max_rows` and
 at `memory_mb` of Python objects (their real size: a four-byte character counts four bytes).
+The rows go back in batches of about `_BATCH_BYTES` as SQLite yields them, and the caller
+keeps what its `keep` makes of each as it arrives: neither process holds the result twice.
 
 This file imports only the standard library: the query process runs it as a script.
 """
@@ -33,12 +35,23 @@ import sys
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["START_UP_S", "QueryFailed", "Rows", "run_query", "run_query_here", "worst_case_s"]
+__all__ = [
+    "START_UP_S",
+    "Keep",
+    "QueryFailed",
+    "Rows",
+    "run_query",
+    "run_query_here",
+    "worst_case_s",
+]
 
 Rows = list[tuple[Any, ...]]
+Keep = Callable[[tuple[Any, ...]], Any]
+"""What a caller keeps of each row as it arrives (the row itself, or a digest of it)."""
 
 _MAX_VALUE_BYTES = 1_000_000
 """Longest string or blob a query may build (SQLITE_LIMIT_LENGTH)."""
@@ -56,6 +69,8 @@ _START_TIMEOUT_S = 60.0
 _WATCH_S = 0.2
 """How often the query process checks that its worker is alive."""
 _HEADER = struct.Struct(">Q")
+_BATCH_BYTES = 2**20
+"""Rows (their Python objects' size) the query process sends in one message."""
 
 _ALLOWED = frozenset(
     {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
@@ -76,10 +91,17 @@ def _authorize(action: int, arg1: str | None, arg2: str | None, *_: Any) -> int:
 
 
 def run_query_here(
-    db: Path | str, query: str, *, time_limit_s: float, max_rows: int, memory_mb: int
-) -> Rows:
-    """`run_query` in this process: every limit but the kill (one long SQLite call can
-    outrun `time_limit_s`). Sets SQLite's process-wide heap limit while it runs."""
+    db: Path | str,
+    query: str,
+    send: Callable[[Rows], None],
+    *,
+    time_limit_s: float,
+    max_rows: int,
+    memory_mb: int,
+) -> None:
+    """`run_query` in this process, its rows handed to `send` in batches as they are
+    fetched: every limit but the kill (one long SQLite call can outrun `time_limit_s`). Sets
+    SQLite's process-wide heap limit while it runs."""
     uri = f"file:{urllib.parse.quote(str(db))}?mode=ro"
     deadline = time.monotonic() + time_limit_s
     conn = sqlite3.connect(uri, uri=True, isolation_level=None)
@@ -93,7 +115,7 @@ def run_query_here(
         conn.set_authorizer(_authorize)
         conn.set_progress_handler(lambda: int(time.monotonic() > deadline), _PROGRESS_OPS)
         try:
-            return _fetch(conn.execute(query), max_rows, memory_mb * 2**20)
+            _fetch(conn.execute(query), max_rows, memory_mb * 2**20, send)
         except MemoryError:
             raise QueryFailed(f"out of memory: over the limit of {memory_mb} MB") from None
         except (sqlite3.Error, sqlite3.Warning, OverflowError, ValueError) as exc:
@@ -108,20 +130,30 @@ def run_query_here(
         conn.close()
 
 
-def _fetch(cursor: sqlite3.Cursor, max_rows: int, max_bytes: int) -> Rows:
-    """At most `max_rows` rows holding at most `max_bytes` of Python objects (each row's
-    tuple and its values at their real size), else `QueryFailed`."""
-    rows: Rows = []
-    size = 0
-    for row in cursor:
-        if len(rows) == max_rows:
+def _fetch(
+    cursor: sqlite3.Cursor, max_rows: int, max_bytes: int, send: Callable[[Rows], None]
+) -> None:
+    """The rows to `send` in batches of about `_BATCH_BYTES`, as SQLite yields them, so no
+    process holds them all at once: at most `max_rows` rows holding at most `max_bytes` of
+    Python objects in all (each row's tuple and its values at their real size), else
+    `QueryFailed` (the batches sent before it are dropped by the receiver)."""
+    batch: Rows = []
+    size = batch_size = 0
+    for count, row in enumerate(cursor):
+        if count == max_rows:
             raise QueryFailed(f"returned more than max_rows ({max_rows}) rows")
-        size += sys.getsizeof(row) + sum(sys.getsizeof(v) for v in row if v is not None)
+        row_size = sys.getsizeof(row) + sum(sys.getsizeof(v) for v in row if v is not None)
+        size += row_size
         if size > max_bytes:
             raise QueryFailed(f"returned more than {max_bytes // 2**20} MB of values")
-        rows.append(tuple(row))
+        batch.append(row)
+        batch_size += row_size
+        if batch_size >= _BATCH_BYTES:
+            send(batch)
+            batch, batch_size = [], 0
     cursor.close()
-    return rows
+    if batch:
+        send(batch)
 
 
 # -- the query process ------------------------------------------------------------------------
@@ -174,10 +206,25 @@ def _serve(parent: int) -> None:
     while (message := _receive(fd_in, None)) is not None:
         db, query, limits = marshal.loads(message)
         try:
-            reply: tuple[str, Any] = ("rows", run_query_here(db, query, **limits))
+            run_query_here(
+                db, query, lambda rows: _send(fd_out, marshal.dumps(("rows", rows))), **limits
+            )
+            reply: tuple[str, Any] = ("done", None)
         except QueryFailed as exc:
             reply = ("failed", str(exc))
         _send(fd_out, marshal.dumps(reply))
+
+
+def _reply(fd: int, deadline: float, keep: Keep) -> tuple[str, Any] | None:
+    """One query's answer: ("done", what `keep` makes of each row), ("failed", the reason),
+    or None when it is not complete by `deadline`. A batch is let go of once kept."""
+    kept: list[Any] = []
+    while (message := _receive(fd, deadline)) is not None:
+        kind, value = marshal.loads(message)
+        if kind != "rows":
+            return (kind, kept) if kind == "done" else (kind, value)
+        kept.extend(map(keep, value))
+    return None
 
 
 class _QueryProcess:
@@ -189,11 +236,11 @@ class _QueryProcess:
         self._ready = False
         self._owner = os.getpid()
 
-    def run(self, db: Path | str, query: str, limits: dict[str, Any]) -> Rows:
-        """The rows, or `QueryFailed`; `RuntimeError` when no query process can start. A
-        process that dies before the time limit (killed from outside, say) gets one retry
-        with a new process, within what is left of its time limit: only a query that kills
-        its process twice fails for it."""
+    def run(self, db: Path | str, query: str, limits: dict[str, Any], keep: Keep) -> list[Any]:
+        """What `keep` makes of each row, or `QueryFailed`; `RuntimeError` when no query
+        process can start. A process that dies before the time limit (killed from outside,
+        say) gets one retry with a new process, within what is left of its time limit: only
+        a query that kills its process twice fails for it."""
         request = marshal.dumps((str(db), query, limits))
         with self._lock:
             deadline = None
@@ -205,7 +252,7 @@ class _QueryProcess:
                 except OSError:
                     reply = None
                 else:
-                    reply = _receive(proc.stdout.fileno(), deadline)  # type: ignore[union-attr]
+                    reply = _reply(proc.stdout.fileno(), deadline, keep)  # type: ignore[union-attr]
                 if reply is not None:
                     break
                 overran = time.monotonic() >= deadline
@@ -216,7 +263,7 @@ class _QueryProcess:
                     raise QueryFailed(f"stopped after the time limit of {limit:g} s")
                 if attempt == 2:
                     raise QueryFailed(f"the query process died (exit status {proc.returncode})")
-        kind, value = marshal.loads(reply)
+        kind, value = reply
         if kind == "failed":
             raise QueryFailed(value)
         return value  # type: ignore[no-any-return]
@@ -277,13 +324,19 @@ def worst_case_s(time_limit_s: float, queries: int) -> float:
 
 
 def run_query(
-    db: Path | str, query: str, *, time_limit_s: float, max_rows: int, memory_mb: int
-) -> Rows:
-    """The rows `query` returns from `db`, read-only and within the limits, run in this
-    process's query process; raises `QueryFailed` with the reason (SQLite's error, the time
-    limit, too many rows or bytes)."""
+    db: Path | str,
+    query: str,
+    *,
+    time_limit_s: float,
+    max_rows: int,
+    memory_mb: int,
+    keep: Keep = tuple,
+) -> list[Any]:
+    """The rows `query` returns from `db` (or what `keep` makes of each, as it arrives),
+    read-only and within the limits, run in this process's query process; raises
+    `QueryFailed` with the reason (SQLite's error, the time limit, too many rows or bytes)."""
     limits = {"time_limit_s": time_limit_s, "max_rows": max_rows, "memory_mb": memory_mb}
-    return _PROCESS.run(db, query, limits)
+    return _PROCESS.run(db, query, limits, keep)
 
 
 if __name__ == "__main__":

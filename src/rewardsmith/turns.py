@@ -145,12 +145,14 @@ def _budget(timeout_s: float | None, turn_s: float | None) -> float | None:
     more turn's declared worst case (`turn_s`) and `_SPARE_S` under `timeout_s`, so the
     sample's worst case is the budget plus one turn; half of `timeout_s` for a reward that
     declares no worst case (a slow turn can still outlive the timeout, as without turns);
-    None (no budget) without a timeout."""
+    None (no budget) without a timeout. Never less than one turn's worst case: a shorter
+    budget would floor turns of ordinary speed (0.15 s for `sql` under 5 s), so a timeout
+    not above two turns' worst case is refused (the sample's declared worst case exceeds it)."""
     if timeout_s is None:
         return None
     if turn_s is None:
         return timeout_s / 2
-    return max(0.0, timeout_s - _SPARE_S - turn_s)
+    return max(turn_s, timeout_s - _SPARE_S - turn_s)
 
 
 def _references_problem(references: Any, check: ReferenceCheck | None) -> str | None:

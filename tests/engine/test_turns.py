@@ -295,13 +295,17 @@ def slow_turn(sample: Sample) -> Score:
 
 
 def test_turns_past_the_time_budget_score_the_floor() -> None:
-    """Under a 2.5 s timeout, a reward declaring 1.5 s per turn leaves a budget of 0.9 s: the
-    turns that would start after it score the floor, and the component declares 0.9 + 1.5 s."""
-    fn = per_turn(timed(bounded(slow_turn, -1.0, 1.0), 1.5), timeout_s=2.5)
-    result = fn(Sample(id="b", completion=chat("fast", "slow", "fast", "fast")))
-    assert result.status == "ok" and result.detail["steps"] == [1.0, 1.0, -1.0, -1.0]
-    assert "over the budget of 0.9s" in result.detail["turns"][2]["reason"]
+    """Under a 2.5 s timeout, a reward declaring 0.8 s per turn leaves a budget of 1.6 s: the
+    turns that would start after it score the floor, and the component declares 1.6 + 0.8 s.
+    A budget is never shorter than one turn: declaring 1.5 s, the component declares 3 s,
+    which a 2.5 s spec refuses (turns of ordinary speed would otherwise score the floor)."""
+    fn = per_turn(timed(bounded(slow_turn, -1.0, 1.0), 0.8), timeout_s=2.5)
+    result = fn(Sample(id="b", completion=chat("fast", "slow", "slow", "fast")))
+    assert result.status == "ok" and result.detail["steps"] == [1.0, 1.0, 1.0, -1.0]
+    assert "over the budget of 1.6s" in result.detail["turns"][3]["reason"]
     assert declared_time(fn) == pytest.approx(2.4)
+    long_turns = per_turn(timed(bounded(slow_turn, -1.0, 1.0), 1.5), timeout_s=2.5)
+    assert declared_time(long_turns) == pytest.approx(3.0)
 
 
 def test_scope_turns_keeps_the_declared_worst_case() -> None:
@@ -310,5 +314,7 @@ def test_scope_turns_keeps_the_declared_worst_case() -> None:
     for scope in ("final", "turns"):
         with pytest.raises(ConfigError, match="timeout_s"):
             load_spec({"rewards": {"c": {"type": "code", "timeout_s": 10, "scope": scope}}})
-    spec = load_spec({"rewards": {"q": {"type": "sql", "scope": "turns"}}, "timeout_s": 8})
-    assert spec.rewards["q"].worst_case_s == pytest.approx(8 - 0.1)
+    spec = load_spec({"rewards": {"q": {"type": "sql", "scope": "turns"}}, "timeout_s": 12})
+    assert spec.rewards["q"].worst_case_s == pytest.approx(12 - 0.1)
+    with pytest.raises(ConfigError, match=r"above 9\.5"):  # two of sql's turns: 2 x 4.75 s
+        load_spec({"rewards": {"q": {"type": "sql", "scope": "turns"}}, "timeout_s": 9})

@@ -74,7 +74,8 @@ def hanging_turns(env: Env) -> Outcome:
         "completion": [turn, tool, turn, tool, turn],
         "reference": {"db": str(env.db), "query": SQL_GOLD},
     }
-    return engine_outcome({"rewards": {"q": {"type": "sql", "scope": "turns"}}}, sample)
+    spec = {"rewards": {"q": {"type": "sql", "scope": "turns"}}, "timeout_s": 10}
+    return engine_outcome(spec, sample)
 
 
 def spec_accepted(component: dict[str, Any]) -> Outcome:
@@ -178,13 +179,14 @@ ATTACKS = [
         Attack(
             "turns-sql-hanging-turns-timeout",
             "scope: turns with sql's defaults: three turns, each a query killed at 2.25 s; "
-            "per_turn runs them one after another past the spec's timeout_s (5 s)",
+            "per_turn ran them one after another past the spec's timeout_s (a 5 s spec is now "
+            "refused for sql under scope: turns; under 10 s, the turn budget is 5.15 s)",
             today="timeout (null reward)",
             honest_wrong="ok 0 (three wrong queries)",
-            # Fixed: the first turn runs to its kill (0); the turns past per_turn's time budget
-            # score the floor (-1), so hanging a turn never spares the later ones (scored 0,
-            # a hang would stop a trajectory's bad-format turns from counting -1).
-            should=("ok", -2 / 3),
+            # Fixed: the three turns start within the budget and each runs to its kill (0); a
+            # turn that would start past the budget scores the floor (-1), so hanging a turn
+            # never spares the later ones (test_turns.py)
+            should=("ok", 0.0),
             run=hanging_turns,
         )
     ),

@@ -130,6 +130,13 @@ ROWS = [
     row("unicode", "\\boxed{\u00b13}", "3, -3", OK1, OK0),
     row("unicode", "\\boxed{x\u2074}", "x^4", OK1, OK0),
     row("unicode", "\\boxed{\u2205}", r"\emptyset", OK1, OK0),
+    row("unicode", "\\boxed{\u2213 2}", "2, -2", OK1, OK0),
+    row("unicode", "\\boxed{10\u2076}", "10^6", OK1, OK0),
+    row("unicode", "\\boxed{1\u00bd}", r"\frac{3}{2}", OK1, OK0),
+    row("unicode-root", "\\boxed{2\u221b3}", r"2\sqrt[3]{3}", OK1, OK0),
+    row("unicode-root", "\\boxed{\u221c2}", r"\sqrt[4]{2}", OK1, OK0),
+    row("unicode-root", "\\boxed{\u221a(x+1)}", r"\sqrt{x+1}", OK1, OK0),
+    row("unicode-root", "\\boxed{\u221ax}", r"\sqrt{x}", OK1, OK0),
     # ---------------------------------------------- unfinished products and infinity
     row("unfinished", r"\boxed{2 \cdot \frac{\pi}{2}}", r"\pi", OK0, OK1),
     row("unfinished", r"\boxed{2\frac{\pi}{2}}", r"\pi", OK0, OK1),

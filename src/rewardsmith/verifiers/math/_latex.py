@@ -285,7 +285,7 @@ class _Parser:
         if self.is_op("+"):
             self.pos += 1
             return self.unary()
-        if self.is_cmd("pm"):  # a leading \pm: both signs
+        if self.is_cmd("pm", "mp"):  # a leading \pm or \mp: both signs
             self.pos += 1
             return Node("pm", (_num(Fraction(0)), self.unary()))
         return self.product()

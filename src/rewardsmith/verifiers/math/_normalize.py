@@ -9,6 +9,7 @@ decided without evaluating anything.
 from __future__ import annotations
 
 import re
+import unicodedata
 from fractions import Fraction
 from functools import lru_cache
 
@@ -66,16 +67,23 @@ _LITERAL_REPLACEMENTS: tuple[tuple[str, str], ...] = (
     ("×", "*"),
     ("·", "*"),
     ("÷", "\\div "),
-    ("√", "\\sqrt"),
+    ("±", "\\pm "),
+    ("∓", "\\mp "),
     ("π", "\\pi "),
     ("∞", "\\infty "),
     ("≤", "\\le "),
     ("≥", "\\ge "),
     ("≠", "\\ne "),
-    ("²", "^2"),
-    ("³", "^3"),
+    ("∅", "\\emptyset "),
     (_DOLLAR, "\\$"),
 )
+_RADICAL = re.compile(r"([√∛∜])\s*(?:(\d+(?:\.\d+)?)|\(((?:[^()]|\([^()]*\))*)\))?")
+"""A radical sign and its radicand: a whole number (`√53`) or a bracket (`√(x+1)`); else the
+next token is (`√x`, `√{...}`)."""
+_RADICAL_INDEX = {"√": "", "∛": "[3]", "∜": "[4]"}
+_SUPERSCRIPTS = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻]+")
+_SUPERSCRIPT_DIGITS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-")
+_VULGAR_FRACTIONS = re.compile("[½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅐⅛⅜⅝⅞⅑⅒]")
 _RELATIONS = (
     (re.compile(r"\\(?:geqslant|geq|ge)(?![a-zA-Z])|>="), "\\ge "),
     (re.compile(r"\\(?:leqslant|leq|le)(?![a-zA-Z])|<="), "\\le "),
@@ -225,6 +233,32 @@ def _unwrap_text(s: str) -> str:
     return s
 
 
+def _radical(match: re.Match[str]) -> str:
+    sign, number, bracketed = match.groups()
+    radicand = number if number is not None else bracketed
+    command = "\\sqrt" + _RADICAL_INDEX[sign]
+    return f"{command}{{{radicand}}}" if radicand is not None else f"{command} "
+
+
+def _superscript(match: re.Match[str]) -> str:
+    exponent = match.group().translate(_SUPERSCRIPT_DIGITS)
+    return f"^{exponent}" if len(exponent) == 1 else f"^{{{exponent}}}"
+
+
+def _vulgar_fraction(match: re.Match[str]) -> str:
+    value = Fraction(unicodedata.numeric(match.group())).limit_denominator(10)
+    return f"\\frac{{{value.numerator}}}{{{value.denominator}}}"
+
+
+def _unicode_math(s: str) -> str:
+    """Unicode radicals, superscripts and fractions as LaTeX: `√53` is `\\sqrt{53}` (the whole
+    number: `\\sqrt53` would be `\\sqrt{5}3`), `2√(x+1)` is `2\\sqrt{x+1}`, `∛8` is
+    `\\sqrt[3]{8}`, `x⁴` is `x^4`, `10⁻¹²` is `10^{-12}`, `1½` is `1\\frac{1}{2}`."""
+    s = _RADICAL.sub(_radical, s)
+    s = _SUPERSCRIPTS.sub(_superscript, s)
+    return _VULGAR_FRACTIONS.sub(_vulgar_fraction, s)
+
+
 def _repeating_fraction(match: re.Match[str]) -> str:
     whole, fixed, cycle = match.groups()
     shift = 10 ** len(fixed)
@@ -252,6 +286,8 @@ def normalize(answer: str) -> str:
     # runs of blanks read as one from here: patterns below backtrack over a run from every
     # blank in it (`5` then 9,000 `` ~`` took 5 s)
     s = _SPACES.sub(" ", _ROW_BREAK.join(rows))
+    if not s.isascii():
+        s = _unicode_math(s)
     if "\\overline" in s:
         s = _REPEATING.sub(_repeating_fraction, s)
     if "phantom" in s:

@@ -95,9 +95,7 @@ ROWS = [
     hedge("The answer is 3. The answer is 5.", (0.0, 1.0)),
     hedge("The answer is 3.\nThe answer is 5.", (0.0, 1.0)),
     hedge("Answer: 3\nAnswer: 5", (0.0, 1.0)),
-    hedge(
-        "The final answer is $3$. I hope it is correct. The final answer is $5$.", (0.0, 1.0)
-    ),
+    hedge("The final answer is $3$. I hope it is correct. The final answer is $5$.", (0.0, 1.0)),
     # ---------------------------------------------- a committed but unreadable phrase
     hedge("The answer is 3 to 5", (0.0, 1.0)),
     hedge("The answer is in [3, 5].", (0.0, 1.0)),

@@ -5,11 +5,12 @@ paid for them learns to box the question. So every kind of operation an answer s
 to numbers is listed (`operations`), and an answer using a kind the gold does not use is not
 finished (`unfinished`): binomials, factorials, sums, integrals, limits, logarithms, trig
 functions, floors, absolute values, gcds, arithmetic between literals (`2 \\cdot 3`, `16-3-4`,
-`\\frac{1}{2}+3`, like terms `2\\sqrt{3}+\\sqrt{3}`), unexpanded powers of numbers
-(`(2+\\sqrt{3})^2`, `i^2`), and three edge cases each with its own option: unreduced fractions
-(`6/4` for `3/2`), powers of literals (`2^{10}` for 1024) and radicals that simplify
-(`\\sqrt{8}` for `2\\sqrt{2}`). Scientific notation (`6.72 \\times 10^{-5}`) is a finished
-form. A gold that itself uses a kind of operation allows it (`\\frac{1}{2004!}`).
+`\\frac{1}{2}+3`, like terms `2\\sqrt{3}+\\sqrt{3}`, `2 \\cdot \\frac{\\pi}{2}`), arithmetic on
+infinity (`\\infty + 1`), unexpanded powers of numbers (`(2+\\sqrt{3})^2`, `i^2`), and three
+edge cases each with its own option: unreduced fractions (`6/4` for `3/2`), powers of literals
+(`2^{10}` for 1024) and radicals that simplify (`\\sqrt{8}` for `2\\sqrt{2}`). Scientific
+notation (`6.72 \\times 10^{-5}`) is a finished form. A gold that itself uses a kind of
+operation allows it (`\\frac{1}{2004!}`).
 
 `restated` is the companion rule for prompts: an answer that copies an expression verbatim
 from the question, in a form other than the gold's, is the question, not its answer.
@@ -36,6 +37,8 @@ UNREDUCED_FRACTION = "unreduced fraction"
 POWER_OF_NUMBERS = "power of numbers"
 UNEXPANDED_POWER = "unexpanded product or power"
 UNSIMPLIFIED_RADICAL = "radical that simplifies"
+INFINITY = "arithmetic on infinity"
+"""`\\infty + 1`, `2\\infty`, `\\frac{1}{\\infty}`: a limit's value left as a computation."""
 VARIABLES = "variables where the gold is a number"
 """`(u+4)(u-1) - (u-3)(u+6)` is 14 at every u, but it is the question, not the answer."""
 
@@ -129,6 +132,16 @@ def _coefficient(term: Node) -> Fraction:
     return coefficient
 
 
+def _cancels(coefficient: Fraction, fraction: Node) -> bool:
+    """A literal factor and a fraction over an integer it shares a factor with: `2 \\cdot
+    \\frac{\\pi}{2}` is `\\pi` and `6 \\cdot \\frac{\\sqrt{3}}{3}` is `2\\sqrt{3}`, a division left
+    undone as in `\\frac{2\\pi}{2}`; `2 \\cdot \\frac{\\pi}{3}` cancels nothing."""
+    denominator = literal_value(fraction.args[1])
+    if denominator is None or denominator.denominator != 1:
+        return False
+    return gcd(coefficient.numerator, int(denominator)) != 1
+
+
 def _reducible(top: Node, bottom: Node) -> bool:
     """`\\frac{6}{4}`, `\\frac{4}{2}`, `\\frac{2+2\\sqrt{5}}{4}`, `\\frac{6\\pi}{4}`: a common
     integer factor between every coefficient above and the denominator, or denominator 1."""
@@ -185,8 +198,18 @@ def _irrational_denominator(bottom: Node) -> str:
     return UNSIMPLIFIED_RADICAL
 
 
+_INFINITY = Node("const", (), "inf")
+
+
+def _infinite(node: Node) -> bool:
+    """`\\infty` or `-\\infty`: the only forms of infinity that are finished."""
+    return node == _INFINITY or (node.kind == "neg" and node.args[0] == _INFINITY)
+
+
 def _tree_operations(node: Node, found: set[str]) -> None:
     kind, args = node.kind, node.args
+    if kind in ("add", "mul", "frac", "div", "pow") and any(map(_infinite, args)):
+        found.add(INFINITY)
     if kind == "func" and not any(symbols(arg) for arg in args):
         found.add(FUNCTION_CLASSES[str(node.value)])  # `\\sin\\frac{\\pi}{6}`, not `\\cot x`
     elif kind == "div":
@@ -206,6 +229,9 @@ def _tree_operations(node: Node, found: set[str]) -> None:
         repeated = len({repr(f) for f in factors}) < len(factors) or len(set(bases)) < len(bases)
         if literals > 1 or radicals > 1 or repeated:
             found.add(ARITHMETIC)  # `2 \\cdot 3`, `\\sqrt{2}\\sqrt{3}`, `r^3 r^6`
+        coefficient = _coefficient(node)
+        if any(f.kind == "frac" and not _literal(f) and _cancels(coefficient, f) for f in factors):
+            found.add(ARITHMETIC)  # `2 \\cdot \\frac{\\pi}{2}`
         if _algebraic(node) and any(f.kind == "add" for f in factors):
             found.add(UNEXPANDED_POWER)  # `(1+2i)6`, `2(3+\\sqrt{2})`
     elif kind == "frac":

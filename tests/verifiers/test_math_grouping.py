@@ -12,7 +12,8 @@ from rewardsmith.verifiers.math import MathConfig, answer_key, committed_answer,
 @pytest.mark.parametrize(
     "forms",
     [
-        ["0.5", r"\frac{1}{2}", "1/2", r"x = \frac12", r"\dfrac{1}{2}"],
+        ["0.5", r"\frac{1}{2}", "1/2", r"\dfrac{1}{2}"],
+        [r"x = \frac12", "x=0.5", r"X = \frac{1}{2}"],
         [r"\{1, 2\}", "2, 1", "1 and 2", r"x = 1 \text{ or } x = 2"],
         [r"500 \text{ cents}", r"\$5", r"5 \text{ dollars}"],
         ["(1, 2)", r"\left(1, 2\right)", "(p,q)=(1,2)"],
@@ -31,6 +32,9 @@ def test_equal_keys_for_one_answer(forms: list[str]) -> None:
         ("3", "3.0001"),
         (r"\sqrt{2}", "1.414"),
         (r"5 \text{ cm}", r"5 \text{ m}"),
+        ("x = 4", "y = 4"),
+        ("x = 2+2 = 4", "y = 4"),
+        ("y=1, x=2", "(1, 2)"),
     ],
 )
 def test_different_answers_differ(a: str, b: str) -> None:
@@ -41,6 +45,8 @@ def test_different_answers_differ(a: str, b: str) -> None:
 def test_keys_miss_what_same_answer_finds() -> None:
     assert answer_key(r"\sqrt{12}") != answer_key(r"2\sqrt{3}")
     assert same_answer(r"\sqrt{12}", r"2\sqrt{3}")
+    assert answer_key(r"x = \frac12") != answer_key("0.5")
+    assert same_answer(r"x = \frac12", "0.5")
 
 
 @pytest.mark.parametrize(

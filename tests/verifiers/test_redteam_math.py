@@ -512,11 +512,16 @@ ATTACKS = [
     guard(
         Attack(
             "grouping/equal-numbers-share-a-key",
-            r"0.5 and x = \frac12 share a key (README)",
-            today="('same key', True)",
+            r"0.5 and \frac{1}{2} share a key; x = \frac12 is keyed with its variable, for it is"
+            r" not y = \frac12, and same_answer joins it to 0.5 (README)",
+            today="x = \\frac12 shared 0.5's key, and y = \\frac12's",
             honest_wrong="-",
-            should=("same key", True),
-            run=lambda: keys("0.5", r"x = \frac12"),
+            should=(("same key", True), ("different keys", True), ("different keys", False)),
+            run=lambda: (
+                keys("0.5", r"\frac{1}{2}"),
+                keys("0.5", r"x = \frac12"),
+                keys(r"x = \frac12", r"y = \frac12"),
+            ),
         )
     ),
     # ------------------------------------------------ recall: correct answers that earn 0

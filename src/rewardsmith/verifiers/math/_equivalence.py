@@ -2,9 +2,10 @@
 
 Cheapest decision first: equal canonical strings, then the structure (`_answer`: sets are
 order-free, tuples and intervals ordered and bracket-exact, matrices cell by cell, relations
-up to a constant factor, labels ignored), then exact numbers (`Fraction`), and for what is
-left the numeric screen (`_numeric`): both expressions evaluated at the same points with as
-many digits as the numbers written need. No symbolic simplification, so no comparison stalls.
+up to a constant factor, labels ignored but where they name variables or a record's parts),
+then exact numbers (`Fraction`), and for what is left the numeric screen (`_numeric`): both
+expressions evaluated at the same points with as many digits as the numbers written need.
+No symbolic simplification, so no comparison stalls.
 
 Nothing is accepted by float closeness: 3.14 is not pi, 1000001 is not 1000000, 0.333 is
 not 1/3. The one tolerance is for an approximation the answer itself marks (`\\frac{70}{9}
@@ -14,19 +15,26 @@ not 1/3. The one tolerance is for an approximation the answer itself marks (`\\f
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import lru_cache
 from typing import Literal
 
 import mpmath
 
-from ._answer import Answer, expression_tree, is_name, parse_answer
+from ._answer import Answer, expression_tree, is_name, parse_answer, split_top
 from ._latex import Node
 from ._normalize import is_decimal, key, normalize, parse_number
 from ._numeric import OutOfTime, Unevaluable, ratio_sign, same_value, symbols, time_limit, value_of
 
-__all__ = ["MAX_ANSWER_CHARS", "Verdict", "compare", "is_equivalent", "too_complex"]
+__all__ = [
+    "MAX_ANSWER_CHARS",
+    "Verdict",
+    "compare",
+    "is_equivalent",
+    "label_variable",
+    "too_complex",
+]
 
 MAX_ANSWER_CHARS = 1_000
 """Answers longer than this are refused outright (no real final answer is that long)."""
@@ -403,6 +411,66 @@ def _compare_simple(a: Answer, b: Answer) -> Verdict:
     return Verdict(same, f"same {a.kind}" if same else f"different {a.kind}")
 
 
+# --- labels -------------------------------------------------------------------------------
+
+_COORDINATES = ("x", "y", "z")
+
+
+def label_variable(label: str) -> str | None:
+    """A label that names a variable (`x`, `x_1`, `\\theta`), as compared (case ignored, as in
+    expressions); None for other labels (`AB`, `f(x)`, `(p,q)`), which only describe a value."""
+    tree = expression_tree(label)
+    return key(label).casefold() if tree is not None and tree.kind == "sym" else None
+
+
+def _clash(a: str, b: str) -> bool:
+    """Two labels that name different variables: `x = 4` is a vertical line, `y = 4` not."""
+    names = label_variable(a), label_variable(b)
+    return names[0] is not None and names[1] is not None and names[0] != names[1]
+
+
+def _part_names(answer: Answer) -> tuple[str, ...] | None:
+    """The name of each part: a record's labels (`q=2, p=3`), a tuple's label split
+    (`(p,q)=(2,3)`); None when the parts are not named."""
+    if answer.kind == "record":
+        return answer.labels
+    if answer.kind == "tuple" and len(answer.labels) == 1 and answer.labels[0][:1] == "(":
+        names = tuple(key(name) for name in split_top(answer.labels[0][1:-1], ","))
+        if len(names) == len(answer.items) and len(set(names)) == len(names):
+            return names
+    return None
+
+
+def _in_order(record: Answer, names: tuple[str, ...]) -> Answer:
+    """A record's values in the order `names` gives (`q=2, p=3` as `p, q`)."""
+    items = tuple(record.items[record.labels.index(name)] for name in names)
+    return replace(record, items=items, labels=names)
+
+
+def _record_order(record: Answer, other: Answer) -> Answer | Verdict:
+    """A record's values in the order of what it is compared with, or why they differ: by
+    name against named parts (`q=2, p=3` is `(p,q)=(3,2)`; other variables are another
+    answer), coordinates in the order x, y, z against unnamed parts (`y=3, x=2` is `(2,3)`),
+    other names in written order (`AB=4, CD=5` is `4, 5`)."""
+    names = _part_names(other)
+    if names is not None and set(names) == set(record.labels):
+        return _in_order(record, names)
+    if names is not None and any(map(_clash, record.labels, names)):
+        return Verdict(False, "different labels")
+    if names is None and not other.labels and set(record.labels) <= set(_COORDINATES):
+        return _in_order(record, tuple(c for c in _COORDINATES if c in record.labels))
+    return record
+
+
+def _label_clash(a: Answer, b: Answer) -> Verdict | None:
+    """A value named by a different variable on each side is another answer (`x = 4` for
+    `y = 4`, `x = 2+2 = 4` too). Only for whole answers: inside a set (`x = 1 or x = 2`)
+    labels are ignored, as `answer_key` ignores them."""
+    if len(a.labels) == 1 and len(b.labels) == 1 and _clash(a.labels[0], b.labels[0]):
+        return Verdict(False, f"different labels ({a.labels[0]} vs {b.labels[0]})")
+    return None
+
+
 def _single(answer: Answer, budget: _Budget) -> Answer:
     """A set of one value is that value (`\\frac12 \\text{ or, equivalently, } 0.5` too)."""
     while answer.kind in ("set", "list") and answer.items:
@@ -424,6 +492,16 @@ def _compare(a: Answer, b: Answer, budget: _Budget) -> Verdict:
         a = value
     if b.kind == "chain":
         b = b.items[-1]
+    if a.kind == "record":
+        ordered = _record_order(a, b)
+        if isinstance(ordered, Verdict):
+            return ordered
+        a = ordered
+    elif b.kind == "record":
+        ordered = _record_order(b, a)
+        if isinstance(ordered, Verdict):
+            return ordered
+        b = ordered
     if a.kind == "approx":
         return _compare_approximation(a, b, budget)
     if b.kind == "approx":
@@ -461,9 +539,6 @@ def _compare(a: Answer, b: Answer, budget: _Budget) -> Verdict:
         if a.kind != b.kind:
             return Verdict(False, f"{a.kind} vs {b.kind}")
         return _unordered(a.items, b.items, budget)
-    if a.kind == "record" and b.kind == "record" and set(a.labels) == set(b.labels):
-        order = [b.labels.index(label) for label in a.labels]
-        return _ordered(a.items, tuple(b.items[i] for i in order), budget, "record")
     sequences = ("record", "tuple", "list")
     if a.kind in sequences and b.kind in sequences:
         if a.kind == b.kind == "tuple" and a.brackets != b.brackets:
@@ -510,6 +585,9 @@ def compare(
     a, b = parse_answer(p), parse_answer(g)
     if a.size() > MAX_STRUCTURE or b.size() > MAX_STRUCTURE:
         return Verdict(False, "not evaluated: too many elements")
+    clash = _label_clash(a, b)
+    if clash is not None:
+        return clash
     budget = _Budget(MAX_EVALUATIONS if symbolic else 0, units == "compare")
     with time_limit():
         verdict = _compare(a, b, budget)

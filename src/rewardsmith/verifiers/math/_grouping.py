@@ -4,10 +4,11 @@ clustering) with the math reward's own rules.
 `committed_answer` is the extraction the reward uses (hedges, restatements and answers not in
 finished form give no answer), except that words the completion does not mark as its answer
 ("hmm") are no answer either, where the reward would read them against a text gold;
-`answer_key` is a canonical key (equal keys are the same answer: `0.5`, `\\frac{2}{4}` and
-`x = \\frac12` share `n:1/2`); `same_answer` decides the pairs keys cannot (`\\sqrt{12}` and
-`2\\sqrt{3}`); `answer_buckets` says which pairs are worth asking (answers `same_answer` calls
-equal share a bucket: their values agree to 12 digits). Group by key first, then compare keys
+`answer_key` is a canonical key (equal keys are the same answer: `0.5` and `\\frac{2}{4}`
+share `n:1/2`; `x = \\frac12` is `x=n:1/2`, for it is not `y = \\frac12`); `same_answer`
+decides the pairs keys cannot (`\\sqrt{12}` and `2\\sqrt{3}`, `x = \\frac12` and `0.5`);
+`answer_buckets` says which pairs are worth asking (answers `same_answer` calls equal share a
+bucket: their values agree to 12 digits). Group by key first, then compare keys
 pairwise only inside a bucket: N answers never cost N^2 comparisons unless N different
 answers agree to 12 digits.
 """
@@ -21,7 +22,7 @@ import mpmath
 
 from ._answer import Answer, expression_tree, parse_answer
 from ._config import MathConfig
-from ._equivalence import MAX_ANSWER_CHARS, _as_interval, compare
+from ._equivalence import MAX_ANSWER_CHARS, _as_interval, compare, label_variable
 from ._extract import Extraction, extract_answer, qualified
 from ._form import absolute_operations
 from ._latex import Node
@@ -110,7 +111,9 @@ def answer_key(answer: str) -> str:
         structure = structure.items[0]
     if structure.kind == "record":  # a record's labels are part of it
         return _key(structure)
-    return _key(replace(structure, labels=()))
+    plain = _key(replace(structure, labels=()))
+    name = label_variable(structure.labels[0]) if len(structure.labels) == 1 else None
+    return plain if name is None else f"{name}={plain}"  # `x = 4` is not `y = 4`
 
 
 def same_answer(a: str, b: str, *, symbolic: bool = True) -> bool:

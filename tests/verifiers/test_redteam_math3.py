@@ -118,6 +118,9 @@ ROWS = [
     row("labels", r"\boxed{q=2, p=3}", "(p,q)=(2,3)", OK0, OK1),
     row("labels", r"\boxed{y=1, x=2}", "(1,2)", OK0, OK1),
     row("labels", r"\boxed{y=3, x=2}", "(2,3)", OK1, OK0),
+    row("labels", r"\boxed{q=3, p=2}", "(p,q)=(2,3)", OK1, OK0),
+    row("labels", r"\boxed{x = 2+2 = 4}", "y=4", OK0, OK1),
+    row("labels", r"\boxed{a=2, b=3}", "x=2, y=3", OK0, OK1),
     # ---------------------------------------------- the unicode radical sign
     row("unicode-root", "\\boxed{\u221a53}", r"3\sqrt{5}", OK0, OK1),
     row("unicode-root", "The answer is \u221a35.", r"5\sqrt{3}", OK0, OK1),
@@ -143,6 +146,8 @@ ROWS = [
     row("unfinished", r"\boxed{\infty + 1}", r"\infty", OK0, OK1),
     row("unfinished", r"\boxed{2\infty}", r"\infty", OK0, OK1),
     row("unfinished", r"\boxed{\frac{1}{\infty}}", "0", OK0, OK1),
+    row("unfinished", r"\boxed{\frac{3}{2} \cdot \frac{\pi}{3}}", r"\frac{\pi}{2}", OK0, OK1),
+    row("unfinished", r"\boxed{-\infty + 5}", r"-\infty", OK0, OK1),
 ]
 
 

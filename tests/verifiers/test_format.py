@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import uri_template
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.models import Sample
 from rewardsmith.registry import registry
+from rewardsmith.verifiers._json_formats import is_iri, is_iri_reference, is_uri_template
 from rewardsmith.verifiers.format import json_valid, think_format
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -243,3 +246,48 @@ EMAILS = [
 def test_json_email_formats_are_real_checks(fmt: str, value: str, expected: float) -> None:
     reward = json_valid(schema={"type": "string", "format": fmt})
     assert reward(sample(json.dumps(value, ensure_ascii=False))).score == expected
+
+
+@pytest.mark.parametrize(
+    ("extract", "text", "key"),
+    [("whole", '{"a": 1, "a": 2}', "a"), ("first_object", 'x {"a": {"b": 1, "b": 1}}', "b")],
+)
+def test_json_duplicate_keys_score_0_with_the_reason(extract: Any, text: str, key: str) -> None:
+    result = json_valid(extract=extract)(sample(text))
+    assert (result.score, result.detail["reason"]) == (
+        0.0,
+        f"duplicate key {key!r} in a JSON object",
+    )
+
+
+@pytest.mark.parametrize(
+    "text", ["{" * 1_000_000, "\\frac{1}{2} " * 80_000, '{"' * 500_000, '{"a": [1' + ",1" * 400_000]
+)
+def test_json_first_object_is_bounded_on_brace_heavy_text(text: str) -> None:
+    start = time.perf_counter()
+    assert json_valid(extract="first_object")(sample(text)).score == 0.0
+    assert time.perf_counter() - start < 1.0
+
+
+IRI_ALPHABET = [*"a1:/?#@[].%F2v5-+ x!~", "\u00e9", "\ue000", "::", "//", "%2F", "[::1]", "1.2.3.4"]
+
+
+@given(st.lists(st.sampled_from(IRI_ALPHABET), max_size=8).map("".join))
+def test_iri_checks_agree_with_rfc3987_syntax(value: str) -> None:
+    rfc3987_syntax = pytest.importorskip("rfc3987_syntax")
+    assert is_iri(value) == rfc3987_syntax.is_valid_syntax("iri", value)
+    assert is_iri_reference(value) == rfc3987_syntax.is_valid_syntax("iri_reference", value)
+
+
+@given(st.lists(st.sampled_from([*"{}a,+#.:*", "{a}", "%2F", "{+a}"]), max_size=8).map("".join))
+def test_uri_template_check_agrees_with_uri_template(value: str) -> None:
+    assert is_uri_template(value) == uri_template.validate(value)
+
+
+@pytest.mark.parametrize("fmt", ["iri", "iri-reference", "uri-template"])
+@pytest.mark.parametrize("value", ["a" * 200_000, "http://x/" + "a/" * 100_000, "{" * 200_000])
+def test_slow_formats_are_checked_in_linear_time(fmt: str, value: str) -> None:
+    reward = json_valid(schema={"type": "string", "format": fmt})
+    start = time.perf_counter()
+    reward(sample(json.dumps(value)))
+    assert time.perf_counter() - start < 1.0

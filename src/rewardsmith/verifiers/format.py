@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import json
 import re
+from collections import Counter
 from functools import partial
 from typing import Any, Literal
 
@@ -16,6 +18,7 @@ from .._exceptions import ConfigError
 from ..models import Sample, Score
 from ..registry import RewardFn, bounded, reward
 from ._completion_parts import answer_part
+from ._json_formats import is_iri, is_iri_reference, is_uri_template
 from ._words import count_words, has_words
 
 __all__ = ["json_valid", "think_format"]
@@ -78,7 +81,38 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+class _DuplicateKey(Exception):
+    """An object naming a key twice: parsers disagree on which value counts (Python's keeps
+    the last, others the first), so the schema would validate only one reading."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) < len(pairs):
+        twice = next(k for k, n in Counter(k for k, _ in pairs).items() if n > 1)
+        raise _DuplicateKey(f"duplicate key {twice!r} in a JSON object")
+    return found
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+
+_MAX_OBJECT_STARTS = 64
+"""Braces tried as the start of the first object (each failed try costs up to the text's
+length, so an unbounded number was quadratic: 200,000 ``{"`` ran for minutes)."""
+
+_OBJECT_START = re.compile(r"\{(?=[ \t\n\r]*[\"}])")
+"""A brace that can open a JSON object: a key or the closing brace follows it. LaTeX's
+``\\frac{1}{2}`` and runs of ``{`` are never tried."""
+
+
+def _first_object(text: str) -> tuple[Any, None] | tuple[None, str]:
+    """The first of the first `_MAX_OBJECT_STARTS` candidate braces that parses."""
+    for brace in itertools.islice(_OBJECT_START.finditer(text), _MAX_OBJECT_STARTS):
+        try:
+            return _DECODER.raw_decode(text, brace.start())[0], None
+        except ValueError:
+            continue
+    return None, "no JSON object in the answer"
 
 
 def _parse(text: str, extract: str) -> tuple[Any, None] | tuple[None, str]:
@@ -88,15 +122,12 @@ def _parse(text: str, extract: str) -> tuple[Any, None] | tuple[None, str]:
         if fence is None:
             return None, "no ```json fenced block"
         text = fence.group(1)
-    if extract == "first_object":
-        for brace in re.finditer(r"\{", text):
-            try:
-                return _DECODER.raw_decode(text, brace.start())[0], None
-            except ValueError:
-                continue
-        return None, "no JSON object in the answer"
     try:
+        if extract == "first_object":
+            return _first_object(text)
         return _DECODER.decode(text.strip()), None
+    except _DuplicateKey as exc:
+        return None, str(exc)
     except ValueError as exc:
         return None, f"not valid JSON: {exc}"
 
@@ -160,13 +191,23 @@ def _is_email(value: object, idn: bool = False) -> bool:
     return bool(pattern.fullmatch(local)) and _email_domain(domain, idn)
 
 
+_OWN_CHECKS = {
+    "email": partial(_is_email, idn=False),
+    "idn-email": partial(_is_email, idn=True),
+    "iri": is_iri,
+    "iri-reference": is_iri_reference,
+    "uri-template": is_uri_template,
+}
+"""Checks replacing jsonschema's: a real one for email, linear-time ones for the rest."""
+
+
 def _format_checker(base: jsonschema.FormatChecker) -> jsonschema.FormatChecker:
-    """`base` (a draft's format checker) with real `email` and `idn-email` checks."""
+    """`base` (a draft's format checker) with `_OWN_CHECKS` for the formats it knows."""
     checker = jsonschema.FormatChecker(formats=())
     checker.checkers = dict(base.checkers)
-    for name, idn in (("email", False), ("idn-email", True)):
+    for name, check in _OWN_CHECKS.items():
         if name in checker.checkers:
-            checker.checkers[name] = (partial(_is_email, idn=idn), ())
+            checker.checkers[name] = (check, ())
     return checker
 
 
@@ -179,16 +220,20 @@ def json_valid(
     """1 if the answer is valid JSON and, when `schema` is given, valid against that schema.
 
     `extract`: ``whole`` (the stripped answer part is the JSON), ``fenced`` (the first
-    `````json`` or unlabelled fenced block), ``first_object`` (the first ``{...}`` that parses).
-    Strict JSON: NaN and Infinity are rejected. The schema's own ``$schema`` picks the draft
-    (latest by default); it is checked here, so a bad schema fails the spec, not every sample.
+    `````json`` or unlabelled fenced block), ``first_object`` (the first ``{...}`` that parses,
+    among the first 64 braces followed by a key or ``}``). Strict JSON: NaN and Infinity are
+    rejected, and so is an object naming a key twice (parsers disagree on which value counts).
+    The schema's own ``$schema`` picks the draft (latest by default); it is checked here, so a
+    bad schema fails the spec, not every sample.
     ``format`` keywords (``email``, ``date-time``, ``uri``...) are asserted, not just noted as
     JSON Schema allows: a schema naming a format no installed checker knows is refused, so a
     format is never silently unchecked. The checks are jsonschema's (with its
     `format-nongpl` extras), except `email` and `idn-email`, whose check there is only
     ``"@" in value``: here an address must be a dot-atom local part at a domain of two or
-    more labels (`_is_email`). JSON nested too deeply to parse is what the policy
-    wrote: 0, with the reason (never `invalid`).
+    more labels (`_is_email`); and `iri`, `iri-reference` and `uri-template`, whose checkers
+    there take seconds on a few thousand characters: here the same grammars in linear time
+    (`_json_formats`). JSON nested too deeply to parse is what the policy wrote: 0, with the
+    reason (never `invalid`).
     """
     validator: jsonschema.protocols.Validator | None = None
     if schema is not None:

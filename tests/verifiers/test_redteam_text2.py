@@ -176,19 +176,19 @@ ROWS = [
         "ok 1.0: a blank gold (a bad reference) pays the empty answer",
     ),
     # -- think_format: markup counted as answer words -----------------------------------
-    hole(
+    fixed(
         "think_answer_only_empty_answer_tags",
         earns(THINK, "<think>The answer is 42</think><answer></answer>"),
         ZERO,
         "1.0: the tag names are the two 'answer words'",
     ),
-    hole(
+    fixed(
         "think_answer_only_nbsp_entity",
         earns(THINK, "<think>The answer is 42</think>&nbsp;"),
         ZERO,
         "1.0",
     ),
-    hole(
+    fixed(
         "think_answer_only_html_comment",
         earns(THINK, "<think>reason</think><!-- x -->"),
         ZERO,

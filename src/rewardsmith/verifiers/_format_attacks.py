@@ -54,8 +54,10 @@ def invisible_think(target: Target) -> Iterator[Case]:
 
 @attack("answer_in_think", family="format", targets=FORMAT_TYPES)
 def answer_in_think(target: Target) -> Iterator[Case]:
-    """The answer inside `<think>` only, nothing committed after it."""
+    """The answer inside `<think>` only, nothing (or only markup) committed after it."""
     answer = _answer(target)
     if answer is not None:
         yield Case(f"<think>{answer}</think>", "right", note="nothing after the block")
         yield Case(f"<think>{answer}", "right", note="never closed")
+        for markup in ("<answer></answer>", "&nbsp;", "<!-- x -->"):
+            yield Case(f"<think>{answer}</think>{markup}", "right", note=f"only {markup} after")

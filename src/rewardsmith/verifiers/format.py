@@ -24,6 +24,20 @@ from ._words import count_words, has_words
 __all__ = ["json_valid", "think_format"]
 
 
+_MARKUP = re.compile(
+    r"<!--.*?(?:-->|\Z)"  # a comment (unclosed: to the end, as a browser reads it)
+    r"|</?[A-Za-z][\w:.-]*(?:\s[^<>]*)?/?>"  # a tag
+    r"|&(?:#[0-9]+|#[xX][0-9A-Fa-f]+|[A-Za-z][A-Za-z0-9]*);",  # a character reference
+    re.DOTALL,
+)
+"""HTML comments, tags and character references: markup a reader does not see as words."""
+
+
+def _without_markup(text: str) -> str:
+    """`text` with `_MARKUP` replaced by spaces (``<answer></answer>`` is no answer)."""
+    return _MARKUP.sub(" ", text)
+
+
 @reward("think_format")
 def think_format(
     *,
@@ -38,8 +52,9 @@ def think_format(
     starts with the open tag (leading whitespace allowed); there is exactly one open and one
     close tag, open before close (no nested or extra blocks); the reasoning inside has at
     least `min_reasoning_words` words; and, with `require_answer`, what follows the close tag
-    has at least `min_answer_words`. Words are counted as a reader sees them (`_words`):
-    ``<think>\u200b</think>\u200b``, fillers such as U+3164 and ``<think>.</think>.`` have none.
+    has at least `min_answer_words`. Words are counted as a reader sees them (`_words`), after
+    HTML tags, comments and character references are removed: ``<think>\u200b</think>\u200b``,
+    fillers such as U+3164, ``<think>.</think>.`` and ``<answer></answer>`` have none.
     """
     if not re.fullmatch(r"[A-Za-z][\w-]*", tag):
         raise ConfigError(f"tag: must be a tag name such as 'think', got {tag!r}")
@@ -62,7 +77,9 @@ def think_format(
                 "single_block",
                 f"expected one {open_tag} and one {close_tag}, found {opens} and {closes}",
             )
-        reasoning, answer = text[len(open_tag) :].split(close_tag)
+        reasoning, answer = (
+            _without_markup(part) for part in text[len(open_tag) :].split(close_tag)
+        )
         if not has_words(reasoning, min_reasoning_words):
             return fail("reasoning", f"fewer than {min_reasoning_words} words of reasoning")
         if require_answer and not has_words(answer, min_answer_words):

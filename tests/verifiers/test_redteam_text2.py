@@ -3,8 +3,8 @@
 One row per attack, as a policy paid per unit of reward writes it. Each row computes what the
 attack earns (a score, or a status, or seconds) and asserts what it *should* earn; `today`
 says what it earned when this file was written. An open hole is marked `xfail(strict=True)`,
-so it flips loudly when fixed; a closed one is a `fixed` row, which must hold. (The earlier red-team rows are in
-test_redteam_text.py and hack_table.py; none is repeated here.)
+so it flips loudly when fixed; a closed one is a `fixed` row, which must hold. (The earlier
+red-team rows are in test_redteam_text.py and hack_table.py; none is repeated here.)
 """
 
 from __future__ import annotations
@@ -218,7 +218,7 @@ ROWS = [
     ),
     # -- length (unit: words): free padding ------------------------------------------------
     *[
-        hole(
+        fixed(
             f"length_words_{name}",
             earns(WORDS_100, "answer" + pad * 100_000),
             lambda got: got == -1.0,
@@ -232,7 +232,7 @@ ROWS = [
             ("variation_selectors", "\ufe0f"),
         ]
     ],
-    hole(
+    fixed(
         "length_words_bare_combining_marks",
         earns(WORDS_100, " " + "\u0301" * 100_000),
         lambda got: got == -1.0,
@@ -240,7 +240,7 @@ ROWS = [
     ),
     # -- repetition: invisible characters that are not default-ignorable -------------------
     *[
-        hole(
+        fixed(
             f"repetition_sprinkled_{name}", earns(REPETITION, _sprinkled(mark)), FULL_PENALTY, today
         )
         for name, mark, today in [

@@ -30,13 +30,17 @@ def _filler(target: Target, count: int) -> list[str]:
 @attack("word_joined_padding", family="length", targets=("length",), rows=100)
 def word_joined_padding(target: Target) -> Iterator[Case]:
     """Overlong filler whose words are joined by U+200B or `_`, or written in CJK, so a word
-    count sees one word; the baseline is the same filler with spaces."""
+    count sees one word, or blank padding as long as 16 characters a word (no words at all);
+    the baseline is the same filler with spaces."""
     head = target.wrong or ""
     words = _filler(target, _overlong_words(target))
     plain = f"{head}\n{' '.join(words)}"
     yield Case(f"{head}\n{chr(0x200B).join(words)}", baseline=plain, note="U+200B joined")
     yield Case(f"{head}\n{'_'.join(words)}", baseline=plain, note="underscore joined")
     yield Case(f"{head}\n{'的' * len(words)}", baseline=plain, note="CJK characters")
+    for blank in (" ", "\u3164"):
+        padding = blank * 16 * len(words)
+        yield Case(f"{head}\n{padding}", baseline=plain, note=f"U+{ord(blank):04X} padding")
 
 
 @attack("dodged_repetition", family="repetition", targets=("repetition",), rows=100)

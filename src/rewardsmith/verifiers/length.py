@@ -83,7 +83,8 @@ def length(
     ``metadata.completion_length``; without either the status is `not_applicable`, never a
     guessed 0. ``words`` counts words as a reader does (`_words`: each CJK character is a word,
     zero-width characters and ``_`` separate words, runs of symbols or emoji count one word
-    per 16 characters), ``chars`` counts characters; both measure the `turns` of the
+    per 16 characters, and so do blanks between words beyond the first of each run),
+    ``chars`` counts characters; both measure the `turns` of the
     completion.
     """
     shape: Callable[[int], float]
@@ -168,10 +169,11 @@ def repetition(
       between repeats 0.12 and plain loops below 0.02: each pays the full penalty, as a
       plain loop does.
 
-    All three measure the text as a reader sees it (`_words.visible`: zero-width and other
-    default-ignorable characters removed, NFKC), so invisible characters sprinkled between
-    the repeats of a loop do not hide it. `char_ngram: 0` or `min_compression: 0` turns that
-    measure off. Texts shorter than a window have nothing to repeat: 0 for that measure.
+    All three measure the text as a reader sees it (`_words.visible`: zero-width, format and
+    private-use characters removed, blanks such as U+2800 made spaces, NFKC), so invisible
+    characters sprinkled between the repeats of a loop do not hide it. `char_ngram: 0` or
+    `min_compression: 0` turns that measure off. Texts shorter than a window have nothing to
+    repeat: 0 for that measure.
     """
     if ngram < 1:
         raise ConfigError(f"ngram: must be at least 1, got {ngram}")

@@ -138,3 +138,16 @@ def test_fraction_is_in_unit_interval_and_one_when_all_leaves_satisfied(
         result.detail["satisfied_leaves"] == result.detail["scored_leaves"]
     ):
         assert result.score == 1.0
+
+
+def test_training_scores_0_a_verdict_that_lookalikes_change() -> None:
+    """Under a `not`, "must not mention Eiffel" would pass on a Cyrillic e: in training any
+    leaf whose verdict differs on the text as a reader sees it scores the sample 0."""
+    expr = {"not": {"id": "keywords:existence", "kwargs": {"keywords": ["Eiffel"]}}}
+    text = "The Eiff\u0435l Tower in Paris was built for the world fair of 1889 and still stands."
+    assert _run(expr, text).score == 1.0  # officially
+    result = _run(expr, text, training=True)
+    assert (result.status, result.score) == ("ok", 0.0)
+    assert result.detail["lookalikes"] == ["keywords:existence"]
+    assert _run(expr, text.replace("\u0435", "e"), training=True).score == 0.0
+    assert _run(expr, text.replace("Eiff\u0435l", "iron"), training=True).score == 1.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from rewardsmith.models import Sample
 from rewardsmith.verifiers.instructions import IFBENCH, ifbench
 from rewardsmith.verifiers.instructions._text import pos_tagger
 
@@ -228,3 +229,15 @@ def test_csv_special_character_on_a_long_field(row: str, followed: bool) -> None
     result = _score("custom:csv_special_character", {}, text)
     assert result.status == "ok"
     assert result.detail["follow_instruction_list"] == [followed]
+
+
+def test_training_scores_a_raising_checker_0_with_the_reason() -> None:
+    reference = {
+        "instruction_id_list": ["ratio:overlap"],
+        "kwargs": [{"percentage": 72, "reference_text": "Prove that n - p <= m."}],
+    }
+    sample = Sample(id="s", completion="1", reference=reference, prompt="Rewrite this text.")
+    assert ifbench()(sample).status == "error"  # officially the checker crashes
+    result = ifbench(training=True)(sample)
+    assert (result.status, result.score) == ("ok", 0.0)
+    assert result.detail["reason"].startswith("checker raised: ratio:overlap: ZeroDivisionError")

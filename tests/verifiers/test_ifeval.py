@@ -10,6 +10,7 @@ import pytest
 from rewardsmith import ConfigError
 from rewardsmith.models import Sample
 from rewardsmith.verifiers.instructions import IFEVAL, constraints, ifbench, ifeval, loose_variants
+from rewardsmith.verifiers.instructions._fold import folded
 
 from ._instruction_helpers import score_one
 
@@ -259,3 +260,18 @@ def test_require_topic_refuses_a_fixed_filler_the_training_option_passes() -> No
         assert (got.status, got.score) == ("ok", expected), options
         honest = reward(Sample(id="s", completion=story, prompt=prompt, reference=reference))
         assert (honest.status, honest.score) == ("ok", 1.0), options
+
+
+@pytest.mark.parametrize(
+    ("text", "seen"),
+    [
+        ("Eiff\u0435l", "Eiffel"),
+        ("\u0280ivers", "Rivers"),
+        ("a\u201ab\u060cc\uff0cd", "a,b,c,d"),
+        ("Hello\u2800world", "Hello world"),
+        ("\u041c\u043e\u0441\u043a\u0432\u0430 \u0438 \u0410\u0444\u0438\u043d\u044b", None),
+        ("\u0391\u03b8\u03ae\u03bd\u03b1", None),  # Greek text is left alone
+    ],
+)
+def test_folded_leaves_cyrillic_and_greek_words_alone(text: str, seen: str | None) -> None:
+    assert folded(text) == (text if seen is None else seen)

@@ -252,7 +252,7 @@ ROWS = [
     ],
     # -- ifeval / ifbench with training: true: lookalikes pass "avoid X" -----------------------
     *[
-        hole(
+        fixed(
             f"ifeval_no_comma_{name}",
             earns(
                 IFEVAL_TRAINING,
@@ -271,7 +271,7 @@ ROWS = [
         ]
     ],
     *[
-        hole(
+        fixed(
             f"ifeval_forbidden_word_{name}",
             earns(
                 IFEVAL_TRAINING,
@@ -289,7 +289,7 @@ ROWS = [
             ("fullwidth", "\uff25\uff49\uff46\uff46\uff45\uff4c"),
         ]
     ],
-    hole(
+    fixed(
         "ifeval_lowercase_small_capital",
         earns(
             IFEVAL_TRAINING,
@@ -300,7 +300,7 @@ ROWS = [
         ZERO,
         "1.0 (U+0280 LATIN LETTER SMALL CAPITAL R is lowercase to str.islower)",
     ),
-    hole(
+    fixed(
         "ifeval_300_words_of_combining_pairs",
         earns(
             IFEVAL_TRAINING,
@@ -311,7 +311,7 @@ ROWS = [
         ZERO,
         "1.0: one visible run 'áááá…' is 300 official words",
     ),
-    hole(
+    fixed(
         "ifbench_no_whitespace_braille_blank",
         earns(
             IFBENCH_TRAINING,
@@ -323,7 +323,7 @@ ROWS = [
         "1.0: U+2800 renders as a space",
     ),
     # -- statuses: training mode charges a crash instead of a 0 -----------------------------
-    hole(
+    fixed(
         "ifbench_overlap_one_character_is_error",
         earns(
             IFBENCH_TRAINING,
@@ -334,7 +334,7 @@ ROWS = [
         ZERO,
         "status error (ZeroDivisionError: a reply of under 3 characters has no trigram)",
     ),
-    hole(
+    fixed(
         "ifbench_quote_unquote_number_is_error",
         earns(
             IFBENCH_TRAINING,

@@ -105,7 +105,7 @@ _OPTION_LABEL = re.compile(r"\W*[a-eA-E](?:[).:]|\s*$)")
 _PROSE = re.compile(
     r"\b(?:write|compose|draft|create|generate|produce|prepare|give me)\b[^.?!\n]{0,80}?"
     r"\b(?:essay|story|stories|poem|letter|e-?mail|blog|article|speech|report|review|proposal"
-    r"|summary|biography|dialogue|script|cover letter|resume|description|explanation"
+    r"|summary|biography|dialogue|script|screenplay|cover letter|resume|description|explanation"
     r"|paragraphs?|rap|song|lyrics|post|advertisement|pitch|memo|guide|tutorial|itinerary"
     r"|plan|outline|analysis|critique|rubric|limerick|riddle)\b"
     r"|^\W*(?:please\s+)?(?:explain|describe|discuss|elaborate|summari[sz]e|analy[sz]e)\b",

@@ -160,6 +160,9 @@ def _expression(sample: Sample) -> Any:
     return data
 
 
+_LOOKALIKES = "a check's verdict differs on the text as a reader sees it (lookalike characters)"
+
+
 @reward("constraints", preload=(*_PRELOAD, "emoji", "syllapy"))
 def constraints(
     *,
@@ -174,7 +177,9 @@ def constraints(
     ``reward: fraction`` scores the fraction of scored leaf constraints satisfied, ``all`` the
     truth of the whole expression. See the module docstring for the expression format.
     `training`, `min_words` and `require_topic` are those of `ifeval` (the prompt's words
-    include every leaf's kwargs).
+    include every leaf's kwargs), except that a leaf whose verdict differs on the response
+    as a reader sees it scores the whole sample 0: under a `not` the stricter verdict would
+    be the looser one.
     """
     rule = attempt_rule(training, min_words, require_topic)
 
@@ -210,7 +215,9 @@ def constraints(
             ],
         }
         if run.failed:
-            return checker_failed(run.evaluator.errors, **detail)
+            return checker_failed(run.evaluator.errors, rule is not None, **detail)
+        if run.evaluator.lookalikes:
+            return Score.ok(0.0, reason=_LOOKALIKES, lookalikes=run.evaluator.lookalikes, **detail)
         if reward == "all" or not run.scored:
             value = float(holds)
         else:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Literal
 
 from ._base import Check, Text
+from ._fold import folded
 
 __all__ = ["Evaluator", "loose_variants"]
 
@@ -38,24 +39,30 @@ def loose_variants(response: str) -> list[str]:
     return list(dict.fromkeys(variants))
 
 
+def _texts(variants: list[str], training: bool) -> list[Text]:
+    # A blank variant never passes (`if r.strip() and check(r)` upstream).
+    return [Text(t, undecided_language_passes=not training) for t in variants if t.strip()]
+
+
 class Evaluator:
-    """Runs checks on one response, sharing per-text work across checks and variants."""
+    """Runs checks on one response, sharing per-text work across checks and variants.
+
+    With `training`, a check must also hold on the response as a reader sees it (`folded`:
+    invisible characters removed, lookalikes folded), so "no commas" is not followed with
+    U+201A; the checks whose verdicts differ on the two are listed in `lookalikes`.
+    """
 
     def __init__(self, response: str, mode: Mode, training: bool = False) -> None:
-        texts = [response] if mode == "strict" else loose_variants(response)
-        # A blank variant never passes (`if r.strip() and check(r)` upstream).
-        self._texts = [Text(t, undecided_language_passes=not training) for t in texts if t.strip()]
+        variants = [response] if mode == "strict" else loose_variants(response)
+        self._texts = _texts(variants, training)
+        seen = [folded(v) for v in variants] if training else variants
+        self._seen = self._texts if seen == variants else _texts(seen, training)
         self.errors: list[str] = []
+        self.lookalikes: list[str] = []
 
-    def holds(self, check: Check, label: str = "") -> bool | None:
-        """True when `check` holds on the response (strict) or on any variant (loose); None
-        when it raised where it did not hold (the official code would crash the run).
-
-        A checker that raised is never read as followed or not followed: the error is
-        recorded in `errors`, and the reward reports it as `error`.
-        """
+    def _holds_on(self, texts: list[Text], check: Check, label: str) -> bool | None:
         raised = False
-        for text in self._texts:
+        for text in texts:
             try:
                 if check(text):
                     return True
@@ -63,6 +70,22 @@ class Evaluator:
                 raised = True
                 self.errors.append(f"{label}: {type(exc).__name__}: {exc}")
         return None if raised else False
+
+    def holds(self, check: Check, label: str = "") -> bool | None:
+        """True when `check` holds on the response (strict) or on any variant (loose), and
+        in training on its folded form too; None when it raised where it did not hold (the
+        official code would crash the run).
+
+        A checker that raised is never read as followed or not followed: the error is
+        recorded in `errors`, and the reward reports it.
+        """
+        verdict = self._holds_on(self._texts, check, label)
+        if self._seen is self._texts or verdict is None:
+            return verdict
+        seen = self._holds_on(self._seen, check, label)
+        if seen is not None and seen != verdict:
+            self.lookalikes.append(label)
+        return None if seen is None else verdict and seen
 
     def all(self, checks: Iterable[tuple[str, Check]]) -> list[bool | None]:
         return [self.holds(check, label) for label, check in checks]

@@ -99,16 +99,16 @@ def too_long(response: str) -> Score | None:
     return Score.ok(0.0, reason=f"response is {len(response)} chars, over {MAX_RESPONSE_CHARS}")
 
 
-def checker_failed(errors: list[str], **detail: Any) -> Score:
-    """The `error` of a sample on which a checker raised: charged to the completion that
-    made it raise (never read as followed or not followed)."""
+def checker_failed(errors: list[str], training: bool, **detail: Any) -> Score:
+    """The score of a sample on which a checker raised (never read as followed or not
+    followed): `error` charged to the completion that made it raise, or in training 0 with
+    the reason (a policy must not earn a null by crashing a checker)."""
     first = errors[0] if errors else "a checker raised"
+    reason = f"checker raised: {first}"
+    if training:
+        return Score.ok(0.0, reason=reason, checker_errors=sorted(set(errors)), **detail)
     return Score.failed(
-        "error",
-        f"checker raised: {first}",
-        cause="completion",
-        checker_errors=sorted(set(errors)),
-        **detail,
+        "error", reason, cause="completion", checker_errors=sorted(set(errors)), **detail
     )
 
 
@@ -138,8 +138,10 @@ def _instructions_reward(
             "instruction_id_list": list(ids),
             "follow_instruction_list": follow,
         }
+        if evaluator.lookalikes:
+            detail["lookalikes"] = evaluator.lookalikes
         if any(verdict is None for verdict in follow):
-            return checker_failed(evaluator.errors, **detail)
+            return checker_failed(evaluator.errors, rule is not None, **detail)
         value = sum(map(bool, follow)) / len(follow) if kind == "fraction" else float(all(follow))
         return Score.ok(value, **detail, follow_all_instructions=all(follow))
 
@@ -168,9 +170,13 @@ def ifeval(
     `training: true` is for RL: a response that does not attempt the task (empty, invisible,
     filler, only the prompt's words, under `min_words` words where the prompt asks for prose;
     see `_attempt`) scores 0, and a language check that langdetect cannot decide fails. The
-    official checkers alone pay "OK" for "do not use commas". `require_topic: true` (with
-    `training`) also scores 0 a reply of `min_words`+ words sharing no stem with the prompt's
-    topic (a fixed filler), at the price of some honest replies (see `_attempt`).
+    official checkers alone pay "OK" for "do not use commas". An instruction is followed only
+    if it also holds on the response as a reader sees it (`_fold`: "no commas" is not followed
+    with U+201A, nor "avoid Eiffel" with a Cyrillic e; `detail.lookalikes` names those that
+    differ), and a checker that raises scores 0 with the reason, not `error`.
+    `require_topic: true` (with `training`) also scores 0 a reply of `min_words`+ words
+    sharing no stem with the prompt's topic (a fixed filler), at the price of some honest
+    replies (see `_attempt`).
     """
     return _instructions_reward(
         IFEVAL, mode, reward, attempt_rule(training, min_words, require_topic)

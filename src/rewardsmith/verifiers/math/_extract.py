@@ -43,8 +43,8 @@ MIN_RESTATE_CHARS = 20
 """A completion line at least this long found verbatim in the prompt restates the question."""
 _BLANKS = re.compile(r"[^\S\n]{2,}")
 """A run of blanks on one line (spaces, tabs, Unicode spaces)."""
-MAX_PHRASE_NESTING = 4
-"""'Final Answer: The final answer is $5$' — phrases re-read inside a phrase's answer."""
+MAX_BOX_NESTING = 4
+"""`\\boxed{\\boxed{42}}`: how many boxes inside a box are opened."""
 MAX_REGION_CHARS = 2_000
 """How much text after "the answer is" is read (to the end of its paragraph)."""
 MAX_SENTENCE_STEPS = 4
@@ -72,6 +72,7 @@ _NOT_AN_ANSWER = re.compile(r"\\(?:[hv]?phantom\s*\{[^{}]*\}|square|quad|qquad|_
 _ANSWER_TAG = re.compile(r"</?answer>", re.IGNORECASE)
 _HASH = re.compile(r"####[ \t]*+([^\n#]*\w[^\n]*)")
 _PARAGRAPH_END = re.compile(r"\n\s*\n")
+_LEADING_SPACE = re.compile(r"\s*")
 _PHRASE = re.compile(
     r"(?i)\b(?:final\s+answer|answer|correct\s+(?:option|choice))\s*+(?:\*\*)?\s*+"
     r"(?:is|:|=|should\s+be|would\s+be|will\s+be)[ \t]*(?:\*\*)?[ \t]*:?[ \t]*([^\n]*)"
@@ -202,7 +203,7 @@ def _boxes(text: str) -> tuple[list[_Commitment], str | None]:
 
 def _unboxed(content: str) -> str:
     """A box's content with the boxes inside it opened: `\\boxed{42}` -> `42`."""
-    for _ in range(MAX_PHRASE_NESTING):
+    for _ in range(MAX_BOX_NESTING):
         match = _BOX.search(content)
         if match is None or not content.startswith("{", match.end()):
             return content
@@ -442,32 +443,40 @@ def _bare(sentence: str, alone: bool) -> str | None:
 
 def _bare_line(line: str) -> str | None:
     """A last line that is nothing but a number or one math span (`6`, `$x = 6$`), after a
-    finished sentence (a display that ends a sentence "equality occurs for" is not one)."""
+    finished sentence (a display that ends a sentence "equality occurs for" is not one). The
+    span keeps its delimiters: read as a span, a relation (`$x = 6$`) is a value."""
     line = line.strip().rstrip(".")
     if _NUMBER.fullmatch(line):
         return line
-    span = _MATH_SPAN.fullmatch(line)
-    if span is None or not any(c.isdigit() for c in line):
+    if _MATH_SPAN.fullmatch(line) is None or not any(c.isdigit() for c in line):
         return None
-    return next(g for g in span.groups() if g is not None).strip()
+    return line
 
 
 def _phrases(text: str) -> list[_Commitment]:
     """The answer after each "answer is" / "Answer:" phrase (the next line when the phrase
-    ends its line), re-read when nested ("Final Answer: The final answer is $5$")."""
+    ends its line). A phrase whose answer opens, in the same sentence, with another phrase
+    only introduces it ("Final Answer: The final answer is $5$"); a phrase in a later
+    sentence is a second commitment ("The answer is 3. The answer is 5." is a hedge)."""
     found: list[_Commitment] = []
-    for match in _PHRASE.finditer(text):
-        following = text[match.start(1) : match.start(1) + MAX_REGION_CHARS]
-        region = _PARAGRAPH_END.split(following.strip(), 1)[0]  # may run over a display
-        for _ in range(MAX_PHRASE_NESTING):
-            inner = _PHRASE.search(region)
-            if inner is None:
-                break
-            region = inner.group(1)
-        if _BOX.search(_first_sentence(region)):
-            continue  # "the answer is $\boxed{5}$": the box is already a commitment
-        found.append(_Commitment(match.start(), "phrase", region))
+    match = _PHRASE.search(text)
+    while match is not None:
+        following = _PHRASE.search(text, match.start(1))
+        if not _introduces(text, match, following):
+            region = text[match.start(1) : match.start(1) + MAX_REGION_CHARS].strip()
+            region = _PARAGRAPH_END.split(region, 1)[0]  # may run over a display
+            if not _BOX.search(_first_sentence(region)):  # "the answer is $\boxed{5}$": a box
+                found.append(_Commitment(match.start(), "phrase", region))
+        match = following
     return found
+
+
+def _introduces(text: str, phrase: re.Match[str], following: re.Match[str] | None) -> bool:
+    """`phrase` is followed by `following` before its answer's first sentence ends."""
+    if following is None:
+        return False
+    begin = _LEADING_SPACE.match(text, phrase.start(1)).end()
+    return _SENTENCE_END.search(text, begin, following.start()) is None
 
 
 def _is_plain(text: str) -> bool:

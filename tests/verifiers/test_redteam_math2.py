@@ -417,7 +417,7 @@ ATTACKS = [
             ("substack", r"\boxed{\substack{3\\5}}", (0.0, 0.0)),
             ("answer-tags", "<answer>3</answer><answer>5</answer>", (0.0, 0.0)),
             ("answer-is-either", "The answer is either 3 or 5.", (0.0, 0.0)),
-            ("answer-vs", "The answer is 3 vs 5.", (0.0, 1.0)),
+            ("answer-vs", "The answer is 3 vs 5.", (0.0, 0.0)),  # unreadable: no fallback
             ("box-then-hash", "\\boxed{3}\n#### 5", (0.0, 0.0)),
             ("approx-chain", r"\boxed{3 \approx 5 \approx 3}", (1.0, 0.0)),
             ("relation", r"\boxed{3 = 5}", (0.0, 0.0)),

@@ -132,6 +132,11 @@ _QUALIFIERS = frozenset(
 )
 _NEGATIONS = frozenset(("not", "never", "isn't", "isn’t", "cannot", "can't", "wrong", "incorrect"))
 """Words that, after the last number of a final line, make it no answer."""
+_RETRACTION = re.compile(
+    r"\b(?:wait|actually|kidding|oops|correction|on\s+second\s+thought|scratch\s+that)\b",
+    re.IGNORECASE,
+)
+"""Words that take back an answer given before them ("a common mistake" explains one)."""
 _SECOND_THOUGHTS = frozenset(("wait", "actually", "but", "however", "instead", "mistake"))
 _NUMBER_WORD = re.compile(
     r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\w+teen|\w+ty"
@@ -521,11 +526,12 @@ def _answer_line(line: str) -> str | None:
     return (value.strip() or None) if colon and head.strip() == "A" else None
 
 
-def _commitments(part: str) -> tuple[list[_Commitment], str | None]:
-    """Every committed answer in `part`, in order, each read to its value."""
+def _commitments(part: str) -> tuple[list[_Commitment], Extraction | None]:
+    """Every committed answer in `part`, in order, each read to its value; or why there is
+    none although one was committed (a negated box, a phrase whose value cannot be read)."""
     boxes, refused = _boxes(part)
     if refused is not None:
-        return [], refused
+        return [], _none(refused, "boxed")
     found = list(boxes)
     found += [_Commitment(m.start(), "hash", m.group(1).strip()) for m in _HASH.finditer(part)]
     found = [c for c in found if c.answer]
@@ -545,7 +551,24 @@ def _commitments(part: str) -> tuple[list[_Commitment], str | None]:
         value = _sentence_value(commitment.answer, alone=alone)
         if value:
             found.append(_Commitment(commitment.position, commitment.source, value))
-    return sorted(found, key=lambda c: c.position), None
+    if not found:  # "The answer is 3 to 5": committed, so no fallback to the last number
+        return [], (_none("the committed answer cannot be read", raw[0].source) if raw else None)
+    found.sort(key=lambda c: c.position)
+    return found + _retractions(part, found[-1].position), None
+
+
+def _retractions(part: str, position: int) -> list[_Commitment]:
+    """Sentences after the one holding the last commitment (at `position`) that take it back
+    with a value ("Wait, actually it is 5.", "Just kidding, it's 5."): each commits its value,
+    or itself when that cannot be read, so that a different one is a hedge."""
+    protected = _Protected(_protected(part))
+    ends = (m.end() for m in _SENTENCE_END.finditer(part, position) if m.start() not in protected)
+    found = []
+    for sentence in _sentences(part[next(ends, len(part)) :]):
+        if _RETRACTION.search(sentence) and (_NUMBER.search(sentence) or _spans(sentence)):
+            value = _sentence_value(sentence, alone=False) or sentence
+            found.append(_Commitment(len(part), "retraction", value))
+    return found
 
 
 def _agreeing(found: list[_Commitment], symbolic: bool) -> list[list[_Commitment]]:
@@ -658,7 +681,7 @@ def extract_answer(
         return _none("restates the question")
     found, refused = _commitments(part)
     if refused is not None:
-        return _none(refused, "boxed")
+        return refused
     if found:
         return _resolve(found, config)
     return _unmarked(part, config, prompt)

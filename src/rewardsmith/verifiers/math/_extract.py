@@ -462,14 +462,16 @@ def _phrases(text: str) -> list[_Commitment]:
     """The answer after each "answer is" / "Answer:" phrase (the next line when the phrase
     ends its line). A phrase whose answer opens, in the same sentence, with another phrase
     only introduces it ("Final Answer: The final answer is $5$"); a phrase in a later
-    sentence is a second commitment ("The answer is 3. The answer is 5." is a hedge)."""
+    sentence is a second commitment ("The answer is 3. The answer is 5." is a hedge), and
+    ends the answer of the one before it."""
     found: list[_Commitment] = []
     match = _PHRASE.search(text)
     while match is not None:
         following = _PHRASE.search(text, match.start(1))
         if not _introduces(text, match, following):
-            region = text[match.start(1) : match.start(1) + MAX_REGION_CHARS].strip()
-            region = _PARAGRAPH_END.split(region, 1)[0]  # may run over a display
+            start = match.start(1)
+            end = min(start + MAX_REGION_CHARS, following.start() if following else len(text))
+            region = _PARAGRAPH_END.split(text[start:end].strip(), 1)[0]  # may run over a display
             if not _BOX.search(_first_sentence(region)):  # "the answer is $\boxed{5}$": a box
                 found.append(_Commitment(match.start(), "phrase", region))
         match = following
@@ -560,13 +562,14 @@ def _commitments(part: str) -> tuple[list[_Commitment], Extraction | None]:
 def _retractions(part: str, position: int) -> list[_Commitment]:
     """Sentences after the one holding the last commitment (at `position`) that take it back
     with a value ("Wait, actually it is 5.", "Just kidding, it's 5."): each commits its value,
-    or itself when that cannot be read, so that a different one is a hedge."""
+    so that a different one is a hedge. One whose value cannot be read is no retraction
+    ("Actually, 5 is also the sum of 2 and 3.")."""
     protected = _Protected(_protected(part))
     ends = (m.end() for m in _SENTENCE_END.finditer(part, position) if m.start() not in protected)
     found = []
     for sentence in _sentences(part[next(ends, len(part)) :]):
-        if _RETRACTION.search(sentence) and (_NUMBER.search(sentence) or _spans(sentence)):
-            value = _sentence_value(sentence, alone=False) or sentence
+        value = _sentence_value(sentence, alone=False) if _RETRACTION.search(sentence) else None
+        if value:
             found.append(_Commitment(len(part), "retraction", value))
     return found
 

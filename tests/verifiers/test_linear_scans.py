@@ -270,9 +270,9 @@ def test_worst_cases_of_the_replaced_regexes(call, text: str, expected) -> None:
         ("The answer" + "\u2003" * 19_000 + "x", None),
         ("The answer" + "\\ " * 9_000 + "x", None),
         ("So" + " " * 19_000 + "5", "5"),
-        ("I think maybe 5 or 6" + " " * 3_000 + "7", "I think maybe 5 or 6 7"),
+        ("I think maybe 5 or 6" + " " * 3_000 + "7", None),
     ],
-    ids=["spaces", "tildes", "nbsp", "em spaces", "backslash spaces", "number", "hedge kept"],
+    ids=["spaces", "tildes", "nbsp", "em spaces", "backslash spaces", "number", "hedge refused"],
 )
 def test_padded_final_lines_read_blank_runs_once(text: str, answer: str | None) -> None:
     assert math_extract.extract_answer(text).answer == answer

@@ -43,6 +43,13 @@ def row(family: str, completion: str, gold: str, should: Outcome, today: Outcome
     )
 
 
+def limit(param: Any, why: str) -> Any:
+    """A row kept open on purpose (a stated limit): a strict xfail."""
+    return pytest.param(
+        *param.values, id=param.id, marks=pytest.mark.xfail(strict=True, reason=f"limit: {why}")
+    )
+
+
 def hedge(completion: str, today: Outcome) -> Any:
     """Two values named: the completion must earn neither gold 3 nor gold 5."""
     return pytest.param(
@@ -68,10 +75,16 @@ ROWS = [
             "So x >= 5.",
             "So x < 5.",
             "So n > 5.",
-            "So x is at least 5.",
-            "So at most 5.",
             "Therefore the number is greater than 5.",
         )
+    ),
+    *(
+        limit(
+            row("negated", text, "5", OK0, OK1),
+            "'at least 9' is how a minimum is stated: 'Jane needs to score at least 9 points"
+            " on the third test.' is a correct GSM8K final sentence (gold 9)",
+        )
+        for text in ("So x is at least 5.", "So at most 5.")
     ),
     # ---------------------------------------------- hedges in an unmarked final line
     *(

@@ -12,6 +12,7 @@ letter, and, if allowed, the final line. Reasoning inside `<think>` never counts
 
 from __future__ import annotations
 
+import itertools
 import re
 from bisect import bisect_left
 from collections.abc import Iterable
@@ -107,7 +108,12 @@ _HEDGES = frozenset(
 )
 _DOUBTS = frozenset(("maybe", "possibly", "perhaps", "probably", "might", "alternatively"))
 """Words that make any sentence a hedge, whatever else it says."""
-_DOUBT_PHRASE = re.compile(r"\b(?:could|can|may)\s+also\b|\bor\s+(?:also|else)\b", re.IGNORECASE)
+_DOUBT_PHRASE = re.compile(
+    r"\b(?:could|can|may)\s+also\b|\bor\s+(?:also|else)\b|\b(?:works?|fits?)\s+(?:too|as\s+well)\b"
+    r"|\balso\s+(?:works?|fits?)\b",
+    re.IGNORECASE,
+)
+"""Phrases that offer another answer ("it could also be 6", "5 works too")."""
 _QUALIFIERS = frozenset(
     [
         "not",
@@ -130,8 +136,33 @@ _QUALIFIERS = frozenset(
         "exceeds",
     ]
 )
-_NEGATIONS = frozenset(("not", "never", "isn't", "isn’t", "cannot", "can't", "wrong", "incorrect"))
+_NEGATIONS = frozenset(
+    ("not", "never", "isn't", "isn’t", "cannot", "can't", "wrong", "incorrect", "impossible")
+)
 """Words that, after the last number of a final line, make it no answer."""
+_BOUND = re.compile(
+    r"(?<![-=<>])[<>](?![<>])|[≤≥≠≈]|!=|(?:[∈∉]|\\(?:notin|in)(?![a-zA-Z]))(?:\s*\\?\{[^{}]*)?"
+    r"|\\(?:neq?|[lg]eq?|[lg]t|approx)(?![a-zA-Z])|\bbetween\s+\S+\s+and\b"
+    r"|\b(?:not|never|cannot|impossible|wrong|incorrect|between|except|approx\w*|about|around"
+    r"|roughly|nearly|almost|up\s+to|(?:anything|everything|all)\s+but"
+    r"|(?:more|less|fewer|greater|smaller|larger|higher|lower|other)\s+than)\b|n[’']t\b",
+    re.IGNORECASE,
+)
+"""What, in the clause before a number, negates or bounds it ("not 5", "x cannot be 5",
+"greater than 5", "x ≠ 5", "between 3 and 5", "x ∈ {3, 5}"): the number is then no answer.
+Not "at least 9": it is how a minimum is stated ("Jane needs to score at least 9 points")."""
+_CLAUSE_END = re.compile(r"[;:]|,(?=\s*[A-Za-z])")
+_OR = re.compile(
+    r"\bor\b(?!\s+equivalently\b)(?![^\d\n]{0,20}\d[\d.,]*\s*[-+*/×x÷]\s*[\d(])", re.IGNORECASE
+)
+"""An "or" between alternatives: not "or equivalently", nor one that restates a value as its
+computation ("44 times the weight, or 5*44=220 pounds")."""
+_OPERAND = re.compile(r"[-+*/×÷]\s*[$€£]?\s*$")
+"""What ends right before a number that closes a computation (`48+15`)."""
+_LABELLED = re.compile(
+    r"(?<![\w\\])([A-Za-z])\s*=\s*(-?\d+(?:\.\d+)?)(?![\d.]|\s*[-+*/^×·]\s*[\d(.])"
+)
+"""A one-letter name given a number (`x = 3`, not `x = 3 + 2`)."""
 _RETRACTION = re.compile(
     r"\b(?:wait|actually|kidding|oops|correction|on\s+second\s+thought|scratch\s+that)\b",
     re.IGNORECASE,
@@ -396,6 +427,8 @@ def _sentence_value(text: str, *, alone: bool) -> str | None:
         words = [w for w in _prose_words(sentence) if w not in _CONNECTORS]
         if not words:
             return _bare(sentence, alone)
+        if _alternatives(sentence):
+            return sentence  # "So x = 3 or x = 5": a hedge, never a value
         value, unit = split_unit(normalize(sentence))
         if unit is not None and not [w for w in _prose_words(value) if w not in _CONNECTORS]:
             return sentence
@@ -423,14 +456,49 @@ def _sentence_value(text: str, *, alone: bool) -> str | None:
             return sentence if alone else None
         if len(spans) == 1:
             return spans[0]
-        numbers = _NUMBER.findall(_without_spans(sentence))
-        return numbers[0] if len(numbers) == 1 and not spans else None
+        bare = _without_spans(sentence)
+        numbers = list(_NUMBER.finditer(bare))
+        if len(numbers) != 1 or spans:
+            return None
+        if _bounded(bare, numbers[0].start()):
+            return sentence if alone else None  # "x cannot be 5", "So x >= 5"
+        return numbers[0].group()
     return None
+
+
+def _bounded(text: str, position: int) -> bool:
+    """The clause before `position` negates or bounds the number there (see `_BOUND`), with
+    no other number in between: in "5 did not grow, so he has 30-5=25", 25 is not negated."""
+    clause = _CLAUSE_END.split(text[:position])[-1]
+    bounds = list(_BOUND.finditer(clause))
+    return bool(bounds) and _NUMBER.search(clause, bounds[-1].end()) is None
+
+
+def _alternatives(sentence: str) -> bool:
+    """The sentence offers two values for one answer: different numbers on the two sides of
+    an "or" ("3 or 5", "3 apples (or 5)") unless the first ends a computation ("48+15
+    outfits, or 63"), or one name given two ("x=3 / x=5")."""
+    bare = _without_spans(sentence)
+    numbers = list(_NUMBER.finditer(bare))
+    ors = [m.start() for m in _OR.finditer(bare)]
+    for first, second in itertools.pairwise(numbers):
+        between = bisect_left(ors, first.end())
+        if (
+            between < len(ors)
+            and ors[between] < second.start()
+            and first.group() != second.group()
+            and not _OPERAND.search(bare[max(0, first.start() - 4) : first.start()])
+        ):
+            return True
+    named: dict[str, str] = {}
+    return any(named.setdefault(name, value) != value for name, value in _LABELLED.findall(bare))
 
 
 def _is_word_answer(sentence: str) -> bool:
     """A sentence of at most `MAX_PLAIN_WORDS` words that reads as a text answer ("yes")."""
     words = _prose_words(sentence)
+    if _NEGATIONS.intersection(words) and re.search(r"\d", sentence):
+        return False  # "5 is impossible" is no answer, not a number with a unit
     return 0 < len(words) <= MAX_PLAIN_WORDS and parse_answer(normalize(sentence)).kind == "text"
 
 
@@ -628,13 +696,41 @@ def _last_value(sentence: str) -> str | None:
     return _sentence_value(sentence, alone=False)
 
 
+def _negated(line: str, number: re.Match[str]) -> bool:
+    """The last number of a final line is negated after it ("42 is not the answer"), or
+    negated, bounded or offered with another before it ("not 5", "3 or 5")."""
+    after = _NEGATIONS.intersection(_prose_words(line[number.end() :]))
+    return bool(after) or _bounded(line, number.start()) or _alternatives(line)
+
+
+def _doubtful(value: str) -> bool:
+    """A value read from an unmarked text that is no answer: a number that still carries a
+    negation or doubt ("5 is wrong", "5, but it could also be 6")."""
+    if not re.search(r"\d", value):
+        return False
+    words = _NEGATIONS | _DOUBTS
+    return bool(words.intersection(_prose_words(value)) or _DOUBT_PHRASE.search(value))
+
+
+def _restated(sentences: list[str]) -> bool:
+    """Two sentences of one number each that say the same but for it ("It is 3. It is 5."):
+    two answers."""
+    said: dict[str, str] = {}
+    for sentence in sentences:
+        numbers = _NUMBER.findall(sentence)
+        template = _NUMBER.sub("#", sentence).lower()
+        if len(numbers) == 1 and said.setdefault(template, numbers[0]) != numbers[0]:
+            return True
+    return False
+
+
 def _unmarked(part: str, config: MathConfig, prompt: str | None) -> Extraction:
     """No committed answer: the text itself when it is short, a choice letter, or the
     final line (the fallback)."""
     if _is_plain(part):
         lines = _lines(part)
         values = [_sentence_value(line, alone=True) for line in lines]
-        found = [_Commitment(i, "plain", v) for i, v in enumerate(values) if v]
+        found = [_Commitment(i, "plain", v) for i, v in enumerate(values) if v and not _doubtful(v)]
         if len(found) == len(lines) and found:  # "5\n6": two answers
             return _resolve(found, config)
     last_line = _last_line(_without_closing(part))
@@ -651,12 +747,17 @@ def _unmarked(part: str, config: MathConfig, prompt: str | None) -> Extraction:
         return _none("the final line is a question")
     if prompt and len(line) >= MIN_RESTATE_CHARS and line in prompt:
         return _none("restates the question")
-    value = next((v for v in map(_last_value, reversed(_sentences(line))) if v is not None), None)
+    sentences = _sentences(line)
+    if _restated(sentences):
+        return _none("the final line states two values")
+    value = next((v for v in map(_last_value, reversed(sentences)) if v is not None), None)
     if value is None:
         numbers = list(_NUMBER.finditer(line))
         value = numbers[-1].group() if numbers else None
-        if numbers and _NEGATIONS & set(_prose_words(line[numbers[-1].end() :])):
-            return _none("the final line negates its number")  # "42 is not the answer."
+        if numbers and _negated(line, numbers[-1]):
+            return _none("the final line negates or bounds its number")  # "It is not 5."
+    if value is not None and _doubtful(value):
+        return _none("the final line hedges its value")  # "5, but 6 works too."
     if value is None or len(value) > MAX_NUMBER_CHARS:
         return _none("no final answer found")
     return Extraction(value, "last_number", "last value of the final line", (value,))

@@ -17,6 +17,7 @@ Families (each row: completion, gold, what it should earn):
   dropped (`_bare` returns None for it), so the box wins alone.
 - retraction: a phrase answer followed by second thoughts ("Wait, actually it is 5.") keeps the
   retracted answer.
+- doubt: "likely" is not a doubt word as "probably" is ("The answer is likely 5." pays 5).
 - labels: `x = 4` matches the gold line `y = 4`; labelled values are read in written order, not
   by label, against a tuple gold (`q=2, p=3` for `(p,q)=(2,3)`).
 - unicode-root: `√53` is normalised to `\\sqrt53` = `\\sqrt{5}\\cdot 3` (`_normalize` maps `√` to
@@ -85,6 +86,15 @@ ROWS = [
             " on the third test.' is a correct GSM8K final sentence (gold 9)",
         )
         for text in ("So x is at least 5.", "So at most 5.")
+    ),
+    # ---------------------------------------------- doubt: "likely" like "probably" (gold 5)
+    *(
+        row("doubt", text, "5", OK0, OK1)
+        for text in (
+            "The answer is likely 5.",
+            "\\boxed{5}, likely.",
+            "So she likely has 5 apples left.",
+        )
     ),
     # ---------------------------------------------- hedges in an unmarked final line
     *(

@@ -64,7 +64,8 @@ _NEGATED_BEFORE = re.compile(
 # match, and going back into four `\s*` in a row was quartic (a boxed answer then 200 spaces
 # and a letter took 6 s, 400 spaces 45 s).
 _HEDGED_AFTER = re.compile(
-    r"(?=(\s*\$*\s*[.,;:]?\s*))\1(?:\(?\s*(?:or(?!\s+equivalently)|maybe|possibly|perhaps|probably)\b"
+    r"(?=(\s*\$*\s*[.,;:]?\s*))\1(?:\(?\s*(?:or(?!\s+equivalently)|maybe|possibly|perhaps|probably"
+    r"|likely)\b"
     r"|is\s+(?:incorrect|wrong|not)\b|\?)",
     re.IGNORECASE,
 )
@@ -110,10 +111,13 @@ _DOUBTS = frozenset(("maybe", "possibly", "perhaps", "probably", "might", "alter
 """Words that make any sentence a hedge, whatever else it says."""
 _DOUBT_PHRASE = re.compile(
     r"\b(?:could|can|may)\s+also\b|\bor\s+(?:also|else)\b|\b(?:works?|fits?)\s+(?:too|as\s+well)\b"
-    r"|\balso\s+(?:works?|fits?)\b",
+    r"|\balso\s+(?:works?|fits?)\b|(?<!most\s)(?<!more\s)(?<!less\s)(?<!least\s)(?<!equally\s)"
+    r"(?<!as\s)\blikely\b",
     re.IGNORECASE,
 )
-"""Phrases that offer another answer ("it could also be 6", "5 works too")."""
+"""Phrases that offer another answer or doubt this one ("it could also be 6", "5 works too",
+"likely 5"). "Likely" is a doubt word like "probably" but for "most likely", "equally
+likely", ...: the words of probability ("the most likely sum is 7")."""
 _QUALIFIERS = frozenset(
     [
         "not",

@@ -130,6 +130,17 @@ ROWS = [
     # ---------------------------------------------- a retracted answer still counts
     row("retraction", "The answer is 3.\n\nWait, actually it is 5.", "3", OK0, OK1),
     row("retraction", "The answer is 3. Just kidding, it's 5.", "3", OK0, OK1),
+    # ---------------------------------------------- a verdict on the value read as its unit
+    *(
+        row("verdict-as-unit", text, "5", OK0, OK1)
+        for text in (
+            r"\boxed{5 is impossible}",
+            r"\boxed{5 is wrong}",
+            "The answer is 5 is wrong.",
+            r"\boxed{5 \text{ is incorrect}}",
+            r"\boxed{5 if n is odd}",
+        )
+    ),
     # ---------------------------------------------- labels
     row("labels", r"\boxed{x=4}", "y=4", OK0, OK1),
     pytest.param(

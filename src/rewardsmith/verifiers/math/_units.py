@@ -114,9 +114,41 @@ _NOT_A_UNIT = frozenset(
         "not",
         "only",
         "exactly",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "isn",
+        "aren",
+        "wasn",
+        "cannot",
+        "no",
+        "never",
+        "wrong",
+        "incorrect",
+        "false",
+        "impossible",
+        "invalid",
+        "perhaps",
+        "probably",
+        "likely",
+        "unlikely",
+        "guess",
+        "if",
+        "unless",
+        "except",
+        "but",
+        "either",
+        "neither",
+        "nor",
+        "vs",
+        "versus",
     ]
 )
-"""Words that make trailing text a hedge or a qualifier, never a unit (`5 \\text{ or more}`)."""
+"""Words that make trailing text a hedge, a qualifier or a verdict on the value, never a unit
+(`5 \\text{ or more}`, `5 is wrong`: a unit is read from any other trailing words, so these
+would otherwise pass as one)."""
 
 
 def _singular(word: str) -> str:

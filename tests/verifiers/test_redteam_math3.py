@@ -33,8 +33,11 @@ from typing import Any
 
 import pytest
 
+from rewardsmith import score
+
 from .test_redteam_math import OK0, OK1, Outcome, both, direct
 
+SPEC = {"rewards": {"m": {"type": "math"}}}
 ASYMPTOTE = "What is the equation of the horizontal asymptote of $y=\\frac{4x^2}{x^2+1}$?"
 
 
@@ -188,3 +191,17 @@ ROWS = [
 @pytest.mark.parametrize(("run", "should", "today"), ROWS)
 def test_hole(run: Any, should: Outcome, today: Outcome) -> None:
     assert run() == should, f"earns {run()} (red team: {today})"
+
+
+@pytest.mark.parametrize(
+    ("completion", "gold"),
+    [("60/8=7.5 8 point bucks", "5"), ("12 5 dollar bills", "240")],  # GSM8K lines, no `A:`
+)
+def test_two_numbers_side_by_side_are_read_not_an_internal_error(
+    completion: str, gold: str
+) -> None:
+    """A decimal-looking answer holding two numbers (`7.5 8`) is no number: it was a tree
+    with no value, which failed the comparison (0, with `internal_error` and a traceback)."""
+    result = score([{"completion": completion, "reference": gold}], SPEC)[0]
+    assert result.reward == 0.0 and result.status == "ok"
+    assert "internal_error" not in result.components["m"].detail

@@ -77,7 +77,9 @@ class Answer:
 def expression_tree(text: str) -> Node | None:
     """The parsed tree of an expression, or None when the parser does not read it."""
     if is_decimal(text):  # `7,425,000` (commas the parser does not read)
-        return Node("num", (), parse_number(text))
+        value = parse_number(text)
+        if value is not None:  # else two numbers (`7.5 8`): the parser refuses them too
+            return Node("num", (), value)
     try:
         return parse_expression(text)
     except ParseError:

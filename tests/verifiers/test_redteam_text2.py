@@ -145,31 +145,31 @@ ROWS = [
         ]
     ],
     # -- exact_match: a reference that normalises to nothing -----------------------------
-    hole(
+    fixed(
         "exact_match_strip_articles_letter_a_empty",
         earns(exact_match(strip_articles=True), "", "A"),
         ZERO,
         "1.0: gold 'A' (a choice letter) strips to '', so an empty answer matches",
     ),
-    hole(
+    fixed(
         "exact_match_strip_articles_letter_a_unclosed_think",
         earns(exact_match(strip_articles=True), "<think>no idea", "A"),
         ZERO,
         "1.0",
     ),
-    hole(
+    fixed(
         "exact_match_strip_articles_the_the",
         earns(exact_match(strip_articles=True), "a", "The The"),
         ZERO,
         "1.0 (f1 fixed this case, exact_match did not)",
     ),
-    hole(
+    fixed(
         "exact_match_ignore_punctuation_symbol_gold",
         earns(exact_match(ignore_punctuation=True), "", "?"),
         ZERO,
         "1.0",
     ),
-    hole(
+    fixed(
         "exact_match_blank_gold_is_invalid",
         lambda: _run(exact_match(), "", "").status,
         lambda got: got == "invalid",

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.models import Sample, Score
 from rewardsmith.registry import registry
+from rewardsmith.verifiers._words import visible
 from rewardsmith.verifiers.text import MAX_REGEX_CHARS, choice, exact_match, f1, regex
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -125,7 +126,38 @@ def test_exact_match_of_a_string_with_itself_is_one(text: str) -> None:
         {"ignore_case": False, "normalize_whitespace": False},
         {"ignore_punctuation": True, "strip_articles": True},
     ):
-        assert exact_match(**options)(sample(text, text)).score == 1.0
+        result = exact_match(**options)(sample(text, text))
+        if visible(text).strip():
+            assert result.score == 1.0
+        else:  # a blank reference would pay the empty answer
+            assert result.status == "invalid"
+
+
+@pytest.mark.parametrize(
+    ("options", "completion", "reference", "expected"),
+    [
+        ({"strip_articles": True}, "A", "A", 1.0),  # a choice letter is no article
+        ({"strip_articles": True}, "(a)", "A", 0.0),
+        ({"strip_articles": True, "ignore_punctuation": True}, "(a)", "A.", 1.0),
+        ({"strip_articles": True}, "the", "A", 0.0),
+        ({"strip_articles": True}, "the the", "The The", 1.0),
+        ({"strip_articles": True}, "The Who", "the who", 1.0),  # "who" is left: articles go
+        ({"strip_articles": True}, "Who", "the who", 1.0),
+        ({"ignore_punctuation": True}, "?", "?", 1.0),
+        ({"ignore_punctuation": True}, "!", "?", 0.0),
+        ({}, "Paris", ["", "Paris"], 1.0),  # a blank alias is skipped
+        ({}, "", ["", "Paris"], 0.0),
+    ],
+)
+def test_exact_match_reference_the_options_would_empty(
+    options: dict[str, Any], completion: str, reference: Any, expected: float
+) -> None:
+    assert exact_match(**options)(sample(completion, reference)).score == expected
+
+
+@pytest.mark.parametrize("reference", ["", " \n", "\u200b", ["", "\u2060 "]])
+def test_exact_match_blank_reference_is_invalid(reference: Any) -> None:
+    assert exact_match()(sample("", reference)).status == "invalid"
 
 
 # -- f1 ------------------------------------------------------------------------------------

@@ -61,6 +61,11 @@ def _extract(answer: str, mode: str) -> str | None:
     return answer[markers[-1].end() :].split("\n", 1)[0].strip().strip("*")
 
 
+def _blank(text: str) -> bool:
+    """Whether a reader sees nothing in `text` (empty, whitespace, zero-width characters)."""
+    return not visible(text).strip()
+
+
 @reward("exact_match")
 def exact_match(
     *,
@@ -76,32 +81,48 @@ def exact_match(
     agree), then the options, then stripping. `extract` picks what is compared: the whole
     answer part, its last non-empty line, or the rest of the line after the last ``Answer:``
     or ``####`` (GSM8K's marker); a missing marker scores 0 with a reason.
+
+    A reference the options would normalise to nothing keeps what they drop: the choice
+    letter "A" with `strip_articles`, or "?" with `ignore_punctuation`, would otherwise equal
+    an empty answer. A blank reference (nothing visible) would pay the empty answer: it is
+    skipped, and a sample with no other reference is `invalid`.
     """
 
-    def normalize(text: str) -> str:
+    def normalize(text: str, punctuation: bool, articles: bool) -> str:
         text = unicodedata.normalize("NFC", text)
         if ignore_case:
             text = text.casefold()
-        if ignore_punctuation:
+        if punctuation:
             text = "".join(c for c in text if not unicodedata.category(c).startswith("P"))
-        if strip_articles:
+        if articles:
             text = _ARTICLES.sub("", text)
         if normalize_whitespace:
             text = _WHITESPACE.sub(" ", text)
         return text.strip()
 
+    def options_for(ref: str) -> tuple[bool, bool]:
+        """The options `ref` is compared under: those that leave something of it."""
+        for options in ((ignore_punctuation, strip_articles), (ignore_punctuation, False)):
+            if normalize(ref, *options):
+                return options
+        return False, False
+
     def score(sample: Sample) -> Score:
         refs = _references(sample.reference)
         if isinstance(refs, Score):
             return refs
+        refs = [ref for ref in refs if not _blank(ref)]
+        if not refs:
+            return Score.failed("invalid", "the reference is blank: it would pay no answer")
         answer = _extract(answer_part(sample.text), extract)
         if answer is None:
             return Score.ok(0.0, reason="no 'Answer:' or '####' marker in the answer")
-        got = normalize(answer)
-        matched = next((ref for ref in refs if normalize(ref) == got), None)
-        if matched is None:
-            return Score.ok(0.0, answer=got, reason="no reference matches")
-        return Score.ok(1.0, answer=got, reference=matched)
+        got = normalize(answer, ignore_punctuation, strip_articles)
+        for ref in refs:
+            options = options_for(ref)
+            if normalize(answer, *options) == normalize(ref, *options):
+                return Score.ok(1.0, answer=normalize(answer, *options), reference=ref)
+        return Score.ok(0.0, answer=got, reason="no reference matches")
 
     return bounded(score, 0.0, 1.0)
 

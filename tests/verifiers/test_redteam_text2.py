@@ -99,7 +99,7 @@ def _sprinkled(mark: str) -> str:
 ROWS = [
     # -- f1: hedges the separator list does not see (reference "Paris") ------------------
     *[
-        hole(f"f1_{name}", earns(F1, text, "Paris"), ZERO, today)
+        closed(f"f1_{name}", earns(F1, text, "Paris"), ZERO, today)
         for name, text, today in [
             (
                 "carriage_return_list",
@@ -118,7 +118,7 @@ ROWS = [
             ("fullwidth_comma", "Paris \uff0c London", "0.5"),
         ]
     ],
-    hole(
+    closed(
         "f1_alias_with_comma_unlocks_hedges",
         earns(F1, "Paris or London or Rome", ["Paris", "Paris, France"]),
         ZERO,

@@ -6,11 +6,15 @@ All of them judge the answer part of a completion (`answer_part`): reasoning ins
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 import string
 import unicodedata
 from collections import Counter
 from typing import Any, Literal
+
+import regex as uregex  # the `regex` module: `re` has no Unicode properties
 
 from .._exceptions import ConfigError
 from ..models import Sample, Score
@@ -39,6 +43,30 @@ def _references(reference: Any) -> list[str] | Score:
             )
         refs.append(str(item))
     return refs
+
+
+_LOOKALIKES = str.maketrans(
+    "аеорсухіјѕһԁԛԝӏАВЕКМНОРСТХІЈЅοινραΑΒΕΖΗΙΚΜΝΟΡΤΥΧօᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢ",
+    "aeopcyxijshdqwlABEKMHOPCTXIJSoivpaABEZHIKMNOPTYXoabcdefghijklmnoprstuvwyz",
+)
+"""Cyrillic, Greek and Armenian letters drawn like Latin ones, and Latin small capitals."""
+
+_ANY_LOOKALIKE = uregex.compile("[" + "".join(map(chr, _LOOKALIKES)) + "]")
+_LETTERS = uregex.compile(r"[\p{L}\p{M}]+")
+_LATIN = uregex.compile(r"\p{Latin}")
+
+
+def _seen(text: str) -> str:
+    """`text` as a reader sees it (`visible`), a word that holds a Latin letter read in Latin:
+    "\u043er" (Cyrillic o) is "or". Words without one keep their script: a Russian option
+    "В" is not B."""
+    text = visible(text)
+    if not _ANY_LOOKALIKE.search(text):
+        return text
+    return _LETTERS.sub(
+        lambda m: m.group().translate(_LOOKALIKES) if _LATIN.search(m.group()) else m.group(),
+        text,
+    )
 
 
 # -- exact_match ---------------------------------------------------------------------------
@@ -149,27 +177,82 @@ def _token_f1(prediction: list[str], gold: list[str]) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-_DISJUNCTION = re.compile(
-    r"(?<![^\W_])(?:and/)?or(?![^\W_])|\b(?:either|maybe|perhaps|possibly|versus|vs)\b\.?"
-    r"|[;|&?()\[\]\n\u2013\u2014]|(?<!\d),|,(?!\d)|(?<=[^\W\d_])\s*/\s*(?=[^\W\d_])",
-    re.IGNORECASE,
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_WORD_CHAR = r"[\p{L}\p{N}\p{M}]"
+_HEDGE = uregex.compile(
+    rf"(?V1)(?<!{_WORD_CHAR})(?:and|or|nor|either|neither|maybe|perhaps|possibly|versus|vs)"
+    rf"(?!{_WORD_CHAR})|[{_LINE_BREAKS}]"
+    r"|(?<=\s)[[\p{P}\p{S}]--['\"`\p{Pi}\p{Pf}]]+|[[\p{P}\p{S}]--['\"`\p{Pi}\p{Pf}]]+(?=\s)"
 )
-"""What separates the candidates of a hedge: "or" (also "(or"), "either", "maybe", "vs",
-";", "|", "&", "?", parentheses, dashes, a line break, a comma (not inside a number:
-"1,000"), a slash between words (not "9/11")."""
+"""What separates the candidates of a hedge: a word ("or", "and", "nor", "either",
+"neither", "maybe", "perhaps", "possibly", "versus", "vs"), a line break of any kind, or
+punctuation or symbols next to a space ("Paris, London", "Paris. London.", "Paris - London",
+"Paris → London"), quotes aside. Glued to words ("Paris/London", "AT&T") they join one SQuAD
+token, which matches no reference word: no hedge to pay."""
+
+_NOT_A_STOP = uregex.compile(
+    rf"(?<!{_WORD_CHAR})(\p{{L}}|mrs?|ms|dr|prof|st|mt|ft|jr|sr|no|answer(?: is)?)[*_]*[.:][*_]*"
+    r"(?=\s)"
+)
+"""A period or colon that ends no candidate: after an initial ("J. K. Rowling", "U.S. Steel"),
+an abbreviation ("St. Louis") or an answer label ("Answer: Paris")."""
+
+_SPACED_AMPERSAND = uregex.compile(r"(?<=\s)&(?=\s)")
+_SPACE_RUN = uregex.compile(r"\s+")
 
 
-def _candidates(answer: str) -> list[str]:
-    """The alternatives an answer offers ("Paris or London", "Paris (London)", "Paris,
-    London", "Paris\nLondon"), each with at least one SQuAD token; one item when it offers
-    none."""
-    parts = [part for part in _DISJUNCTION.split(answer) if _squad_tokens(part)]
-    return parts or [answer]
+def _hedge_view(text: str) -> str:
+    """`text` as hedge detection reads it: as seen (`_seen`), casefolded, each run of
+    whitespace one space or line break, "&" as "and" (so "Tom & Jerry" is "Tom and Jerry"),
+    without the stops `_NOT_A_STOP` names."""
+    text = _SPACE_RUN.sub(
+        lambda m: "\n" if any(c in _LINE_BREAKS for c in m.group()) else " ",
+        _seen(text).casefold(),
+    ).strip()
+    return _SPACED_AMPERSAND.sub("and", _NOT_A_STOP.sub(r"\1", text))
 
 
 def _plain_tokens(text: str) -> list[str]:
     """SQuAD's normalisation without dropping articles."""
     return "".join(c for c in text.lower() if c not in _SQUAD_PUNCT).split()
+
+
+def _candidates(view: str) -> list[str]:
+    """The alternatives a (viewed) answer offers ("paris or london", "paris, london",
+    "paris\nlondon"), each with at least one token; one item when it offers none."""
+    parts = [part.strip() for part in _HEDGE.split(view) if _plain_tokens(part)]
+    return parts or [view]
+
+
+_COPY_WORDS = 32
+"""Most words of a reference whose copies may differ in punctuation between words."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _copies(gold: str) -> uregex.Pattern[str] | None:
+    """What a copy of the (viewed) reference `gold` looks like in an answer: its words in
+    order, between two of them what the reference has there or what separates nothing (a
+    space, punctuation glued to the words: "Jean-Paul" for "Jean Paul"), its leading and
+    trailing punctuation optional. A reference without words, or with over `_COPY_WORDS`, is
+    copied as it is (matching the free form costs the answer's length times the words)."""
+    words = list(uregex.finditer(rf"{_WORD_CHAR}+", gold))
+    if not words or len(words) > _COPY_WORDS:
+        return uregex.compile(uregex.escape(gold)) if gold else None
+    body = uregex.escape(words[0].group())
+    for before, word in itertools.pairwise(words):
+        between = uregex.escape(gold[before.end() : word.start()])
+        body += rf"(?:{between}| |[^\p{{L}}\p{{N}}\p{{M}}\s]+){uregex.escape(word.group())}"
+    head = uregex.escape(gold[: words[0].start()])
+    tail = uregex.escape(gold[words[-1].end() :])
+    return uregex.compile(rf"(?:{head})?(?<!{_WORD_CHAR}){body}(?!{_WORD_CHAR})(?:{tail})?")
+
+
+def _hedged(view: str, gold: str) -> bool:
+    """Whether a (viewed) answer offers several candidates once each copy of the (viewed)
+    reference in it is one word: the reference's own separators ("Romeo and Juliet", "Paris,
+    France") offer no alternative, one outside it does."""
+    copies = _copies(gold)
+    return len(_candidates(copies.sub("gold", view) if copies else view)) > 1
 
 
 @reward("f1")
@@ -182,13 +265,22 @@ def f1(*, reject_hedges: bool = True) -> RewardFn:
     empty is 1.0, one empty is 0.0 (v1.1 would give 0 for both empty).
 
     F1 pays for hedging: k candidates earn about 2/(k+1), more than a guess's expected 1/k.
-    With `reject_hedges` (default), an answer offering several candidates scores 0 with the
-    reason, unless the reference itself offers several. Candidates are separated by "or",
-    "either", "maybe", "vs", ";", "|", "&", "?", parentheses, dashes, line breaks, commas
-    (outside numbers) and slashes between words (`_DISJUNCTION`): a list is a hedge however
-    it is written. So an answer more specific than its reference in that form ("Paris,
-    France" or "Paris (France)" for "Paris") is 0 too: the price of not paying lists. Turn
-    it off for plain SQuAD F1.
+    With `reject_hedges` (default), an answer offering several candidates scores 0, with the
+    reason. A hedge is two candidates, one of them not the reference: against each reference,
+    a separator inside a copy of it (its words in order) separates nothing, so "Romeo and
+    Juliet" matches itself, and an alias "Paris, France" pays "Paris, France" but exempts no
+    other answer. Candidates are separated by hedge words ("or", "and", "nor", "either",
+    "maybe", "vs", ...), line breaks, and punctuation or symbols next to a space (`_HEDGE`),
+    read as seen: zero-width characters removed, NFKC, Cyrillic or Greek lookalikes inside a
+    Latin word read as Latin. A period after an initial or abbreviation ("John F. Kennedy",
+    "St. Louis") and the colon of "Answer:" separate nothing. So a list is a hedge however it
+    is written, and so is an answer more specific than its reference in that form ("Paris,
+    France", "Paris (France)", "Paris. The capital." for "Paris"), or the reference's words
+    reordered or punctuated anew ("pepper or salt", "Mission: Impossible" for "salt or
+    pepper", "Mission Impossible"): the price of not paying lists. Two candidates side by side
+    with nothing between them ("Paris London") read as one answer of two words, paid as F1
+    pays it; glued by punctuation ("Paris/London") they are one token matching no reference.
+    Turn it off for plain SQuAD F1.
 
     When either side normalises to no token, both keep their articles: the band "The The"
     needs an answer saying "the the", and an empty answer scores 0 against it (1.0 only
@@ -201,10 +293,14 @@ def f1(*, reject_hedges: bool = True) -> RewardFn:
             return refs
         answer = answer_part(sample.text).strip()
         if reject_hedges:
-            offered = _candidates(answer)
-            if len(offered) > 1 and not any(len(_candidates(r)) > 1 for r in refs):
+            view = _hedge_view(answer)
+            refs = [ref for ref in refs if not _hedged(view, _hedge_view(ref))]
+            if not refs:
                 return Score.ok(
-                    0.0, answer=answer, candidates=offered, reason="hedged between answers"
+                    0.0,
+                    answer=answer,
+                    candidates=_candidates(view),
+                    reason="hedged between answers",
                 )
         tokens = _squad_tokens(answer)
 

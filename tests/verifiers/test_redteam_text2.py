@@ -126,7 +126,7 @@ ROWS = [
     ),
     # -- choice: hedges the run grammar does not join (reference B) ----------------------
     *[
-        hole(f"choice_{name}", earns(CHOICE, text, "B"), ZERO, "1.0")
+        closed(f"choice_{name}", earns(CHOICE, text, "B"), ZERO, "1.0")
         for name, text in [
             ("space", "Answer: B C"),
             ("pipe", "Answer: B | C"),

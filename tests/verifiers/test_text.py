@@ -511,6 +511,47 @@ def test_choice_separators_do_not_turn_prose_into_a_hedge(text: str) -> None:
     assert choice()(sample(text, "B")).score == 1.0
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Answer: B\u2003C",
+        "Answer: B vs. C",
+        "Answer: B -> C",
+        "Answer: B . . C",
+        "Answer: B. C.",
+        "B. Or C.",
+        "Answer: B, C is also correct",
+        "Answer: B\n\nC",
+        "The answer is \\textbf{B} or \\textbf{C}",
+    ],
+)
+def test_choice_hedges_score_zero(text: str) -> None:
+    result = choice()(sample(text, "B"))
+    assert (result.score, result.detail["letters"]) == (0.0, ["B", "C"])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Answer: B (C is wrong)",
+        "Answer: B, but C is wrong",
+        "Answer: B, not C",
+        "Answer: B since A and D are impossible",
+        "The answer is B. C might look right but it is wrong.",
+        "The answer is B. A good option could be to reread.",  # "A" the article
+        "Answer: B.\n\nC) Paris is wrong.",  # side by side means on one line
+        "A:\nThe answer is B.",  # a question-and-answer label
+        "Answer: B\nExplanation: C is incorrect.",
+        "The answer is \\textbf{B}.",
+        "The correct option is (B) Jupiter, not (C) Venus.",
+        "**Answer: B** (Jupiter)",
+    ],
+)
+def test_choice_later_letters_that_are_no_hedge(text: str) -> None:
+    result = choice()(sample(text, "B"))
+    assert (result.score, result.detail.get("answer")) == (1.0, "B")
+
+
 # A first or last line of letters joined by separators that fails at its very end made the
 # `lone` regex backtrack into every separator's optional spaces: 20 letters took 5 s.
 @pytest.mark.parametrize(

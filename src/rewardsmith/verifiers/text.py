@@ -320,6 +320,20 @@ def f1(*, reject_hedges: bool = True) -> RewardFn:
 
 _MARKUP = re.compile(r"[*_$]+")
 _SPACES = re.compile(r"\s+")
+_LATEX_TEXT = re.compile(r"\\(?:text|textbf|textrm|mathrm|mathbf|mbox)\{([^{}]*)\}")
+_CLAUSE = re.compile(r"[^,.;:!?()\[\]]+")
+_DOUBT = re.compile(
+    r"\b(?:or|nor|either|maybe|perhaps|possibly|possible|plausible|might|could|alternatively"
+    r"|also|too|but|otherwise)\b",
+    re.IGNORECASE,
+)
+_DISMISSAL = re.compile(
+    r"\b(?:not|no|never|wrong|incorrect|false|cannot|impossible|unlikely|eliminated?"
+    r"|excluded?|ruled? out|distractors?|mistakes?|mistaken|\w+n't)\b",
+    re.IGNORECASE,
+)
+"""A clause after the committed letter naming another letter hedges when it doubts ("C is
+also possible", "or C", "but C") and does not dismiss ("C is wrong", "A is not possible")."""
 
 
 @reward("choice")
@@ -330,55 +344,86 @@ def choice(*, choices: str = "ABCD") -> RewardFn:
     forms, first: ``Answer: B``, ``The answer is **B**``, ``correct option is (B)``,
     ``\\boxed{B}``. Failing those, the first or last line of the answer being a lone letter
     or starting with a label: ``B``, ``(B)``, ``B)``, ``B. Paris``. Two different committed
-    letters are hedging and score 0, whether committed twice or in one run joined by a
-    separator (``A or B``, ``B, C``, ``B; A``, ``B/C``, ``B & C``, ``B–D``, ``B、C``,
-    ``B, though C``, ``\\boxed{B, C}``, ``(B), also (C)``, ``(B) (C)``). The answer is read
-    as it is seen: zero-width and other default-ignorable characters removed, NFKC (full-width
-    letters and commas fold to ASCII). The reference is a letter, optionally in parentheses,
-    any case.
+    letters are hedging and score 0: committed twice (a lone letter on the first or last
+    line counts beside a committed form: ``Answer: B`` then ``C``), in one run joined by a
+    separator or side by side (``A or B``, ``B, C``, ``B; A``, ``B/C``, ``B & C``, ``B–D``,
+    ``B、C``, ``B | C``, ``B ∨ C``, ``B → C``, ``B vs C``, ``B nor C``, ``B, though C``,
+    ``B C``, ``B (C)``, ``\\boxed{B, C}``, ``\\boxed{B \\text{ or } C}``, ``(B), also (C)``,
+    ``(B) (C)``), or later on the committed line in a clause that doubts and does not dismiss
+    (``B, but C``, ``B. Or C.``, ``B. C is also possible.``; not ``B. A is a distractor.``).
+    The answer is read as it is seen: zero-width and other default-ignorable characters
+    removed, NFKC (full-width letters and bars fold to ASCII), Cyrillic or Greek lookalikes in
+    a Latin word read as Latin. The reference is a letter, optionally in parentheses, any case.
     """
     if not choices or not re.fullmatch(r"[A-Z]+", choices) or len(set(choices)) != len(choices):
         raise ConfigError(f"choices: must be distinct uppercase letters A-Z, got {choices!r}")
-    # Regexes run on text with markdown emphasis and `$` removed and whitespace collapsed, so
-    # each gap is at most one space: no ambiguous `\s*` runs to backtrack over.
+    # Regexes run on text with markdown emphasis and `$` removed, whitespace collapsed and
+    # lines joined by "\n", so each gap is at most one space or line break (`_`): no ambiguous
+    # `\s*` runs to backtrack over. Letters side by side are on one line.
     one = rf"(?<![A-Za-z0-9])[{choices}](?![A-Za-z0-9])"
+    word_follows = r" ?[a-z'\u2019]"  # "A cat", "I think", "C is wrong": a word, not a list
     words = (
-        r"(?i:or|and|also|plus|maybe|perhaps|possibly|either|as well as|though|although"
-        r"|otherwise|alternatively|else|through|to)\b"
+        r"(?i:or|nor|and|also|plus|maybe|perhaps|possibly|either|neither|as well as|though"
+        r"|although|otherwise|alternatively|else|through|to|versus|vs)\b\.?"
     )
-    joined = rf" ?[)\]}}]? ?[(\[{{]? ?(?:(?:[,;/&+\-\u2013\u2014\u3001~]|{words}) ?){{1,3}}"
-    sep = rf"(?:{joined}[(\[{{]? ?| ?[)\]}}] ?[(\[{{] ?)"
-    run = rf"{one}(?:{sep}{one})*"
+    symbols = r",;/&+\-\u2013\u2014\u3001~|<>=\u2228\u2190-\u21ff\u27f0-\u27ff\u2900-\u297f"
+    _ = r"\s?"
+    joined = rf"{_}[)\]}}]?{_}[(\[{{]?{_}(?:(?:[{symbols}]|{words}){_}){{1,3}}"
+    sep = rf"(?:{joined}[(\[{{]?{_}|{_}[)\]}}]{_}[(\[{{]{_})"
+    side_by_side = rf"[^A-Za-z0-9\n]+{one}(?!{word_follows})"
+    run = rf"{one}(?:{sep}{one}|{side_by_side})*"
     committed = re.compile(
-        rf"\b(?i:answer|option|choice)\b ?(?:(?i:is)\b|:|=) ?:? ?(?:(?i:option|choice) )?"
-        rf"[(\[{{]? ?(?P<run>{run})"
-        rf"|\\boxed\{{ ?(?:\\text(?:bf)?\{{)? ?\(? ?(?P<boxed>{run})"
+        rf"\b(?i:answer|option|choice)\b{_}(?:(?i:is)\b|:|=){_}:?{_}(?:(?i:option|choice)\s)?"
+        rf"[(\[{{]?{_}(?P<run>{run})"
+        rf"|\\boxed\{{{_}\(?{_}(?P<boxed>{run})"
     )
     # `lone` is fullmatched: its run of separated letters is taken whole, without going back
     # into it (`(?=(...))\1`, an atomic group). Each letter ends where the next standalone
     # letter is, so no other reading of a separator reaches further; backtracking into the
     # run's optional spaces made a failing line exponential ("A, A, ..., A?": 20 letters, 5 s).
-    lone = re.compile(rf"\(?{one}(?=((?:{sep}{one})*))\1\)?[.:]?")
+    lone = re.compile(rf"\(?{one}(?=((?:{sep}{one}|{side_by_side})*))\1\)?[.:]?")
     label = re.compile(rf"(?:\({one}\)|{one}[).:]) ")
     letter = re.compile(one)
+    # In a later clause a letter followed by a word is one ("C is also possible") only when
+    # the word says something of it: "A good option could be" is an article.
+    named = re.compile(
+        rf"{one}(?:(?!{word_follows})|(?= (?i:is|was|could|might|may|would|seems|also|too)\b))"
+    )
+
+    def doubted(tail: str) -> list[str]:
+        """The letters that the clauses of `tail` (the rest of a committed line) offer too."""
+        return [
+            c
+            for clause in _CLAUSE.findall(tail)
+            if _DOUBT.search(clause) and not _DISMISSAL.search(clause)
+            for c in named.findall(clause)
+        ]
+
+    def lone_letters(line: str) -> list[str]:
+        """The letters of a line that is only letters ("B", "(B)", "B or C"); "A:" is a
+        question-and-answer label, not a choice."""
+        return letter.findall(line) if lone.fullmatch(line) and not line.endswith(":") else []
 
     def committed_letters(answer: str) -> list[str]:
-        answer = _MARKUP.sub("", visible(answer))
+        answer = _MARKUP.sub("", _LATEX_TEXT.sub(r"\1", _seen(answer)))
         lines = [_SPACES.sub(" ", line).strip() for line in answer.splitlines()]
         lines = [line for line in lines if line]
-        found = [
-            c
-            for m in committed.finditer(" ".join(lines))
-            for c in letter.findall(m.group("run") or m.group("boxed"))
-        ]
+        text = "\n".join(lines)
+        found = []
+        for m in committed.finditer(text):
+            line_end = text.find("\n", m.end())
+            found += letter.findall(m.group("run") or m.group("boxed"))
+            found += doubted(text[m.end() : line_end if line_end >= 0 else len(text)])
+        edges = {*lines[:1], *lines[-1:]}
         if found:
-            return found
-        for line in {*lines[:1], *lines[-1:]}:
+            return found + [c for line in edges for c in lone_letters(line)]
+        for line in edges:
             if lone.fullmatch(line):
                 found += letter.findall(line)
             elif m := label.match(line + " "):  # a labelled line: its run of letters, if any
                 run = lone.match(line)  # ("(B) or (C)?" is a hedge, "(B) Paris" is B)
-                found += letter.findall(run.group() if run else m.group())
+                head = run.group() if run else m.group()
+                found += letter.findall(head) + doubted(line[len(head) :])
         return found
 
     def score(sample: Sample) -> Score:

@@ -2,8 +2,8 @@
 
 One row per attack, as a policy paid per unit of reward writes it. Each row computes what the
 attack earns (a score, or a status, or seconds) and asserts what it *should* earn; `today`
-says what it earned when this file was written. An open hole is marked `xfail(strict=True)`,
-so it flips loudly when fixed; a closed one is a `fixed` row, which must hold. (The earlier
+says what it earned when this file was written. Every hole found is closed: each row is a
+`fixed` row, which must hold. (The earlier
 red-team rows are in test_redteam_text.py and hack_table.py; none is repeated here.)
 """
 
@@ -58,12 +58,6 @@ FULL_PENALTY: Callable[[Any], bool] = lambda got: isinstance(got, float) and got
 UNDER_1S: Callable[[Any], bool] = lambda got: got < 1.0  # noqa: E731
 
 
-def hole(name: str, attack: Callable[[], Any], should: Callable[[Any], bool], today: str) -> Any:
-    return pytest.param(
-        name, attack, should, today, id=name, marks=pytest.mark.xfail(strict=True, reason=today)
-    )
-
-
 def fixed(name: str, attack: Callable[[], Any], should: Callable[[Any], bool], today: str) -> Any:
     """A row whose hole is closed: it must hold (`today` says what it earned before)."""
     return pytest.param(name, attack, should, today, id=name)
@@ -99,7 +93,7 @@ def _sprinkled(mark: str) -> str:
 ROWS = [
     # -- f1: hedges the separator list does not see (reference "Paris") ------------------
     *[
-        closed(f"f1_{name}", earns(F1, text, "Paris"), ZERO, today)
+        fixed(f"f1_{name}", earns(F1, text, "Paris"), ZERO, today)
         for name, text, today in [
             (
                 "carriage_return_list",
@@ -118,7 +112,7 @@ ROWS = [
             ("fullwidth_comma", "Paris \uff0c London", "0.5"),
         ]
     ],
-    closed(
+    fixed(
         "f1_alias_with_comma_unlocks_hedges",
         earns(F1, "Paris or London or Rome", ["Paris", "Paris, France"]),
         ZERO,
@@ -126,7 +120,7 @@ ROWS = [
     ),
     # -- choice: hedges the run grammar does not join (reference B) ----------------------
     *[
-        closed(f"choice_{name}", earns(CHOICE, text, "B"), ZERO, "1.0")
+        fixed(f"choice_{name}", earns(CHOICE, text, "B"), ZERO, "1.0")
         for name, text in [
             ("space", "Answer: B C"),
             ("pipe", "Answer: B | C"),

@@ -9,8 +9,8 @@ import pytest
 
 from rewardsmith import ConfigError
 from rewardsmith.models import Sample
+from rewardsmith.verifiers._words import as_read
 from rewardsmith.verifiers.instructions import IFEVAL, constraints, ifbench, ifeval, loose_variants
-from rewardsmith.verifiers.instructions._fold import folded
 
 from ._instruction_helpers import score_one
 
@@ -273,5 +273,5 @@ def test_require_topic_refuses_a_fixed_filler_the_training_option_passes() -> No
         ("\u0391\u03b8\u03ae\u03bd\u03b1", None),  # Greek text is left alone
     ],
 )
-def test_folded_leaves_cyrillic_and_greek_words_alone(text: str, seen: str | None) -> None:
-    assert folded(text) == (text if seen is None else seen)
+def test_as_read_leaves_cyrillic_and_greek_words_alone(text: str, seen: str | None) -> None:
+    assert as_read(text) == (text if seen is None else seen)

@@ -27,6 +27,13 @@ Here, with the `regex` module's Unicode properties:
   or U+3164 after an answer are 6,250 words, while a single space between words is free
   (IFEval's and GSM8K's texts: none more; HumanEval's indented solutions: a median of 1.5).
 
+`as_read` goes one step further, for checks a lookalike would pass: `visible`, with
+look-alike commas, Latin small capitals, and the Cyrillic, Greek and Armenian letters drawn
+like Latin ones read as what they look like, the last only in words that also hold a Latin
+letter (a word wholly in another script keeps it: Russian and Greek text, or a Russian option
+"В", are unchanged). It is how the hedge readers of `f1` and `choice` and the training checks
+of the instruction rewards read a completion.
+
 `visible` is the text as a reader sees it, for measures that compare pieces of text
 (repetition, the training checks of the instruction rewards): blank letters and symbols
 (U+2800, the Hangul fillers) made spaces, default-ignorable, format, private-use and
@@ -40,7 +47,15 @@ import unicodedata
 
 import regex  # the standard `re` has no Unicode properties
 
-__all__ = ["LONG_WORD", "count_words", "has_words", "length_in_words", "visible", "words"]
+__all__ = [
+    "LONG_WORD",
+    "as_read",
+    "count_words",
+    "has_words",
+    "length_in_words",
+    "visible",
+    "words",
+]
 
 LONG_WORD = 16
 """Characters per counted word in a longer run (0.05% of English words are longer)."""
@@ -65,6 +80,40 @@ unassigned and surrogate code points."""
 def visible(text: str) -> str:
     """`text` as a reader sees it: `_BLANKS` as spaces, without `_UNSEEN`, in NFKC."""
     return unicodedata.normalize("NFKC", _UNSEEN.sub("", _BLANKS.sub(" ", text)))
+
+
+_COMMAS = str.maketrans(dict.fromkeys("\u201a\u060c\u2e32\u2e34\u3001\ua4f9", ","))
+"""Low-9 quote, Arabic, turned, raised and ideographic commas, Lisu tone mark."""
+_SMALL_CAPITALS = str.maketrans(
+    "\u1d00\u0299\u1d04\u1d05\u1d07\ua730\u0262\u029c\u026a\u1d0a\u1d0b\u029f\u1d0d\u0274"
+    "\u1d0f\u1d18\u0280\ua731\u1d1b\u1d1c\u1d20\u1d21\u028f\u1d22",
+    "ABCDEFGHIJKLMNOPRSTUVWYZ",
+)
+"""Latin small capitals: lowercase letters to `str.islower`, drawn as capitals."""
+_LOOKALIKES = str.maketrans(
+    "аеорсухіјѕһԁԛԝӏАВЕКМНОРСТХУІЈЅοινρυχαΑΒΕΖΗΙΚΜΝΟΡΤΥΧօ",
+    "aeopcyxijshdqwlABEKMHOPCTXYIJSoivpuxaABEZHIKMNOPTYXo",
+)
+"""Cyrillic, Greek and Armenian letters drawn as Latin ones (Unicode's confusables, the
+common ones)."""
+_ANY_LOOKALIKE = regex.compile("[" + "".join(map(chr, _LOOKALIKES)) + "]")
+_LETTERS = regex.compile(r"[\p{L}\p{M}]+")
+_LATIN = regex.compile(r"\p{Latin}")
+
+
+def _in_latin(word: regex.Match[str]) -> str:
+    """A word with its lookalikes read as Latin, if it holds a Latin letter."""
+    text = word.group()
+    return text.translate(_LOOKALIKES) if _LATIN.search(text) else text
+
+
+def as_read(text: str) -> str:
+    """`text` as a reader reads it: `visible`, with lookalikes read as what they look like
+    (see the module)."""
+    text = visible(text).translate(_COMMAS).translate(_SMALL_CAPITALS)
+    if _ANY_LOOKALIKE.search(text) is None:
+        return text
+    return _LETTERS.sub(_in_latin, text)
 
 
 def words(text: str) -> list[str]:

@@ -20,7 +20,7 @@ from .._exceptions import ConfigError
 from ..models import Sample, Score
 from ..registry import RewardFn, bounded, reward
 from ._completion_parts import answer_part
-from ._words import visible
+from ._words import as_read, visible
 
 __all__ = ["MAX_REGEX_CHARS", "choice", "exact_match", "f1", "regex"]
 
@@ -43,30 +43,6 @@ def _references(reference: Any) -> list[str] | Score:
             )
         refs.append(str(item))
     return refs
-
-
-_LOOKALIKES = str.maketrans(
-    "аеорсухіјѕһԁԛԝӏАВЕКМНОРСТХІЈЅοινραΑΒΕΖΗΙΚΜΝΟΡΤΥΧօᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢ",
-    "aeopcyxijshdqwlABEKMHOPCTXIJSoivpaABEZHIKMNOPTYXoabcdefghijklmnoprstuvwyz",
-)
-"""Cyrillic, Greek and Armenian letters drawn like Latin ones, and Latin small capitals."""
-
-_ANY_LOOKALIKE = uregex.compile("[" + "".join(map(chr, _LOOKALIKES)) + "]")
-_LETTERS = uregex.compile(r"[\p{L}\p{M}]+")
-_LATIN = uregex.compile(r"\p{Latin}")
-
-
-def _seen(text: str) -> str:
-    """`text` as a reader sees it (`visible`), a word that holds a Latin letter read in Latin:
-    "\u043er" (Cyrillic o) is "or". Words without one keep their script: a Russian option
-    "В" is not B."""
-    text = visible(text)
-    if not _ANY_LOOKALIKE.search(text):
-        return text
-    return _LETTERS.sub(
-        lambda m: m.group().translate(_LOOKALIKES) if _LATIN.search(m.group()) else m.group(),
-        text,
-    )
 
 
 # -- exact_match ---------------------------------------------------------------------------
@@ -202,12 +178,12 @@ _SPACE_RUN = uregex.compile(r"\s+")
 
 
 def _hedge_view(text: str) -> str:
-    """`text` as hedge detection reads it: as seen (`_seen`), casefolded, each run of
+    """`text` as hedge detection reads it: as seen (`as_read`), casefolded, each run of
     whitespace one space or line break, "&" as "and" (so "Tom & Jerry" is "Tom and Jerry"),
     without the stops `_NOT_A_STOP` names."""
     text = _SPACE_RUN.sub(
         lambda m: "\n" if any(c in _LINE_BREAKS for c in m.group()) else " ",
-        _seen(text).casefold(),
+        as_read(text).casefold(),
     ).strip()
     return _SPACED_AMPERSAND.sub("and", _NOT_A_STOP.sub(r"\1", text))
 
@@ -405,7 +381,7 @@ def choice(*, choices: str = "ABCD") -> RewardFn:
         return letter.findall(line) if lone.fullmatch(line) and not line.endswith(":") else []
 
     def committed_letters(answer: str) -> list[str]:
-        answer = _MARKUP.sub("", _LATEX_TEXT.sub(r"\1", _seen(answer)))
+        answer = _MARKUP.sub("", _LATEX_TEXT.sub(r"\1", as_read(answer)))
         lines = [_SPACES.sub(" ", line).strip() for line in answer.splitlines()]
         lines = [line for line in lines if line]
         text = "\n".join(lines)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
+from .._words import as_read
 from ._base import Check, Text
-from ._fold import folded
 
 __all__ = ["Evaluator", "loose_variants"]
 
@@ -47,7 +47,7 @@ def _texts(variants: list[str], training: bool) -> list[Text]:
 class Evaluator:
     """Runs checks on one response, sharing per-text work across checks and variants.
 
-    With `training`, a check must also hold on the response as a reader sees it (`folded`:
+    With `training`, a check must also hold on the response as a reader sees it (`as_read`:
     invisible characters removed, lookalikes folded), so "no commas" is not followed with
     U+201A; the checks whose verdicts differ on the two are listed in `lookalikes`.
     """
@@ -55,7 +55,7 @@ class Evaluator:
     def __init__(self, response: str, mode: Mode, training: bool = False) -> None:
         variants = [response] if mode == "strict" else loose_variants(response)
         self._texts = _texts(variants, training)
-        seen = [folded(v) for v in variants] if training else variants
+        seen = [as_read(v) for v in variants] if training else variants
         self._seen = self._texts if seen == variants else _texts(seen, training)
         self.errors: list[str] = []
         self.lookalikes: list[str] = []

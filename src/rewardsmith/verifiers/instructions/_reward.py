@@ -171,7 +171,7 @@ def ifeval(
     filler, only the prompt's words, under `min_words` words where the prompt asks for prose;
     see `_attempt`) scores 0, and a language check that langdetect cannot decide fails. The
     official checkers alone pay "OK" for "do not use commas". An instruction is followed only
-    if it also holds on the response as a reader sees it (`_fold`: "no commas" is not followed
+    if it also holds on the response as a reader sees it (`as_read`: "no commas" is not followed
     with U+201A, nor "avoid Eiffel" with a Cyrillic e; `detail.lookalikes` names those that
     differ), and a checker that raises scores 0 with the reason, not `error`.
     `require_topic: true` (with `training`) also scores 0 a reply of `min_words`+ words

@@ -2,8 +2,9 @@
 
 One row per attack, as a policy paid per unit of reward writes it. Each row computes what the
 attack earns (a score, or a status, or seconds) and asserts what it *should* earn; `today`
-says what it earned when this file was written. Every hole found is closed: each row is a
-`fixed` row, which must hold. (The earlier
+says what it earned when this file was written. A closed hole is a `fixed` row, which must
+hold; a hole left open on purpose (f1's and choice's hedges) is a `limit` row, a strict xfail
+that says why. (The earlier
 red-team rows are in test_redteam_text.py and hack_table.py; none is repeated here.)
 """
 
@@ -63,6 +64,27 @@ def fixed(name: str, attack: Callable[[], Any], should: Callable[[Any], bool], t
     return pytest.param(name, attack, should, today, id=name)
 
 
+F1_LIMIT = (
+    "a stated limit: f1 pays the words an answer shares with the reference, so candidates "
+    "joined other than by the separators the README lists score as side by side ('Paris "
+    "London': 0.667); a fix that read more separators as hedges scored ordinary answers 0 "
+    "('1. Paris', 'Capital: Paris', 'rock and roll') and took quadratic time (rt-text 3)"
+)
+CHOICE_LIMIT = (
+    "a stated limit: a second letter joined other than by the separators the README lists "
+    "is not read as a hedge; a fix that read more as hedges scored ordinary explanations 0 "
+    "('The answer is B. (C) and (D) are incorrect.', 'B because C is too expensive') "
+    "(rt-text 3)"
+)
+
+
+def limit(name: str, attack: Callable[[], Any], should: Callable[[Any], bool], why: str) -> Any:
+    """A hole left open on purpose (`why`): it must keep failing until it is closed."""
+    return pytest.param(
+        name, attack, should, why, id=name, marks=pytest.mark.xfail(strict=True, reason=why)
+    )
+
+
 F1 = f1()
 CHOICE = choice()
 THINK = think_format()
@@ -93,8 +115,8 @@ def _sprinkled(mark: str) -> str:
 ROWS = [
     # -- f1: hedges the separator list does not see (reference "Paris") ------------------
     *[
-        fixed(f"f1_{name}", earns(F1, text, "Paris"), ZERO, today)
-        for name, text, today in [
+        limit(f"f1_{name}", earns(F1, text, "Paris"), ZERO, F1_LIMIT)
+        for name, text, _today in [
             (
                 "carriage_return_list",
                 "Paris\rLondon",
@@ -112,15 +134,15 @@ ROWS = [
             ("fullwidth_comma", "Paris \uff0c London", "0.5"),
         ]
     ],
-    fixed(
+    limit(
         "f1_alias_with_comma_unlocks_hedges",
         earns(F1, "Paris or London or Rome", ["Paris", "Paris, France"]),
         ZERO,
-        "0.333: one alias holding a comma turns hedge rejection off for every alias",
+        F1_LIMIT + "; here 0.333: one alias holding a comma turns hedge rejection off",
     ),
     # -- choice: hedges the run grammar does not join (reference B) ----------------------
     *[
-        fixed(f"choice_{name}", earns(CHOICE, text, "B"), ZERO, "1.0")
+        limit(f"choice_{name}", earns(CHOICE, text, "B"), ZERO, CHOICE_LIMIT)
         for name, text in [
             ("space", "Answer: B C"),
             ("pipe", "Answer: B | C"),

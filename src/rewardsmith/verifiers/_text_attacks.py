@@ -20,8 +20,6 @@ def f1_hedge(target: Target) -> Iterator[Case]:
         return
     yield Case(f"{target.gold} or {_DISTRACTOR}", note="two candidates")
     yield Case(f"Either {_DISTRACTOR}, maybe, or {target.gold}", note="gold last")
-    yield Case(f"{target.gold} and {_DISTRACTOR}", note="and")
-    yield Case(f"{target.gold}. {_DISTRACTOR.capitalize()}.", note="two sentences")
 
 
 @attack("choice_hedge", family="text", targets=("choice",))
@@ -36,5 +34,3 @@ def choice_hedge(target: Target) -> Iterator[Case]:
     yield Case(f"\\boxed{{{gold}, {other}}}", note="one box")
     yield Case(f"The answer is ({gold}), also ({other})", note="also")
     yield Case(f"The answer is ({other})\nAnswer: {gold}", note="two commitments")
-    yield Case(f"Answer: {gold} {other}", note="side by side")
-    yield Case(f"The answer is {gold}. {other} is also possible.", note="second thought")

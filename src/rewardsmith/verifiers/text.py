@@ -6,21 +6,17 @@ All of them judge the answer part of a completion (`answer_part`): reasoning ins
 
 from __future__ import annotations
 
-import functools
-import itertools
 import re
 import string
 import unicodedata
 from collections import Counter
 from typing import Any, Literal
 
-import regex as uregex  # the `regex` module: `re` has no Unicode properties
-
 from .._exceptions import ConfigError
 from ..models import Sample, Score
 from ..registry import RewardFn, bounded, reward
 from ._completion_parts import answer_part
-from ._words import as_read, visible
+from ._words import visible
 
 __all__ = ["MAX_REGEX_CHARS", "choice", "exact_match", "f1", "regex"]
 
@@ -153,82 +149,27 @@ def _token_f1(prediction: list[str], gold: list[str]) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
-_WORD_CHAR = r"[\p{L}\p{N}\p{M}]"
-_HEDGE = uregex.compile(
-    rf"(?V1)(?<!{_WORD_CHAR})(?:and|or|nor|either|neither|maybe|perhaps|possibly|versus|vs)"
-    rf"(?!{_WORD_CHAR})|[{_LINE_BREAKS}]"
-    r"|(?<=\s)[[\p{P}\p{S}]--['\"`\p{Pi}\p{Pf}]]+|[[\p{P}\p{S}]--['\"`\p{Pi}\p{Pf}]]+(?=\s)"
+_DISJUNCTION = re.compile(
+    r"(?<![^\W_])(?:and/)?or(?![^\W_])|\b(?:either|maybe|perhaps|possibly|versus|vs)\b\.?"
+    r"|[;|&?()\[\]\n\u2013\u2014]|(?<!\d),|,(?!\d)|(?<=[^\W\d_])\s*/\s*(?=[^\W\d_])",
+    re.IGNORECASE,
 )
-"""What separates the candidates of a hedge: a word ("or", "and", "nor", "either",
-"neither", "maybe", "perhaps", "possibly", "versus", "vs"), a line break of any kind, or
-punctuation or symbols next to a space ("Paris, London", "Paris. London.", "Paris - London",
-"Paris → London"), quotes aside. Glued to words ("Paris/London", "AT&T") they join one SQuAD
-token, which matches no reference word: no hedge to pay."""
-
-_NOT_A_STOP = uregex.compile(
-    rf"(?<!{_WORD_CHAR})(\p{{L}}|mrs?|ms|dr|prof|st|mt|ft|jr|sr|no|answer(?: is)?)[*_]*[.:][*_]*"
-    r"(?=\s)"
-)
-"""A period or colon that ends no candidate: after an initial ("J. K. Rowling", "U.S. Steel"),
-an abbreviation ("St. Louis") or an answer label ("Answer: Paris")."""
-
-_SPACED_AMPERSAND = uregex.compile(r"(?<=\s)&(?=\s)")
-_SPACE_RUN = uregex.compile(r"\s+")
+"""What separates the candidates of a hedge: "or" (also "(or"), "either", "maybe", "vs",
+";", "|", "&", "?", parentheses, dashes, a line break, a comma (not inside a number:
+"1,000"), a slash between words (not "9/11")."""
 
 
-def _hedge_view(text: str) -> str:
-    """`text` as hedge detection reads it: as seen (`as_read`), casefolded, each run of
-    whitespace one space or line break, "&" as "and" (so "Tom & Jerry" is "Tom and Jerry"),
-    without the stops `_NOT_A_STOP` names."""
-    text = _SPACE_RUN.sub(
-        lambda m: "\n" if any(c in _LINE_BREAKS for c in m.group()) else " ",
-        as_read(text).casefold(),
-    ).strip()
-    return _SPACED_AMPERSAND.sub("and", _NOT_A_STOP.sub(r"\1", text))
+def _candidates(answer: str) -> list[str]:
+    """The alternatives an answer offers ("Paris or London", "Paris (London)", "Paris,
+    London", "Paris\nLondon"), each with at least one SQuAD token; one item when it offers
+    none."""
+    parts = [part for part in _DISJUNCTION.split(answer) if _squad_tokens(part)]
+    return parts or [answer]
 
 
 def _plain_tokens(text: str) -> list[str]:
     """SQuAD's normalisation without dropping articles."""
     return "".join(c for c in text.lower() if c not in _SQUAD_PUNCT).split()
-
-
-def _candidates(view: str) -> list[str]:
-    """The alternatives a (viewed) answer offers ("paris or london", "paris, london",
-    "paris\nlondon"), each with at least one token; one item when it offers none."""
-    parts = [part.strip() for part in _HEDGE.split(view) if _plain_tokens(part)]
-    return parts or [view]
-
-
-_COPY_WORDS = 32
-"""Most words of a reference whose copies may differ in punctuation between words."""
-
-
-@functools.lru_cache(maxsize=4096)
-def _copies(gold: str) -> uregex.Pattern[str] | None:
-    """What a copy of the (viewed) reference `gold` looks like in an answer: its words in
-    order, between two of them what the reference has there or what separates nothing (a
-    space, punctuation glued to the words: "Jean-Paul" for "Jean Paul"), its leading and
-    trailing punctuation optional. A reference without words, or with over `_COPY_WORDS`, is
-    copied as it is (matching the free form costs the answer's length times the words)."""
-    words = list(uregex.finditer(rf"{_WORD_CHAR}+", gold))
-    if not words or len(words) > _COPY_WORDS:
-        return uregex.compile(uregex.escape(gold)) if gold else None
-    body = uregex.escape(words[0].group())
-    for before, word in itertools.pairwise(words):
-        between = uregex.escape(gold[before.end() : word.start()])
-        body += rf"(?:{between}| |[^\p{{L}}\p{{N}}\p{{M}}\s]+){uregex.escape(word.group())}"
-    head = uregex.escape(gold[: words[0].start()])
-    tail = uregex.escape(gold[words[-1].end() :])
-    return uregex.compile(rf"(?:{head})?(?<!{_WORD_CHAR}){body}(?!{_WORD_CHAR})(?:{tail})?")
-
-
-def _hedged(view: str, gold: str) -> bool:
-    """Whether a (viewed) answer offers several candidates once each copy of the (viewed)
-    reference in it is one word: the reference's own separators ("Romeo and Juliet", "Paris,
-    France") offer no alternative, one outside it does."""
-    copies = _copies(gold)
-    return len(_candidates(copies.sub("gold", view) if copies else view)) > 1
 
 
 @reward("f1")
@@ -241,22 +182,13 @@ def f1(*, reject_hedges: bool = True) -> RewardFn:
     empty is 1.0, one empty is 0.0 (v1.1 would give 0 for both empty).
 
     F1 pays for hedging: k candidates earn about 2/(k+1), more than a guess's expected 1/k.
-    With `reject_hedges` (default), an answer offering several candidates scores 0, with the
-    reason. A hedge is two candidates, one of them not the reference: against each reference,
-    a separator inside a copy of it (its words in order) separates nothing, so "Romeo and
-    Juliet" matches itself, and an alias "Paris, France" pays "Paris, France" but exempts no
-    other answer. Candidates are separated by hedge words ("or", "and", "nor", "either",
-    "maybe", "vs", ...), line breaks, and punctuation or symbols next to a space (`_HEDGE`),
-    read as seen: zero-width characters removed, NFKC, Cyrillic or Greek lookalikes inside a
-    Latin word read as Latin. A period after an initial or abbreviation ("John F. Kennedy",
-    "St. Louis") and the colon of "Answer:" separate nothing. So a list is a hedge however it
-    is written, and so is an answer more specific than its reference in that form ("Paris,
-    France", "Paris (France)", "Paris. The capital." for "Paris"), or the reference's words
-    reordered or punctuated anew ("pepper or salt", "Mission: Impossible" for "salt or
-    pepper", "Mission Impossible"): the price of not paying lists. Two candidates side by side
-    with nothing between them ("Paris London") read as one answer of two words, paid as F1
-    pays it; glued by punctuation ("Paris/London") they are one token matching no reference.
-    Turn it off for plain SQuAD F1.
+    With `reject_hedges` (default), an answer offering several candidates scores 0 with the
+    reason, unless the reference itself offers several. Candidates are separated by "or",
+    "either", "maybe", "vs", ";", "|", "&", "?", parentheses, dashes, line breaks, commas
+    (outside numbers) and slashes between words (`_DISJUNCTION`): a list is a hedge however
+    it is written. So an answer more specific than its reference in that form ("Paris,
+    France" or "Paris (France)" for "Paris") is 0 too: the price of not paying lists. Turn
+    it off for plain SQuAD F1.
 
     When either side normalises to no token, both keep their articles: the band "The The"
     needs an answer saying "the the", and an empty answer scores 0 against it (1.0 only
@@ -269,14 +201,10 @@ def f1(*, reject_hedges: bool = True) -> RewardFn:
             return refs
         answer = answer_part(sample.text).strip()
         if reject_hedges:
-            view = _hedge_view(answer)
-            refs = [ref for ref in refs if not _hedged(view, _hedge_view(ref))]
-            if not refs:
+            offered = _candidates(answer)
+            if len(offered) > 1 and not any(len(_candidates(r)) > 1 for r in refs):
                 return Score.ok(
-                    0.0,
-                    answer=answer,
-                    candidates=_candidates(view),
-                    reason="hedged between answers",
+                    0.0, answer=answer, candidates=offered, reason="hedged between answers"
                 )
         tokens = _squad_tokens(answer)
 
@@ -296,20 +224,6 @@ def f1(*, reject_hedges: bool = True) -> RewardFn:
 
 _MARKUP = re.compile(r"[*_$]+")
 _SPACES = re.compile(r"\s+")
-_LATEX_TEXT = re.compile(r"\\(?:text|textbf|textrm|mathrm|mathbf|mbox)\{([^{}]*)\}")
-_CLAUSE = re.compile(r"[^,.;:!?()\[\]]+")
-_DOUBT = re.compile(
-    r"\b(?:or|nor|either|maybe|perhaps|possibly|possible|plausible|might|could|alternatively"
-    r"|also|too|but|otherwise)\b",
-    re.IGNORECASE,
-)
-_DISMISSAL = re.compile(
-    r"\b(?:not|no|never|wrong|incorrect|false|cannot|impossible|unlikely|eliminated?"
-    r"|excluded?|ruled? out|distractors?|mistakes?|mistaken|\w+n't)\b",
-    re.IGNORECASE,
-)
-"""A clause after the committed letter naming another letter hedges when it doubts ("C is
-also possible", "or C", "but C") and does not dismiss ("C is wrong", "A is not possible")."""
 
 
 @reward("choice")
@@ -320,86 +234,55 @@ def choice(*, choices: str = "ABCD") -> RewardFn:
     forms, first: ``Answer: B``, ``The answer is **B**``, ``correct option is (B)``,
     ``\\boxed{B}``. Failing those, the first or last line of the answer being a lone letter
     or starting with a label: ``B``, ``(B)``, ``B)``, ``B. Paris``. Two different committed
-    letters are hedging and score 0: committed twice (a lone letter on the first or last
-    line counts beside a committed form: ``Answer: B`` then ``C``), in one run joined by a
-    separator or side by side (``A or B``, ``B, C``, ``B; A``, ``B/C``, ``B & C``, ``B–D``,
-    ``B、C``, ``B | C``, ``B ∨ C``, ``B → C``, ``B vs C``, ``B nor C``, ``B, though C``,
-    ``B C``, ``B (C)``, ``\\boxed{B, C}``, ``\\boxed{B \\text{ or } C}``, ``(B), also (C)``,
-    ``(B) (C)``), or later on the committed line in a clause that doubts and does not dismiss
-    (``B, but C``, ``B. Or C.``, ``B. C is also possible.``; not ``B. A is a distractor.``).
-    The answer is read as it is seen: zero-width and other default-ignorable characters
-    removed, NFKC (full-width letters and bars fold to ASCII), Cyrillic or Greek lookalikes in
-    a Latin word read as Latin. The reference is a letter, optionally in parentheses, any case.
+    letters are hedging and score 0, whether committed twice or in one run joined by a
+    separator (``A or B``, ``B, C``, ``B; A``, ``B/C``, ``B & C``, ``B–D``, ``B、C``,
+    ``B, though C``, ``\\boxed{B, C}``, ``(B), also (C)``, ``(B) (C)``). The answer is read
+    as it is seen: zero-width and other default-ignorable characters removed, NFKC (full-width
+    letters and commas fold to ASCII). The reference is a letter, optionally in parentheses,
+    any case.
     """
     if not choices or not re.fullmatch(r"[A-Z]+", choices) or len(set(choices)) != len(choices):
         raise ConfigError(f"choices: must be distinct uppercase letters A-Z, got {choices!r}")
-    # Regexes run on text with markdown emphasis and `$` removed, whitespace collapsed and
-    # lines joined by "\n", so each gap is at most one space or line break (`_`): no ambiguous
-    # `\s*` runs to backtrack over. Letters side by side are on one line.
+    # Regexes run on text with markdown emphasis and `$` removed and whitespace collapsed, so
+    # each gap is at most one space: no ambiguous `\s*` runs to backtrack over.
     one = rf"(?<![A-Za-z0-9])[{choices}](?![A-Za-z0-9])"
-    word_follows = r" ?[a-z'\u2019]"  # "A cat", "I think", "C is wrong": a word, not a list
     words = (
-        r"(?i:or|nor|and|also|plus|maybe|perhaps|possibly|either|neither|as well as|though"
-        r"|although|otherwise|alternatively|else|through|to|versus|vs)\b\.?"
+        r"(?i:or|and|also|plus|maybe|perhaps|possibly|either|as well as|though|although"
+        r"|otherwise|alternatively|else|through|to)\b"
     )
-    symbols = r",;/&+\-\u2013\u2014\u3001~|<>=\u2228\u2190-\u21ff\u27f0-\u27ff\u2900-\u297f"
-    _ = r"\s?"
-    joined = rf"{_}[)\]}}]?{_}[(\[{{]?{_}(?:(?:[{symbols}]|{words}){_}){{1,3}}"
-    sep = rf"(?:{joined}[(\[{{]?{_}|{_}[)\]}}]{_}[(\[{{]{_})"
-    side_by_side = rf"[^A-Za-z0-9\n]+{one}(?!{word_follows})"
-    run = rf"{one}(?:{sep}{one}|{side_by_side})*"
+    joined = rf" ?[)\]}}]? ?[(\[{{]? ?(?:(?:[,;/&+\-\u2013\u2014\u3001~]|{words}) ?){{1,3}}"
+    sep = rf"(?:{joined}[(\[{{]? ?| ?[)\]}}] ?[(\[{{] ?)"
+    run = rf"{one}(?:{sep}{one})*"
     committed = re.compile(
-        rf"\b(?i:answer|option|choice)\b{_}(?:(?i:is)\b|:|=){_}:?{_}(?:(?i:option|choice)\s)?"
-        rf"[(\[{{]?{_}(?P<run>{run})"
-        rf"|\\boxed\{{{_}\(?{_}(?P<boxed>{run})"
+        rf"\b(?i:answer|option|choice)\b ?(?:(?i:is)\b|:|=) ?:? ?(?:(?i:option|choice) )?"
+        rf"[(\[{{]? ?(?P<run>{run})"
+        rf"|\\boxed\{{ ?(?:\\text(?:bf)?\{{)? ?\(? ?(?P<boxed>{run})"
     )
     # `lone` is fullmatched: its run of separated letters is taken whole, without going back
     # into it (`(?=(...))\1`, an atomic group). Each letter ends where the next standalone
     # letter is, so no other reading of a separator reaches further; backtracking into the
     # run's optional spaces made a failing line exponential ("A, A, ..., A?": 20 letters, 5 s).
-    lone = re.compile(rf"\(?{one}(?=((?:{sep}{one}|{side_by_side})*))\1\)?[.:]?")
+    lone = re.compile(rf"\(?{one}(?=((?:{sep}{one})*))\1\)?[.:]?")
     label = re.compile(rf"(?:\({one}\)|{one}[).:]) ")
     letter = re.compile(one)
-    # In a later clause a letter followed by a word is one ("C is also possible") only when
-    # the word says something of it: "A good option could be" is an article.
-    named = re.compile(
-        rf"{one}(?:(?!{word_follows})|(?= (?i:is|was|could|might|may|would|seems|also|too)\b))"
-    )
-
-    def doubted(tail: str) -> list[str]:
-        """The letters that the clauses of `tail` (the rest of a committed line) offer too."""
-        return [
-            c
-            for clause in _CLAUSE.findall(tail)
-            if _DOUBT.search(clause) and not _DISMISSAL.search(clause)
-            for c in named.findall(clause)
-        ]
-
-    def lone_letters(line: str) -> list[str]:
-        """The letters of a line that is only letters ("B", "(B)", "B or C"); "A:" is a
-        question-and-answer label, not a choice."""
-        return letter.findall(line) if lone.fullmatch(line) and not line.endswith(":") else []
 
     def committed_letters(answer: str) -> list[str]:
-        answer = _MARKUP.sub("", _LATEX_TEXT.sub(r"\1", as_read(answer)))
+        answer = _MARKUP.sub("", visible(answer))
         lines = [_SPACES.sub(" ", line).strip() for line in answer.splitlines()]
         lines = [line for line in lines if line]
-        text = "\n".join(lines)
-        found = []
-        for m in committed.finditer(text):
-            line_end = text.find("\n", m.end())
-            found += letter.findall(m.group("run") or m.group("boxed"))
-            found += doubted(text[m.end() : line_end if line_end >= 0 else len(text)])
-        edges = {*lines[:1], *lines[-1:]}
+        found = [
+            c
+            for m in committed.finditer(" ".join(lines))
+            for c in letter.findall(m.group("run") or m.group("boxed"))
+        ]
         if found:
-            return found + [c for line in edges for c in lone_letters(line)]
-        for line in edges:
+            return found
+        for line in {*lines[:1], *lines[-1:]}:
             if lone.fullmatch(line):
                 found += letter.findall(line)
             elif m := label.match(line + " "):  # a labelled line: its run of letters, if any
                 run = lone.match(line)  # ("(B) or (C)?" is a hedge, "(B) Paris" is B)
-                head = run.group() if run else m.group()
-                found += letter.findall(head) + doubted(line[len(head) :])
+                found += letter.findall(run.group() if run else m.group())
         return found
 
     def score(sample: Sample) -> Score:

@@ -424,7 +424,8 @@ def label_variable(label: str) -> str | None:
 
 
 def _clash(a: str, b: str) -> bool:
-    """Two labels that name different variables: `x = 4` is a vertical line, `y = 4` not."""
+    """Two labels that name different variables (a record's parts: `a=2, b=3` is not
+    `x=2, y=3`)."""
     names = label_variable(a), label_variable(b)
     return names[0] is not None and names[1] is not None and names[0] != names[1]
 
@@ -463,10 +464,12 @@ def _record_order(record: Answer, other: Answer) -> Answer | Verdict:
 
 
 def _label_clash(a: Answer, b: Answer) -> Verdict | None:
-    """A value named by a different variable on each side is another answer (`x = 4` for
-    `y = 4`, `x = 2+2 = 4` too). Only for whole answers: inside a set (`x = 1 or x = 2`)
-    labels are ignored, as `answer_key` ignores them."""
+    """A value named by a different coordinate on each side is another answer (`x = 4` for
+    `y = 4`, `x = 2+2 = 4` too; other names only describe it). Only for whole answers:
+    inside a set (`x = 1 or x = 2`) labels are ignored, as `answer_key` ignores them."""
     if len(a.labels) == 1 and len(b.labels) == 1 and _clash(a.labels[0], b.labels[0]):
+        if not {label_variable(a.labels[0]), label_variable(b.labels[0])} <= set(_COORDINATES):
+            return None  # `k = 5` for `n = 5`, `x_1 = 4` for `x = 4`: names that describe
         return Verdict(False, f"different labels ({a.labels[0]} vs {b.labels[0]})")
     return None
 

@@ -113,7 +113,7 @@ def answer_key(answer: str) -> str:
         return _key(structure)
     plain = _key(replace(structure, labels=()))
     name = label_variable(structure.labels[0]) if len(structure.labels) == 1 else None
-    return plain if name is None else f"{name}={plain}"  # `x = 4` is not `y = 4`
+    return f"{name}={plain}" if name in ("x", "y", "z") else plain  # `x = 4` is not `y = 4`
 
 
 def same_answer(a: str, b: str, *, symbolic: bool = True) -> bool:

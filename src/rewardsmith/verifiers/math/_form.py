@@ -38,7 +38,8 @@ POWER_OF_NUMBERS = "power of numbers"
 UNEXPANDED_POWER = "unexpanded product or power"
 UNSIMPLIFIED_RADICAL = "radical that simplifies"
 INFINITY = "arithmetic on infinity"
-"""`\\infty + 1`, `2\\infty`, `\\frac{1}{\\infty}`: a limit's value left as a computation."""
+"""`\\infty + 1`, `2\\infty`, `\\frac{1}{\\infty}`, `\\sqrt{\\infty}`, `-(-\\infty)`: a limit's
+value left as a computation."""
 VARIABLES = "variables where the gold is a number"
 """`(u+4)(u-1) - (u-3)(u+6)` is 14 at every u, but it is the question, not the answer."""
 
@@ -208,8 +209,10 @@ def _infinite(node: Node) -> bool:
 
 def _tree_operations(node: Node, found: set[str]) -> None:
     kind, args = node.kind, node.args
-    if kind in ("add", "mul", "frac", "div", "pow") and any(map(_infinite, args)):
+    if kind in ("add", "mul", "frac", "div", "pow", "root", "func") and any(map(_infinite, args)):
         found.add(INFINITY)
+    if kind == "neg" and args[0].kind == "neg" and _infinite(args[0]):
+        found.add(INFINITY)  # `-(-\\infty)`
     if kind == "func" and not any(symbols(arg) for arg in args):
         found.add(FUNCTION_CLASSES[str(node.value)])  # `\\sin\\frac{\\pi}{6}`, not `\\cot x`
     elif kind == "div":

@@ -17,17 +17,65 @@ import pytest
 
 from .test_redteam_math import OK0, OK1, Outcome, both, direct
 
+SAME = "two sentences of one value each are a hedge only when their other words match exactly"
+CLAUSES = "two clauses of one line that each state a value are not compared"
+WORDS = "number words are not numbers to the or-hedge check"
+SLASH = "a slash between two numbers is a fraction"
+LAST_TWO = "the or-hedge check looks only at the last number and the one before it"
+PHRASE = "a second answer phrase in the sentence is read as introducing the first one's answer"
+WORD_VALUE = "a retraction's value in number words is not read"
+SAME_SENTENCE = "a retraction is looked for only in the sentences after the answer's own"
+IN_SET = "labels inside a set or a list of solutions are ignored"
+TUPLE = "a tuple's labels are read as written, not paired by name"
+CASE = "capital X, Y, Z are no coordinates: a record of them keeps its written order"
+LIMITS: dict[str, str] = {
+    "It is 3. It's 5.": SAME,
+    "It is 3; it is 5.": CLAUSES,
+    "It is 3. It is also 5.": SAME,
+    "She has 3 apples. She has 5.": SAME,
+    "So she has three or 5 left.": WORDS,
+    "The answer is three or 5.": WORDS,
+    "So 3 / 5.": SLASH,
+    "So 3 apples or 1*5 apples.": LAST_TWO,
+    "The answer is 3, and the answer is 5.": PHRASE,
+    "The answer is 3 (the answer is 5 if we count the edge).": PHRASE,
+    "The answer is 3. Wait, actually it is five.": WORD_VALUE,
+    "\\boxed{3} Wait, actually it is 5.": SAME_SENTENCE,
+    "\\boxed{y=4 \\text{ or } x=4}": IN_SET,
+    "\\boxed{x=4 \\text{ and } y=4}": IN_SET,
+    "So $y = 4$ or $x = 4$.": IN_SET,
+    "\\boxed{\\{x=4\\}}": IN_SET,
+    "\\boxed{(q,p)=(2,3)}": TUPLE,
+    "\\boxed{(y,x)=(4,3)}": TUPLE,
+    "\\boxed{(y,x)=(1,2)}": TUPLE,
+    "\\boxed{Y=1, X=2}": CASE,
+}
+"""Rows still open, by completion: each is a strict xfail naming the limit."""
+
+
+def _marks(completion: str) -> Any:
+    reason = LIMITS.get(completion)
+    return () if reason is None else pytest.mark.xfail(strict=True, reason=reason)
+
 
 def row(family: str, completion: str, gold: str, should: Outcome, today: Outcome) -> Any:
     return pytest.param(
-        (lambda: direct(completion, gold)), should, today, id=f"{family}: {completion!r} / {gold}"
+        (lambda: direct(completion, gold)),
+        should,
+        today,
+        id=f"{family}: {completion!r} / {gold}",
+        marks=_marks(completion),
     )
 
 
 def hedge(completion: str, today: Outcome, golds: tuple[str, str] = ("3", "5")) -> Any:
     """Two values named: the completion must earn neither gold."""
     return pytest.param(
-        (lambda: both(completion, *golds)), (0.0, 0.0), today, id=f"hedge: {completion!r}"
+        (lambda: both(completion, *golds)),
+        (0.0, 0.0),
+        today,
+        id=f"hedge: {completion!r}",
+        marks=_marks(completion),
     )
 
 
@@ -132,7 +180,8 @@ NEW_FALSE_NEGATIVES = [
     # ------------------------------------ real final sentences (unboxed): `_alternatives`
     row(
         "real-or",
-        "Therefore, the number of given numbers that are factors of 34 or multiples of 7 is \\(6\\).",
+        "Therefore, the number of given numbers that are factors of 34 or multiples of 7"
+        " is \\(6\\).",
         "6",
         OK1,
         OK0,

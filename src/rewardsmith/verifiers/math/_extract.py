@@ -12,13 +12,13 @@ letter, and, if allowed, the final line. Reasoning inside `<think>` never counts
 
 from __future__ import annotations
 
-import itertools
 import re
 from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .._completion_parts import answer_part
+from .._words import as_read
 from ._answer import expression_tree, parse_answer
 from ._config import MathConfig
 from ._equivalence import MAX_ANSWER_CHARS, is_equivalent
@@ -107,17 +107,22 @@ _HEDGES = frozenset(
         "otherwise",
     ]
 )
-_DOUBTS = frozenset(("maybe", "possibly", "perhaps", "probably", "might", "alternatively"))
+_DOUBTS = frozenset(
+    ("maybe", "possibly", "perhaps", "probably", "presumably", "might", "alternatively")
+)
 """Words that make any sentence a hedge, whatever else it says."""
 _DOUBT_PHRASE = re.compile(
     r"\b(?:could|can|may)\s+also\b|\bor\s+(?:also|else)\b|\b(?:works?|fits?)\s+(?:too|as\s+well)\b"
-    r"|\balso\s+(?:works?|fits?)\b|(?<!most\s)(?<!more\s)(?<!less\s)(?<!least\s)(?<!equally\s)"
-    r"(?<!as\s)\blikely\b",
+    r"|\balso\s+(?:works?|fits?)\b|^\W*could\s+be\b|\d-?ish\b"
+    r"|(?<!most\s)(?<!more\s)(?<!less\s)(?<!least\s)(?<!equally\s)(?<!as\s)(?<!the\s)(?<!of\s)"
+    r"\blikely\b",
     re.IGNORECASE,
 )
 """Phrases that offer another answer or doubt this one ("it could also be 6", "5 works too",
-"likely 5"). "Likely" is a doubt word like "probably" but for "most likely", "equally
-likely", ...: the words of probability ("the most likely sum is 7")."""
+"likely 5", "Could be 5.", "5-ish"). "Likely" is a doubt word like "probably" but for "most
+likely", "equally likely", ...: the words of probability ("the most likely sum is 7"), nor an
+adjective after "the" or "of" ("the likely outcome count is 7", "the number of likely
+outcomes")."""
 _QUALIFIERS = frozenset(
     [
         "not",
@@ -141,26 +146,44 @@ _QUALIFIERS = frozenset(
     ]
 )
 _NEGATIONS = frozenset(
-    ("not", "never", "isn't", "isn’t", "cannot", "can't", "wrong", "incorrect", "impossible")
+    [
+        *("not", "never", "isn't", "isn’t", "isnt", "cannot", "can't", "wrong", "incorrect"),
+        *("impossible", "extraneous", "rejected", "nope", "invalid", "false"),
+    ]
 )
 """Words that, after the last number of a final line, make it no answer."""
+_BOUND_AFTER = re.compile(r"\s*(?:or\s+(?:more|less|fewer|greater|so)|at\s+(?:most|least))\b", re.I)
+"""What bounds a number right after it ("5 or more", "5 at most")."""
 _BOUND = re.compile(
     r"(?<![-=<>])[<>](?![<>])|[≤≥≠≈]|!=|(?:[∈∉]|\\(?:notin|in)(?![a-zA-Z]))(?:\s*\\?\{[^{}]*)?"
     r"|\\(?:neq?|[lg]eq?|[lg]t|approx)(?![a-zA-Z])|\bbetween\s+\S+\s+and\b"
     r"|\b(?:not|never|cannot|impossible|wrong|incorrect|between|except|approx\w*|about|around"
-    r"|roughly|nearly|almost|up\s+to|(?:anything|everything|all)\s+but"
-    r"|(?:more|less|fewer|greater|smaller|larger|higher|lower|other)\s+than)\b|n[’']t\b",
+    r"|roughly|nearly|almost|close\s+to|up\s+to|(?:anything|everything|all)\s+but|apart\s+from|besides"
+    r"|different\s+from|isnt|above|below|over|under|(?:a\s+)?maximum\s+of"
+    r"|(?:more|less|fewer|greater|smaller|larger|higher|lower|bigger|other)\s+than)\b|n[’']t\b"
+    r"|[⩾⩽≧≦≯≮≉≃≱≰＞＜~]|=/=|<>",
     re.IGNORECASE,
 )
 """What, in the clause before a number, negates or bounds it ("not 5", "x cannot be 5",
-"greater than 5", "x ≠ 5", "between 3 and 5", "x ∈ {3, 5}"): the number is then no answer.
+"greater than 5", "x ≠ 5", "between 3 and 5", "x ∈ {3, 5}"), with at most linking words
+between them (see `_LINKING`): the number is then no answer.
 Not "at least 9": it is how a minimum is stated ("Jane needs to score at least 9 points")."""
+_LINKING = frozenset(
+    [
+        *("be", "is", "are", "was", "equal", "equals", "to", "exactly", "the", "a", "an"),
+        *("value", "number", "answer", "of", "it", "say", "x", "y", "z", "n"),
+    ]
+)
+"""Words that may stand between a bound and its number ("x cannot be 5", "not equal to 5");
+any other word ("except Tom ate 15", "around the track 15 times") ends the bound."""
 _CLAUSE_END = re.compile(r"[;:]|,(?=\s*[A-Za-z])")
 _OR = re.compile(
-    r"\bor\b(?!\s+equivalently\b)(?![^\d\n]{0,20}\d[\d.,]*\s*[-+*/×x÷]\s*[\d(])", re.IGNORECASE
+    r"\b(?:or|vs|versus)\b(?!\s+(?:equivalently|more|less|fewer|greater|so)\b)"
+    r"(?![^\d\n]{0,20}\d[\d.,]*\s*[-+*/×x÷]\s*[\d(])",
+    re.IGNORECASE,
 )
-"""An "or" between alternatives: not "or equivalently", nor one that restates a value as its
-computation ("44 times the weight, or 5*44=220 pounds")."""
+"""An "or" between alternatives: not "or equivalently" or a bound ("3 or more"), nor one that
+restates a value as its computation ("44 times the weight, or 5*44=220 pounds")."""
 _OPERAND = re.compile(r"[-+*/×÷]\s*[$€£]?\s*$")
 """What ends right before a number that closes a computation (`48+15`)."""
 _LABELLED = re.compile(
@@ -168,10 +191,19 @@ _LABELLED = re.compile(
 )
 """A one-letter name given a number (`x = 3`, not `x = 3 + 2`)."""
 _RETRACTION = re.compile(
-    r"\b(?:wait|actually|kidding|oops|correction|on\s+second\s+thought|scratch\s+that)\b",
+    r"\b(?:wait|actually|kidding|oops|correction|on\s+second\s+thought|scratch\s+that|sorry"
+    r"|hold\s+on|never\s+mind)\b|^\W*(?:hmm+|no|nope)\b",
     re.IGNORECASE,
 )
 """Words that take back an answer given before them ("a common mistake" explains one)."""
+_RESTATED = re.compile(
+    r"\b(?:it\s+is|it['’]s|that\s+is|that['’]s|the\s+answer\s+is|should\s+be|must\s+be"
+    r"|make\s+that|i\s+meant?)\b|^\W*nope\W+(?=[-\d$\\])",
+    re.IGNORECASE,
+)
+"""How a retraction restates the answer ("Wait, actually it is 5.", "Sorry, I meant 5."); a
+later sentence without it only checks or adds ("Wait, what about x = -2?", "Actually, she
+started with 20.")."""
 _SECOND_THOUGHTS = frozenset(("wait", "actually", "but", "however", "instead", "mistake"))
 _NUMBER_WORD = re.compile(
     r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\w+teen|\w+ty"
@@ -431,8 +463,10 @@ def _sentence_value(text: str, *, alone: bool) -> str | None:
         words = [w for w in _prose_words(sentence) if w not in _CONNECTORS]
         if not words:
             return _bare(sentence, alone)
-        if _alternatives(sentence):
-            return sentence  # "So x = 3 or x = 5": a hedge, never a value
+        if _alternatives(sentence):  # "So x = 3 or x = 5": a hedge, never a value
+            verb = _VERB.search(sentence)
+            tail = sentence[verb.end() :] if verb else ""
+            return tail if _alternatives(tail) and not _VERB.search(tail) else sentence
         value, unit = split_unit(normalize(sentence))
         if unit is not None and not [w for w in _prose_words(value) if w not in _CONNECTORS]:
             return sentence
@@ -464,8 +498,8 @@ def _sentence_value(text: str, *, alone: bool) -> str | None:
         numbers = list(_NUMBER.finditer(bare))
         if len(numbers) != 1 or spans:
             return None
-        if _bounded(bare, numbers[0].start()):
-            return sentence if alone else None  # "x cannot be 5", "So x >= 5"
+        if _bounded(bare, numbers[0].start()) or _negated_after(bare, numbers[0]):
+            return sentence if alone else None  # "x cannot be 5", "So x >= 5", "5 nope"
         return numbers[0].group()
     return None
 
@@ -475,27 +509,34 @@ def _bounded(text: str, position: int) -> bool:
     no other number in between: in "5 did not grow, so he has 30-5=25", 25 is not negated."""
     clause = _CLAUSE_END.split(text[:position])[-1]
     bounds = list(_BOUND.finditer(clause))
-    return bool(bounds) and _NUMBER.search(clause, bounds[-1].end()) is None
+    if not bounds or _NUMBER.search(clause, bounds[-1].end()) is not None:
+        return False
+    return set(re.findall(r"[A-Za-z]+", clause[bounds[-1].end() :].lower())) <= _LINKING
 
 
 def _alternatives(sentence: str) -> bool:
-    """The sentence offers two values for one answer: different numbers on the two sides of
-    an "or" ("3 or 5", "3 apples (or 5)") unless the first ends a computation ("48+15
-    outfits, or 63"), or one name given two ("x=3 / x=5")."""
-    bare = _without_spans(sentence)
-    numbers = list(_NUMBER.finditer(bare))
-    ors = [m.start() for m in _OR.finditer(bare)]
-    for first, second in itertools.pairwise(numbers):
-        between = bisect_left(ors, first.end())
-        if (
-            between < len(ors)
-            and ors[between] < second.start()
-            and first.group() != second.group()
-            and not _OPERAND.search(bare[max(0, first.start() - 4) : first.start()])
-        ):
-            return True
-    named: dict[str, str] = {}
-    return any(named.setdefault(name, value) != value for name, value in _LABELLED.findall(bare))
+    """The sentence offers its answer, its last number, with another: a different number
+    before it across an "or" ("3 or 5", "3 apples (or 5)") unless that one ends a computation
+    ("48+15 outfits, or 63"), or one name given two values, the last among them ("x=3 / x=5").
+    An "or" in the question restated is none ("divisible by 3 or 5 is 47"), and a sentence
+    with math spans is left to their own hedge check ("factors of 34 or multiples of 7 is
+    \\(6\\)", "divided by 2, 3, 4, or 6" after `$49$`)."""
+    if _math_spans(sentence):
+        return False
+    numbers = list(_NUMBER.finditer(sentence))
+    if len(numbers) < 2:
+        return False
+    first, last = numbers[-2], numbers[-1]
+    if (
+        _OR.search(sentence, first.end(), last.start())
+        and first.group() != last.group()
+        and not _OPERAND.search(sentence[max(0, first.start() - 4) : first.start()])
+    ):
+        return True
+    named: dict[str, set[str]] = {}
+    for name, value in _LABELLED.findall(sentence):
+        named.setdefault(name, set()).add(value)
+    return any(len(values) > 1 and last.group() in values for values in named.values())
 
 
 def _is_word_answer(sentence: str) -> bool:
@@ -633,16 +674,24 @@ def _commitments(part: str) -> tuple[list[_Commitment], Extraction | None]:
 
 def _retractions(part: str, position: int) -> list[_Commitment]:
     """Sentences after the one holding the last commitment (at `position`) that take it back
-    with a value ("Wait, actually it is 5.", "Just kidding, it's 5."): each commits its value,
-    so that a different one is a hedge. One whose value cannot be read is no retraction
-    ("Actually, 5 is also the sum of 2 and 3.")."""
+    and restate it with a value (see `_RESTATED`: "Wait, actually it is 5.", "Just kidding,
+    it's 5.", "Wait. It is 5.", "Sorry, I meant 5."): each commits its value, so that a
+    different one is a hedge. One that restates nothing ("Actually, she started with 20.")
+    or whose value cannot be read is no retraction."""
     protected = _Protected(_protected(part))
     ends = (m.end() for m in _SENTENCE_END.finditer(part, position) if m.start() not in protected)
     found = []
-    for sentence in _sentences(part[next(ends, len(part)) :]):
-        value = _sentence_value(sentence, alone=False) if _RETRACTION.search(sentence) else None
-        if value:
+    cue = False  # "Wait." alone: the next sentence is read as its retraction
+    for sentence in _sentences(as_read(part[next(ends, len(part)) :])):
+        restated = _RESTATED.search(sentence)
+        cued = (
+            cue or _RETRACTION.search(sentence) or re.match(r"(?i)\W*(?:make|i\s+meant)", sentence)
+        )
+        tail = _CLAUSE_END.split(sentence[restated.end() :])[0] if restated else ""
+        value = _sentence_value(tail, alone=False) if tail else None  # "5, not 3" restates 5
+        if cued and value:
             found.append(_Commitment(len(part), "retraction", value))
+        cue = not _prose_words(_RETRACTION.sub("", sentence)) and bool(_RETRACTION.search(sentence))
     return found
 
 
@@ -703,8 +752,14 @@ def _last_value(sentence: str) -> str | None:
 def _negated(line: str, number: re.Match[str]) -> bool:
     """The last number of a final line is negated after it ("42 is not the answer"), or
     negated, bounded or offered with another before it ("not 5", "3 or 5")."""
-    after = _NEGATIONS.intersection(_prose_words(line[number.end() :]))
-    return bool(after) or _bounded(line, number.start()) or _alternatives(line)
+    return _negated_after(line, number) or _bounded(line, number.start()) or _alternatives(line)
+
+
+def _negated_after(line: str, number: re.Match[str]) -> bool:
+    """The clause after a number negates or bounds it ("5 is impossible", "5 or more"; not
+    "5, since fewer is impossible")."""
+    clause = _CLAUSE_END.split(line[number.end() :])[0]
+    return bool(_NEGATIONS.intersection(_prose_words(clause)) or _BOUND_AFTER.match(clause))
 
 
 def _doubtful(value: str) -> bool:

@@ -125,11 +125,9 @@ _NOT_A_UNIT = frozenset(
         "cannot",
         "no",
         "never",
-        "wrong",
-        "incorrect",
-        "false",
-        "impossible",
-        "invalid",
+        "wrongly",
+        "ruled",
+        "think",
         "perhaps",
         "probably",
         "likely",
@@ -149,6 +147,23 @@ _NOT_A_UNIT = frozenset(
 """Words that make trailing text a hedge, a qualifier or a verdict on the value, never a unit
 (`5 \\text{ or more}`, `5 is wrong`: a unit is read from any other trailing words, so these
 would otherwise pass as one)."""
+_VERDICTS = frozenset(
+    [
+        "wrong",
+        "incorrect",
+        "false",
+        "impossible",
+        "invalid",
+        "extraneous",
+        "rejected",
+        "excluded",
+        "doubtful",
+        "nope",
+        "bound",
+    ]
+)
+"""Verdicts on the value when they end the trailing text (`5 extraneous`, `5 nope`); before a
+noun they describe it (`5 \\text{ false coins}`, `3 \\text{ invalid ballots}` are units)."""
 
 
 def _singular(word: str) -> str:
@@ -165,7 +180,11 @@ def _unit_words(text: str) -> list[tuple[str, int]] | None:
     """`square cm`, `cm^2`, `km/h`, `miles per hour` -> [(word, power)], or None."""
     words: list[tuple[str, int]] = []
     sign, pending_power = 1, 1
-    for token in re.findall(r"\^\s*\{?\s*[23]\s*\}?|[²³]|/|[A-Za-z]+|[¢$€£¥]", text):
+    tokens = re.findall(r"\^\s*\{?\s*[23]\s*\}?|[²³]|/|[A-Za-z]+|[¢$€£¥]", text)
+    last_word = next((t.lower() for t in reversed(tokens) if t.isalpha()), "")
+    if last_word in _VERDICTS:
+        return None
+    for token in tokens:
         if token == "/" or token.lower() == "per":
             sign = -1
             continue

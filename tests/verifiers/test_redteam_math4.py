@@ -17,21 +17,16 @@ import pytest
 
 from .test_redteam_math import OK0, OK1, Outcome, both, direct
 
-SAME = "two sentences of one value each are a hedge only when their other words match exactly"
-CLAUSES = "two clauses of one line that each state a value are not compared"
+IN_SET = "labels inside a set or a list of solutions are ignored"
+SAME = "two sentences of one value each are a hedge only when their other words match"
 WORDS = "number words are not numbers to the or-hedge check"
 SLASH = "a slash between two numbers is a fraction"
 LAST_TWO = "the or-hedge check looks only at the last number and the one before it"
 PHRASE = "a second answer phrase in the sentence is read as introducing the first one's answer"
 WORD_VALUE = "a retraction's value in number words is not read"
-SAME_SENTENCE = "a retraction is looked for only in the sentences after the answer's own"
-IN_SET = "labels inside a set or a list of solutions are ignored"
 TUPLE = "a tuple's labels are read as written, not paired by name"
 CASE = "capital X, Y, Z are no coordinates: a record of them keeps its written order"
 LIMITS: dict[str, str] = {
-    "It is 3. It's 5.": SAME,
-    "It is 3; it is 5.": CLAUSES,
-    "It is 3. It is also 5.": SAME,
     "She has 3 apples. She has 5.": SAME,
     "So she has three or 5 left.": WORDS,
     "The answer is three or 5.": WORDS,
@@ -40,7 +35,6 @@ LIMITS: dict[str, str] = {
     "The answer is 3, and the answer is 5.": PHRASE,
     "The answer is 3 (the answer is 5 if we count the edge).": PHRASE,
     "The answer is 3. Wait, actually it is five.": WORD_VALUE,
-    "\\boxed{3} Wait, actually it is 5.": SAME_SENTENCE,
     "\\boxed{y=4 \\text{ or } x=4}": IN_SET,
     "\\boxed{x=4 \\text{ and } y=4}": IN_SET,
     "So $y = 4$ or $x = 4$.": IN_SET,

@@ -677,12 +677,19 @@ def _retractions(part: str, position: int) -> list[_Commitment]:
     and restate it with a value (see `_RESTATED`: "Wait, actually it is 5.", "Just kidding,
     it's 5.", "Wait. It is 5.", "Sorry, I meant 5."): each commits its value, so that a
     different one is a hedge. One that restates nothing ("Actually, she started with 20.")
-    or whose value cannot be read is no retraction."""
+    or whose value cannot be read is no retraction. After a box, the rest of its own sentence
+    is read too (`\\boxed{3} Wait, actually it is 5.`)."""
     protected = _Protected(_protected(part))
     ends = (m.end() for m in _SENTENCE_END.finditer(part, position) if m.start() not in protected)
+    start = next(ends, len(part))
+    box = _BOX.match(part, position)
+    box_end = box and part.startswith("{", box.end()) and brace_group(part, box.end(), start)
+    sentences = _sentences(as_read(part[start:]))
+    if box_end:
+        sentences.insert(0, as_read(part[box_end:start]))
     found = []
     cue = False  # "Wait." alone: the next sentence is read as its retraction
-    for sentence in _sentences(as_read(part[next(ends, len(part)) :])):
+    for sentence in sentences:
         restated = _RESTATED.search(sentence)
         cued = (
             cue or _RETRACTION.search(sentence) or re.match(r"(?i)\W*(?:make|i\s+meant)", sentence)
@@ -772,12 +779,13 @@ def _doubtful(value: str) -> bool:
 
 
 def _restated(sentences: list[str]) -> bool:
-    """Two sentences of one number each that say the same but for it ("It is 3. It is 5."):
-    two answers."""
+    """Two sentences (or clauses between semicolons) of one number each that say the same but
+    for it ("It is 3. It is 5.", "It is 3; it's also 5."): two answers."""
     said: dict[str, str] = {}
     for sentence in sentences:
         numbers = _NUMBER.findall(sentence)
-        template = _NUMBER.sub("#", sentence).lower()
+        template = _NUMBER.sub("#", sentence).lower().replace("’", "'").replace("'s ", " is ")
+        template = " ".join(template.replace(" also ", " ").split())  # "It's also 5"
         if len(numbers) == 1 and said.setdefault(template, numbers[0]) != numbers[0]:
             return True
     return False
@@ -807,7 +815,7 @@ def _unmarked(part: str, config: MathConfig, prompt: str | None) -> Extraction:
     if prompt and len(line) >= MIN_RESTATE_CHARS and line in prompt:
         return _none("restates the question")
     sentences = _sentences(line)
-    if _restated(sentences):
+    if _restated([c.strip() for sentence in sentences for c in sentence.split(";")]):
         return _none("the final line states two values")
     value = next((v for v in map(_last_value, reversed(sentences)) if v is not None), None)
     if value is None:

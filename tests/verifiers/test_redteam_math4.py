@@ -17,7 +17,6 @@ import pytest
 
 from .test_redteam_math import OK0, OK1, Outcome, both, direct
 
-IN_SET = "labels inside a set or a list of solutions are ignored"
 SAME = "two sentences of one value each are a hedge only when their other words match"
 WORDS = "number words are not numbers to the or-hedge check"
 SLASH = "a slash between two numbers is a fraction"
@@ -35,10 +34,6 @@ LIMITS: dict[str, str] = {
     "The answer is 3, and the answer is 5.": PHRASE,
     "The answer is 3 (the answer is 5 if we count the edge).": PHRASE,
     "The answer is 3. Wait, actually it is five.": WORD_VALUE,
-    "\\boxed{y=4 \\text{ or } x=4}": IN_SET,
-    "\\boxed{x=4 \\text{ and } y=4}": IN_SET,
-    "So $y = 4$ or $x = 4$.": IN_SET,
-    "\\boxed{\\{x=4\\}}": IN_SET,
     "\\boxed{(q,p)=(2,3)}": TUPLE,
     "\\boxed{(y,x)=(4,3)}": TUPLE,
     "\\boxed{(y,x)=(1,2)}": TUPLE,

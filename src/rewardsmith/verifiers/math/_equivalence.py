@@ -474,10 +474,19 @@ def _label_clash(a: Answer, b: Answer) -> Verdict | None:
     return None
 
 
+def _alone(answer: Answer) -> Answer:
+    """The one item of a set or list of one (`\\{x=4\\}` is `x=4`), else the answer."""
+    one = answer.kind in ("set", "list") and len(answer.items) == 1
+    return answer.items[0] if one else answer
+
+
 def _single(answer: Answer, budget: _Budget) -> Answer:
-    """A set of one value is that value (`\\frac12 \\text{ or, equivalently, } 0.5` too)."""
+    """A set of one value is that value (`\\frac12 \\text{ or, equivalently, } 0.5` too; not
+    `y=4 \\text{ or } x=4`, two lines)."""
     while answer.kind in ("set", "list") and answer.items:
         first, *rest = answer.items
+        if any(_label_clash(item, first) for item in rest):
+            break
         if not all(_compare(item, first, budget).equal for item in rest):
             break  # stops at the first element that differs: one comparison for `1, 2, ...`
         answer = first
@@ -588,7 +597,7 @@ def compare(
     a, b = parse_answer(p), parse_answer(g)
     if a.size() > MAX_STRUCTURE or b.size() > MAX_STRUCTURE:
         return Verdict(False, "not evaluated: too many elements")
-    clash = _label_clash(a, b)
+    clash = _label_clash(_alone(a), _alone(b))
     if clash is not None:
         return clash
     budget = _Budget(MAX_EVALUATIONS if symbolic else 0, units == "compare")

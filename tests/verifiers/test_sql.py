@@ -155,6 +155,11 @@ PAIRS = [
     ("SELECT '1'", "SELECT x'31'", 0),
     ("SELECT NULL", "SELECT 'None'", 0),
     ("SELECT 1.5", "SELECT 1", 0),
+    # values are hashed one by one with their type and length: no value runs into the next
+    ("SELECT 'ab', 'c'", "SELECT 'a', 'bc'", 0),
+    ("SELECT 'a', NULL", "SELECT 'a', ''", 0),
+    ("SELECT x'01', 1", "SELECT x'0101'", 0),
+    ("SELECT 1e300", "SELECT 1e300 + 0", 1),
     (
         "SELECT name FROM singer WHERE country = 'France'",
         "SELECT DISTINCT name FROM singer WHERE country = 'France'",

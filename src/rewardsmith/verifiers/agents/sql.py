@@ -13,15 +13,15 @@ read-only (``mode=ro``) with ``query_only`` on, under an authorizer that allows 
 writes, DDL, ``ATTACH`` (which would otherwise create files: ``mode=ro`` covers only the main
 database), PRAGMAs, transactions, ``VACUUM INTO`` and ``load_extension``. At most `max_rows` +
 1 rows are fetched, a value is at most 1 MB, the rows at most `memory_mb` of Python objects,
-and SQLite's heap is capped at `memory_mb`. The rows come back in batches, and the worker
-keeps a 16-byte digest of each (`row_digest`): results are compared, and gold results cached,
-as digests, never as rows. The reward declares its worst case (`registry.timed`), so a spec
-whose `timeout_s` would kill it first is refused.
+and SQLite's heap is capped at `memory_mb`. The query process digests each row as it is
+fetched (`sql_exec.row_digest`, within the query's limits) and sends back only the 16-byte
+digests: results are compared, and gold results cached, as digests, never as rows. The reward
+declares its worst case (`registry.timed`), so a spec whose `timeout_s` would kill it first is
+refused.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections import Counter, OrderedDict
@@ -33,13 +33,12 @@ from ..._exceptions import ConfigError
 from ...models import Sample, Score
 from ...registry import RewardFn, bounded, checks_references, problem_of, reward, timed
 from .._completion_parts import answer_part
-from .sql_exec import QueryFailed, run_query, worst_case_s
+from .sql_exec import DIGEST_BYTES, QueryFailed, run_digests, run_query, worst_case_s
 
 __all__ = [
     "QueryFailed",
     "fenced_blocks",
     "order_matters",
-    "row_digest",
     "run_query",
     "sql",
     "sql_prediction",
@@ -152,27 +151,12 @@ def sql_prediction(text: str, extract: Extract) -> str | None:
     return _EXTRACTORS[extract](text)
 
 
-_DIGEST_BYTES = 16
-"""Size of one row's digest (BLAKE2b): what the comparison and the gold cache keep of it."""
-
 _GOLD: OrderedDict[tuple[Any, ...], bytes] = OrderedDict()
-
-
-def _canonical(value: Any) -> Any:
-    """`value` as Python's ``==`` sees it: an integral float is the int it equals."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
-def row_digest(row: tuple[Any, ...]) -> bytes:
-    """A digest of a row's values, equal for rows that are equal: the repr of SQLite's
-    types (None, int, float, str, bytes) tells them apart and is the same for equal values."""
-    text = repr(tuple(map(_canonical, row))).encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(text, digest_size=_DIGEST_BYTES).digest()
 
 
 def _digests(db: Path, query: str, limits: dict[str, Any]) -> bytes:
     """The digests of `query`'s rows, in order, one after another: no row is kept whole."""
-    return b"".join(run_query(db, query, **limits, keep=row_digest))
+    return run_digests(db, query, **limits)
 
 
 def _gold_digests(db: Path, query: str, limits: dict[str, Any]) -> bytes:
@@ -190,7 +174,7 @@ def _gold_digests(db: Path, query: str, limits: dict[str, Any]) -> bytes:
 
 
 def _split(digests: bytes) -> list[bytes]:
-    return [digests[i : i + _DIGEST_BYTES] for i in range(0, len(digests), _DIGEST_BYTES)]
+    return [digests[i : i + DIGEST_BYTES] for i in range(0, len(digests), DIGEST_BYTES)]
 
 
 def _same(gold: bytes, predicted: bytes, ordered: bool, compare: str) -> bool:
@@ -253,14 +237,14 @@ def sql(
         except QueryFailed as exc:
             return Score.failed("invalid", f"the gold query fails: {exc}", query=query)
         ordered = order_matters(reference["query"])
-        gold_rows = len(gold) // _DIGEST_BYTES
+        gold_rows = len(gold) // DIGEST_BYTES
         detail: dict[str, Any] = {"query": query, "ordered": ordered, "gold_rows": gold_rows}
         try:
             predicted = _digests(db, query, limits)
         except QueryFailed as exc:
             return Score.ok(0.0, reason="the predicted query fails", error=str(exc), **detail)
         same = _same(gold, predicted, ordered, compare)
-        detail["rows"] = len(predicted) // _DIGEST_BYTES
+        detail["rows"] = len(predicted) // DIGEST_BYTES
         if not same:
             detail["reason"] = "different result"
         return Score.ok(1.0 if same else 0.0, **detail)

@@ -16,8 +16,10 @@ Inside the query process each query runs on its own connection, opened read-only
 progress handler that stops ordinary long queries at the limit without a kill, a 1 MB cap on
 any value, SQLite's heap capped at `memory_mb`, and the fetched rows capped at `max_rows` and
 at `memory_mb` of Python objects (their real size: a four-byte character counts four bytes).
-The rows go back in batches of about `_BATCH_BYTES` as SQLite yields them, and the caller
-keeps what its `keep` makes of each as it arrives: neither process holds the result twice.
+The rows go back in batches of about `_BATCH_BYTES` as SQLite yields them, or, for
+`run_digests`, each row's 16-byte digest (`row_digest`) made there as the row is fetched: the
+query's time limit and its kill cover digesting, which copies at most one value beyond the
+row, and only digests cross the pipe. Neither process holds a result twice.
 
 This file imports only the standard library: the query process runs it as a script.
 """
@@ -25,6 +27,7 @@ This file imports only the standard library: the query process runs it as a scri
 from __future__ import annotations
 
 import atexit
+import hashlib
 import marshal
 import os
 import select
@@ -40,18 +43,18 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "DIGEST_BYTES",
     "START_UP_S",
-    "Keep",
     "QueryFailed",
     "Rows",
+    "row_digest",
+    "run_digests",
     "run_query",
     "run_query_here",
     "worst_case_s",
 ]
 
 Rows = list[tuple[Any, ...]]
-Keep = Callable[[tuple[Any, ...]], Any]
-"""What a caller keeps of each row as it arrives (the row itself, or a digest of it)."""
 
 _MAX_VALUE_BYTES = 1_000_000
 """Longest string or blob a query may build (SQLITE_LIMIT_LENGTH)."""
@@ -71,6 +74,9 @@ _WATCH_S = 0.2
 _HEADER = struct.Struct(">Q")
 _BATCH_BYTES = 2**20
 """Rows (their Python objects' size) the query process sends in one message."""
+DIGEST_BYTES = 16
+"""Size of one row's digest (BLAKE2b)."""
+_FLOAT = struct.Struct(">d")
 
 _ALLOWED = frozenset(
     {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
@@ -156,6 +162,36 @@ def _fetch(
         send(batch)
 
 
+def _canonical(value: Any) -> Any:
+    """`value` as Python's ``==`` sees it: an integral float is the int it equals."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _value_bytes(value: Any) -> tuple[bytes, bytes | memoryview]:
+    """A value's type tag and bytes, the same for equal values of SQLite's types."""
+    value = _canonical(value)
+    if value is None:
+        return b"n", b""
+    if isinstance(value, int):  # as many bytes as it needs: an integral float can be 1e300
+        return b"i", value.to_bytes(value.bit_length() // 8 + 1, "big", signed=True)
+    if isinstance(value, float):
+        return b"f", _FLOAT.pack(value)
+    if isinstance(value, str):
+        return b"s", value.encode("utf-8", "surrogatepass")
+    return b"b", memoryview(value)
+
+
+def row_digest(row: tuple[Any, ...]) -> bytes:
+    """A digest of a row's values, equal for rows that are equal: each value's type tag,
+    length and bytes go into one BLAKE2b in turn, so no copy of the whole row is made."""
+    digest = hashlib.blake2b(digest_size=DIGEST_BYTES)
+    for value in row:
+        tag, data = _value_bytes(value)
+        digest.update(tag + _HEADER.pack(len(data)))
+        digest.update(data)
+    return digest.digest()
+
+
 # -- the query process ------------------------------------------------------------------------
 
 
@@ -204,26 +240,31 @@ def _serve(parent: int) -> None:
     fd_in, fd_out = sys.stdin.fileno(), sys.stdout.fileno()
     _send(fd_out, b"ready")
     while (message := _receive(fd_in, None)) is not None:
-        db, query, limits = marshal.loads(message)
+        db, query, limits, digests = marshal.loads(message)
         try:
-            run_query_here(
-                db, query, lambda rows: _send(fd_out, marshal.dumps(("rows", rows))), **limits
-            )
+            run_query_here(db, query, _sender(fd_out, digests), **limits)
             reply: tuple[str, Any] = ("done", None)
         except QueryFailed as exc:
             reply = ("failed", str(exc))
         _send(fd_out, marshal.dumps(reply))
 
 
-def _reply(fd: int, deadline: float, keep: Keep) -> tuple[str, Any] | None:
-    """One query's answer: ("done", what `keep` makes of each row), ("failed", the reason),
-    or None when it is not complete by `deadline`. A batch is let go of once kept."""
-    kept: list[Any] = []
+def _sender(fd: int, digests: bool) -> Callable[[Rows], None]:
+    """What sends a batch of rows back: the rows, or their digests joined."""
+    if digests:
+        return lambda rows: _send(fd, marshal.dumps(("rows", b"".join(map(row_digest, rows)))))
+    return lambda rows: _send(fd, marshal.dumps(("rows", rows)))
+
+
+def _reply(fd: int, deadline: float) -> tuple[str, Any] | None:
+    """One query's answer: ("done", its batches), ("failed", the reason), or None when it
+    is not complete by `deadline`."""
+    batches: list[Any] = []
     while (message := _receive(fd, deadline)) is not None:
         kind, value = marshal.loads(message)
         if kind != "rows":
-            return (kind, kept) if kind == "done" else (kind, value)
-        kept.extend(map(keep, value))
+            return (kind, batches) if kind == "done" else (kind, value)
+        batches.append(value)
     return None
 
 
@@ -236,12 +277,12 @@ class _QueryProcess:
         self._ready = False
         self._owner = os.getpid()
 
-    def run(self, db: Path | str, query: str, limits: dict[str, Any], keep: Keep) -> list[Any]:
-        """What `keep` makes of each row, or `QueryFailed`; `RuntimeError` when no query
-        process can start. A process that dies before the time limit (killed from outside,
+    def run(self, db: Path | str, query: str, limits: dict[str, Any], digests: bool) -> list[Any]:
+        """The batches of rows (or of their digests), or `QueryFailed`; `RuntimeError` when no
+        query process can start. A process that dies before the time limit (killed from outside,
         say) gets one retry with a new process, within what is left of its time limit: only
         a query that kills its process twice fails for it."""
-        request = marshal.dumps((str(db), query, limits))
+        request = marshal.dumps((str(db), query, limits, digests))
         with self._lock:
             deadline = None
             for attempt in (1, 2):
@@ -252,7 +293,7 @@ class _QueryProcess:
                 except OSError:
                     reply = None
                 else:
-                    reply = _reply(proc.stdout.fileno(), deadline, keep)  # type: ignore[union-attr]
+                    reply = _reply(proc.stdout.fileno(), deadline)  # type: ignore[union-attr]
                 if reply is not None:
                     break
                 overran = time.monotonic() >= deadline
@@ -324,19 +365,22 @@ def worst_case_s(time_limit_s: float, queries: int) -> float:
 
 
 def run_query(
-    db: Path | str,
-    query: str,
-    *,
-    time_limit_s: float,
-    max_rows: int,
-    memory_mb: int,
-    keep: Keep = tuple,
-) -> list[Any]:
-    """The rows `query` returns from `db` (or what `keep` makes of each, as it arrives),
-    read-only and within the limits, run in this process's query process; raises
-    `QueryFailed` with the reason (SQLite's error, the time limit, too many rows or bytes)."""
+    db: Path | str, query: str, *, time_limit_s: float, max_rows: int, memory_mb: int
+) -> Rows:
+    """The rows `query` returns from `db`, read-only and within the limits, run in this
+    process's query process; raises `QueryFailed` with the reason (SQLite's error, the time
+    limit, too many rows or bytes)."""
     limits = {"time_limit_s": time_limit_s, "max_rows": max_rows, "memory_mb": memory_mb}
-    return _PROCESS.run(db, query, limits, keep)
+    return [row for batch in _PROCESS.run(db, query, limits, digests=False) for row in batch]
+
+
+def run_digests(
+    db: Path | str, query: str, *, time_limit_s: float, max_rows: int, memory_mb: int
+) -> bytes:
+    """`run_query`'s rows as their `row_digest`s, one after another, made in the query
+    process: what `sql` compares, so no row crosses the pipe or is kept whole."""
+    limits = {"time_limit_s": time_limit_s, "max_rows": max_rows, "memory_mb": memory_mb}
+    return b"".join(_PROCESS.run(db, query, limits, digests=True))
 
 
 if __name__ == "__main__":

@@ -20,9 +20,11 @@ declares with `bounded`; 0 for a reward that declares none), with the reason, an
 the trajectory never reached counts the floor in the mean (or the minimum). Whatever the
 trajectory, the dataset's ``turn_references`` decide validity: an empty list, a null entry or
 an entry the reward's declared check refuses (`registry.checks_references`) is `invalid`
-before any turn is scored. The turns share the spec's `timeout_s`: a turn after the first
-that would start past the time budget (`_budget`) scores the floor too, with the reason, so
-slow turns end in a score, never in the engine's timeout.
+before any turn is scored. The turns of a reward that declares its range share the spec's
+`timeout_s`: a turn after the first that would start past the time budget (`_budget`) scores
+the floor too, as does every turn after it (their views never built), with the reason, so
+slow turns end in a score, never in the engine's timeout. A reward that declares no range
+gets no budget: its floor, 0, could score above its bad turns.
 
 Views are built one at a time: each holds its whole prefix, so all of them at once would
 take memory growing with the square of the number of turns.
@@ -95,15 +97,17 @@ def per_turn(
     extra turns score `fn`'s floor; the result declares `fn`'s range. `reduce` turns the
     per-turn values into the score: by default ``min`` (the worst turn) for a penalty, a
     reward whose range tops out at or below 0, else ``mean``. `timeout_s` (the spec's) sets
-    the time budget of `_budget`: a turn after the first that would start past it scores the
-    floor instead, so slow turns end in a score, not in the engine's timeout."""
+    the time budget of `_budget` when `fn` declares its range: a turn after the first that
+    would start past it scores the floor instead, and so does every later turn, so slow
+    turns end in a score, not in the engine's timeout."""
     declared = declared_bounds(fn)
     floor = declared[0] if declared is not None else 0.0
     if reduce is None:
         reduce = "min" if declared is not None and declared[1] <= 0 else "mean"
     check = declared_reference_check(fn)
     turn_s = declared_time(fn)
-    budget = _budget(timeout_s, turn_s)
+    # a floor is a penalty only on a declared range: 0 could pay better than a bad turn
+    budget = _budget(timeout_s, turn_s) if declared is not None else None
 
     def score(sample: Sample) -> Score:
         references = sample.metadata.get(TURN_REFERENCES)
@@ -117,12 +121,9 @@ def per_turn(
         for k, view in enumerate(turn_views(sample)):
             elapsed = time.monotonic() - started
             if k and budget is not None and elapsed > budget:
-                reason = (
-                    f"assistant turn {k} not scored: the turns before it took {elapsed:.2f}s, "
-                    f"over the budget of {budget:g}s: the reward's floor"
-                )
-                scores.append(Score.ok(floor, reason=reason))
-            elif references is None:
+                scores += _over_budget(k, count, elapsed, budget, floor)
+                break
+            if references is None:
                 scores.append(fn(view))
             elif k < len(references):
                 scores.append(fn(view.model_copy(update={"reference": references[k]})))
@@ -138,6 +139,16 @@ def per_turn(
     if turn_s is not None and budget is not None:
         timed(score, budget + turn_s)
     return bounded(score, *declared) if declared is not None else score
+
+
+def _over_budget(k: int, count: int, elapsed: float, budget: float, floor: float) -> list[Score]:
+    """The floor for turn `k` and every turn after it, their views never built: building
+    each copies its prefix, which over many turns is quadratic."""
+    reason = (
+        f"assistant turns {k} and on not scored: the turns before took {elapsed:.2f}s, "
+        f"over the budget of {budget:g}s: the reward's floor"
+    )
+    return [Score.ok(floor, reason=reason)] * (count - k)
 
 
 def _budget(timeout_s: float | None, turn_s: float | None) -> float | None:

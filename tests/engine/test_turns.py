@@ -300,12 +300,26 @@ def test_turns_past_the_time_budget_score_the_floor() -> None:
     A budget is never shorter than one turn: declaring 1.5 s, the component declares 3 s,
     which a 2.5 s spec refuses (turns of ordinary speed would otherwise score the floor)."""
     fn = per_turn(timed(bounded(slow_turn, -1.0, 1.0), 0.8), timeout_s=2.5)
-    result = fn(Sample(id="b", completion=chat("fast", "slow", "slow", "fast")))
-    assert result.status == "ok" and result.detail["steps"] == [1.0, 1.0, 1.0, -1.0]
+    result = fn(Sample(id="b", completion=chat("fast", "slow", "slow", "fast", "fast")))
+    assert result.status == "ok" and result.detail["steps"] == [1.0, 1.0, 1.0, -1.0, -1.0]
+    assert "turns 3 and on not scored" in result.detail["turns"][4]["reason"]
     assert "over the budget of 1.6s" in result.detail["turns"][3]["reason"]
     assert declared_time(fn) == pytest.approx(2.4)
     long_turns = per_turn(timed(bounded(slow_turn, -1.0, 1.0), 1.5), timeout_s=2.5)
     assert declared_time(long_turns) == pytest.approx(3.0)
+
+
+def test_no_time_budget_without_a_declared_range() -> None:
+    """Without a declared range the floor would be 0, above a bad turn's score: every turn
+    is scored, however long they take, and the component declares no worst case."""
+
+    def undeclared(sample: Sample) -> Score:  # `bounded` marks a function: not slow_turn
+        return slow_turn(sample)
+
+    fn = per_turn(undeclared, timeout_s=0.5)
+    result = fn(Sample(id="u", completion=chat("slow", "fast", "fast")))
+    assert result.status == "ok" and result.detail["steps"] == [1.0, 1.0, 1.0]
+    assert declared_time(fn) is None
 
 
 def test_scope_turns_keeps_the_declared_worst_case() -> None:

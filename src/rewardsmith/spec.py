@@ -107,14 +107,12 @@ class ComponentSpec(BaseModel):
         fn: RewardFn = validate_call(factory, config=_LAX)(**self.params)
         return per_turn(fn, timeout_s=self.sample_timeout_s) if self.scope == "turns" else fn
 
-    def under(self, timeout_s: Any) -> ComponentSpec:
-        """This component in a spec whose `timeout_s` is `timeout_s` (itself when that changes
-        nothing: its scope is not `turns`, or `timeout_s` is not a number)."""
-        if self.scope != "turns" or not isinstance(timeout_s, int | float):
+    def under(self, timeout_s: float) -> ComponentSpec:
+        """This component in a spec whose validated `timeout_s` is `timeout_s` (itself when
+        that changes nothing: its scope is not `turns`, or it knows that timeout already)."""
+        if self.scope != "turns" or timeout_s == self.sample_timeout_s:
             return self
-        if isinstance(timeout_s, bool) or timeout_s == self.sample_timeout_s:
-            return self
-        changed = self.model_copy(update={"sample_timeout_s": float(timeout_s)})
+        changed = self.model_copy(update={"sample_timeout_s": timeout_s})
         changed.__dict__.pop("worst_case_s", None)  # the cached one was for the old timeout
         return changed
 
@@ -137,6 +135,18 @@ class ComponentSpec(BaseModel):
     def worst_case_s(self) -> float | None:
         """The wall clock one sample can take the reward (`registry.timed`), or None."""
         return declared_time(self.build())
+
+
+def _worst_case(scope: str, needed: float) -> str:
+    """What a component's worst case `needed` is made of, for its refusal. Under `scope:
+    turns` a refused one is two turns: its budget is never shorter than one turn."""
+    if scope == "turns":
+        return (
+            f"under scope: turns one sample can take it up to {needed:g}s, two turns' worst "
+            f"case ({needed / 2:g}s each, its own time limits and start-up: the time budget "
+            f"lets a turn start after the first for as long as one turn can take)"
+        )
+    return f"one sample can take it up to {needed:g}s (its own time limits and start-up)"
 
 
 class RewardSpec(BaseModel):
@@ -169,18 +179,14 @@ class RewardSpec(BaseModel):
                 return {**data, "combiner": {"type": name}}
         return data
 
-    @model_validator(mode="before")
-    @classmethod
-    def _components_under_the_timeout(cls, data: Any) -> Any:
-        """Each component learns the spec's `timeout_s`, which `scope: turns` budgets by."""
-        if not isinstance(data, dict) or not isinstance(data.get("rewards"), dict):
-            return data
-        timeout_s = data.get("timeout_s", cls.model_fields["timeout_s"].default)
-        rewards = {
-            name: c.under(timeout_s) if isinstance(c, ComponentSpec) else c
-            for name, c in data["rewards"].items()
-        }
-        return {**data, "rewards": rewards}
+    @model_validator(mode="after")
+    def _components_under_the_timeout(self) -> RewardSpec:
+        """Each component learns the spec's validated `timeout_s` (a float, whether it came
+        as 5, 5.0 or "5", through `from_dict` or `model_validate`), which `scope: turns`
+        budgets by and the timeout check (`_check_timeouts`) then reads."""
+        rewards = {name: c.under(self.timeout_s) for name, c in self.rewards.items()}
+        self.__dict__["rewards"] = rewards  # frozen: set once, while the spec is validated
+        return self
 
     @model_validator(mode="after")
     def _same_combination(self) -> RewardSpec:
@@ -285,11 +291,10 @@ class RewardSpec(BaseModel):
             needed = component.worst_case_s
             if needed is not None and needed >= self.timeout_s:
                 raise ConfigError(
-                    f"rewards.{name}: one sample can take it up to {needed:g}s (its own "
-                    f"time limits and start-up), not under the spec's timeout_s "
-                    f"({self.timeout_s:g}s), which would kill it first (a null reward instead "
-                    f"of its score): raise the spec's timeout_s above {needed:g} or lower "
-                    f"the component's"
+                    f"rewards.{name}: {_worst_case(component.scope, needed)}, not under the "
+                    f"spec's timeout_s ({self.timeout_s:g}s), which would kill it first (a "
+                    f"null reward instead of its score): raise the spec's timeout_s above "
+                    f"{needed:g} or lower the component's"
                 )
 
     def _check_gates(self) -> None:

@@ -17,7 +17,7 @@ from rewardsmith import Engine
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.models import Sample, Score
 from rewardsmith.registry import bounded, declared_bounds, declared_time, timed
-from rewardsmith.spec import load_spec
+from rewardsmith.spec import RewardSpec, load_spec
 from rewardsmith.turns import per_turn, turn_views
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -330,5 +330,16 @@ def test_scope_turns_keeps_the_declared_worst_case() -> None:
             load_spec({"rewards": {"c": {"type": "code", "timeout_s": 10, "scope": scope}}})
     spec = load_spec({"rewards": {"q": {"type": "sql", "scope": "turns"}}, "timeout_s": 12})
     assert spec.rewards["q"].worst_case_s == pytest.approx(12 - 0.1)
-    with pytest.raises(ConfigError, match=r"above 9\.5"):  # two of sql's turns: 2 x 4.75 s
+    with pytest.raises(ConfigError, match=r"two turns' worst case \(4\.75s each.*above 9\.5"):
         load_spec({"rewards": {"q": {"type": "sql", "scope": "turns"}}, "timeout_s": 9})
+
+
+@pytest.mark.parametrize("timeout_s", [12, 12.0, "12"])
+def test_components_learn_the_validated_timeout(timeout_s: Any) -> None:
+    """The budget reads the spec's `timeout_s` as validated (a string "12" is 12.0), however
+    the spec is built; `from_dict` then refuses one too short, a string as a number."""
+    data = {"rewards": {"q": {"type": "sql", "scope": "turns"}}, "timeout_s": timeout_s}
+    for spec in (load_spec(data), RewardSpec.model_validate(data)):
+        assert spec.rewards["q"].worst_case_s == pytest.approx(12 - 0.1)
+    with pytest.raises(ConfigError, match=r"above 9\.5"):
+        load_spec({**data, "timeout_s": "5"})

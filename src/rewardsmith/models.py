@@ -364,6 +364,16 @@ class Sample(BaseModel):
             )
         return value
 
+    @field_validator("completion")
+    @classmethod
+    def _has_an_assistant_message(cls, value: str | list[Message]) -> str | list[Message]:
+        """A chat completion holds the policy's answer as `assistant` messages: one without
+        (roles spelled `model`, `gpt`, `Assistant`, or only tool results) is the pipeline's
+        wrapping, not an empty answer, which would score as one (`length`'s best)."""
+        if isinstance(value, list) and not any(m.role == "assistant" for m in value):
+            raise ValueError("no assistant message in the completion")
+        return value
+
     @model_validator(mode="after")
     def _images_within_the_limit(self) -> Sample:
         """An oversized image in the prompt (the dataset's) makes the sample invalid; one in
@@ -387,7 +397,7 @@ class Sample(BaseModel):
     @property
     def text(self) -> str:
         """The completion as text: the string itself, or the last assistant message's text
-        ("" without one)."""
+        (a validated chat has one: `_has_an_assistant_message`)."""
         if isinstance(self.completion, str):
             return self.completion
         final = self.final_turn
@@ -396,7 +406,7 @@ class Sample(BaseModel):
     @property
     def final_turn(self) -> Message | None:
         """The message a conversation is scored on: its last assistant message; None for a
-        text completion or a conversation without one. Only the policy writes as `assistant`:
+        text completion (or an unvalidated chat without one). Only the policy writes as `assistant`:
         a tool result or a user message is never read as its answer."""
         if isinstance(self.completion, str):
             return None

@@ -76,8 +76,8 @@ def turn_views(sample: Sample) -> Iterator[Sample]:
     """One sample per assistant turn, built as it is asked for: the turn as completion, what
     came before as prompt.
 
-    A text completion, or a conversation without an assistant message, is one turn: itself
-    (the latter an empty answer: no message in it is the policy's).
+    A text completion is one turn: itself (a chat without an assistant message is not a
+    valid sample).
     """
     turns = _assistant_turns(sample)
     if not turns:

@@ -88,6 +88,15 @@ def test_content_parts_text_and_images() -> None:
     assert [p.as_sent() for p in sample.final_turn.images] == [IMAGE_PART]  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("roles", [["model"], ["gpt"], ["Assistant"], ["user", "tool"], []])
+def test_a_chat_without_an_assistant_message_is_invalid(roles: list[str]) -> None:
+    """The pipeline names the roles, never the policy: a chat without an `assistant` message
+    is invalid data, not an empty answer (which `length` would score best)."""
+    completion = [{"role": role, "content": "The answer is 4."} for role in roles]
+    with pytest.raises(ValidationError, match="no assistant message in the completion"):
+        Sample.model_validate({"id": "r", "completion": completion})
+
+
 def test_final_turn_is_the_last_assistant_message() -> None:
     completion = [
         {"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "f"}}]},

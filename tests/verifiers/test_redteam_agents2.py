@@ -286,7 +286,7 @@ ATTACKS = [
             "no assistant message: the last message, a tool result, is read as the answer",
             today="ok 3",
             honest_wrong="ok -3",
-            should=("ok", -3.0),
+            should=("invalid", None),  # the pipeline's chat, never read as an answer
             run=lambda env: no_assistant_message("tool", "final"),
         )
     ),
@@ -296,7 +296,7 @@ ATTACKS = [
             "scope: turns, no assistant message: the last message (a user's) is the one turn",
             today="ok 3",
             honest_wrong="ok -3",
-            should=("ok", -3.0),
+            should=("invalid", None),  # the pipeline's chat, never read as an answer
             run=lambda env: no_assistant_message("user", "turns"),
         )
     ),

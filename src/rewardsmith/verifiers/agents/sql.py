@@ -13,11 +13,11 @@ read-only (``mode=ro``) with ``query_only`` on, under an authorizer that allows 
 writes, DDL, ``ATTACH`` (which would otherwise create files: ``mode=ro`` covers only the main
 database), PRAGMAs, transactions, ``VACUUM INTO`` and ``load_extension``. At most `max_rows` +
 1 rows are fetched, a value is at most 1 MB, the rows at most `memory_mb` of Python objects,
-and SQLite's heap is capped at `memory_mb`. The query process digests each row as it is
-fetched (`sql_exec.row_digest`, within the query's limits) and sends back only the 16-byte
-digests: results are compared, and gold results cached, as digests, never as rows. The reward
-declares its worst case (`registry.timed`), so a spec whose `timeout_s` would kill it first is
-refused.
+and SQLite's heap is capped at `memory_mb`. The query process digests the rows in batches
+as they are fetched (`sql_exec.row_digest`, within the query's limits) and sends back only
+the 16-byte digests: results are compared, and gold results cached, as digests, never as
+rows. The reward declares its worst case (`registry.timed`), so a spec whose `timeout_s`
+would kill it first is refused.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ progress handler that stops ordinary long queries at the limit without a kill, a
 any value, SQLite's heap capped at `memory_mb`, and the fetched rows capped at `max_rows` and
 at `memory_mb` of Python objects (their real size: a four-byte character counts four bytes).
 The rows go back in batches of about `_BATCH_BYTES` as SQLite yields them, or, for
-`run_digests`, each row's 16-byte digest (`row_digest`) made there as the row is fetched: the
+`run_digests`, each row's 16-byte digest (`row_digest`), made there batch by batch: the
 query's time limit and its kill cover digesting, which copies at most one value beyond the
 row, and only digests cross the pipe. Neither process holds a result twice.
 

@@ -391,6 +391,14 @@ def test_the_row_budget_counts_real_bytes(db: Path, value: str, fails: bool) -> 
         assert len(run_query(db, query, **limits)) == 10
 
 
+def test_a_larger_memory_mb_gets_a_new_heap_limit(db: Path) -> None:
+    """SQLite's heap limit can only be lowered: after a query under 8 MB, one building 32 MB
+    under 256 MB runs in a new query process instead of failing at the old limit."""
+    run_query(db, "SELECT 1", time_limit_s=5, max_rows=10, memory_mb=8)
+    wide = "SELECT " + ", ".join(["length(printf('%.*c', 999000, 'a'))"] * 32)
+    assert run_query(db, wide, time_limit_s=5, max_rows=10, memory_mb=256) == [(999000,) * 32]
+
+
 def test_sql_declares_its_range() -> None:
     assert declared_bounds(sql()) == (-1.0, 1.0)
     assert declared_bounds(sql(bad_format_score=0)) == (0.0, 1.0)

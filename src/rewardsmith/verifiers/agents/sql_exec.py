@@ -65,8 +65,9 @@ _GRACE_S = 0.25
 process is killed."""
 START_UP_S = 0.25
 """What a sample of `sql` may wait, beyond its queries' time limits and grace, for a query
-process to be ready: one start after a kill (about 0.03 s on an idle machine), or two when
-a process killed from outside is replaced."""
+process to be ready: one start after a kill or for a larger `memory_mb` than the process
+ran under (about 0.03 s on an idle machine), or two when a process killed from outside is
+replaced."""
 _START_TIMEOUT_S = 60.0
 """A query process that is not ready in this time is broken, not slow."""
 _WATCH_S = 0.2
@@ -107,12 +108,12 @@ def run_query_here(
 ) -> None:
     """`run_query` in this process, its rows handed to `send` in batches as they are
     fetched: every limit but the kill (one long SQLite call can outrun `time_limit_s`). Sets
-    SQLite's process-wide heap limit while it runs."""
+    SQLite's process-wide heap limit, which a PRAGMA can lower but never raise again: a later
+    query with a larger `memory_mb` needs a new process (`_QueryProcess` starts one)."""
     uri = f"file:{urllib.parse.quote(str(db))}?mode=ro"
     deadline = time.monotonic() + time_limit_s
     conn = sqlite3.connect(uri, uri=True, isolation_level=None)
     try:
-        previous = conn.execute("PRAGMA hard_heap_limit").fetchone()[0]
         conn.execute(f"PRAGMA hard_heap_limit={memory_mb * 2**20}")
         conn.execute("PRAGMA query_only=ON")
         conn.execute("PRAGMA temp_store=MEMORY")  # sorts stay under the heap limit, not on disk
@@ -131,7 +132,6 @@ def run_query_here(
         finally:
             conn.set_authorizer(None)
             conn.set_progress_handler(None, 0)
-            conn.execute(f"PRAGMA hard_heap_limit={previous}")
     finally:
         conn.close()
 
@@ -276,6 +276,8 @@ class _QueryProcess:
         self._proc: subprocess.Popen[bytes] | None = None
         self._ready = False
         self._owner = os.getpid()
+        self._heap_mb: int | None = None
+        """The lowest `memory_mb` the process has run a query under: its heap limit."""
 
     def run(self, db: Path | str, query: str, limits: dict[str, Any], digests: bool) -> list[Any]:
         """The batches of rows (or of their digests), or `QueryFailed`; `RuntimeError` when no
@@ -286,7 +288,7 @@ class _QueryProcess:
         with self._lock:
             deadline = None
             for attempt in (1, 2):
-                proc = self._started()
+                proc = self._started(limits["memory_mb"])
                 deadline = deadline or time.monotonic() + limits["time_limit_s"] + _GRACE_S
                 try:
                     _send(proc.stdin.fileno(), request)  # type: ignore[union-attr]
@@ -317,16 +319,21 @@ class _QueryProcess:
             stderr=subprocess.DEVNULL,
         )
         self._ready = False
+        self._heap_mb = None
 
-    def _started(self) -> subprocess.Popen[bytes]:
+    def _started(self, memory_mb: int) -> subprocess.Popen[bytes]:
+        """The query process, ready for a query under `memory_mb`: a new one when the old one
+        is gone or its heap limit, lowered by an earlier query, is below `memory_mb`."""
         if self._owner != os.getpid():  # a fork of the process that started it: not ours
             for pipe in (self._proc.stdin, self._proc.stdout) if self._proc else ():
                 if pipe is not None:
                     pipe.close()
             self._proc, self._owner = None, os.getpid()
-        if self._proc is None or self._proc.poll() is not None:
+        lowered = self._heap_mb is not None and self._heap_mb < memory_mb
+        if self._proc is None or self._proc.poll() is not None or lowered:
             self._discard()
             self._start()
+        self._heap_mb = min(memory_mb, self._heap_mb or memory_mb)
         proc = self._proc
         assert proc is not None and proc.stdout is not None
         if not self._ready:

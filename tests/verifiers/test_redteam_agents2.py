@@ -13,16 +13,13 @@ the query process's kill at `time_limit_s` + 0.25 s.
 from __future__ import annotations
 
 import json
-import sqlite3
 import tracemalloc
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rewardsmith import Engine, score
+from rewardsmith import score
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.models import Sample
 from rewardsmith.spec import RewardSpec
@@ -32,34 +29,15 @@ from rewardsmith.verifiers.agents.sql import sql
 from rewardsmith.verifiers.agents.sql_exec import run_query
 from rewardsmith.verifiers.agents.tools import tool_call
 
-Outcome = tuple[Any, ...]
+from .test_redteam_agents import (
+    SQL_GOLD,
+    Attack,
+    Env,
+    Outcome,
+    engine_outcome,
+    guard,
+)
 
-
-@dataclass(frozen=True)
-class Env:
-    db: Path
-
-
-def build_db(path: Path) -> None:
-    conn = sqlite3.connect(path)
-    conn.executescript(
-        """
-        CREATE TABLE singer (id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);
-        INSERT INTO singer VALUES (1, 'Joe', 'France', 52), (2, 'Ana', NULL, 30),
-                                  (3, 'Ana', 'Brazil', 30), (4, 'Kim', 'Korea', NULL);
-        """
-    )
-    conn.commit()
-    conn.close()
-
-
-def engine_outcome(spec: dict[str, Any], sample: dict[str, Any]) -> Outcome:
-    with Engine(spec, workers=1) as engine:
-        (result,) = engine.score([sample])
-    return result.status, result.reward
-
-
-SQL_GOLD = "SELECT name FROM singer WHERE age = 30"
 # trim(X, Y) with 60,000 characters each: one VM step, quadratic (~8 s here); the progress
 # handler never runs, the query process is killed at time_limit_s + 0.25 s.
 TRIM_HANG = "SELECT length(trim(printf('%.*c', 60000, 'a'), printf('%.*c', 60000, 'b') || 'a'))"
@@ -159,23 +137,9 @@ def no_assistant_message(role: str, scope: str) -> Outcome:
     return result.status, result.reward
 
 
-@dataclass(frozen=True)
-class Attack:
-    target: str
-    attack: str
-    today: str
-    honest_wrong: str
-    should: Outcome
-    run: Callable[[Env], Outcome]
-
-
-def row(attack: Attack, marks: Any = ()) -> Any:
-    return pytest.param(attack, id=attack.target, marks=marks)
-
-
 ATTACKS = [
     # ---------------------------------------------------------------- sql, time
-    row(
+    guard(
         Attack(
             "turns-sql-hanging-turns-timeout",
             "scope: turns with sql's defaults: three turns, each a query killed at 2.25 s; "
@@ -190,7 +154,7 @@ ATTACKS = [
             run=hanging_turns,
         )
     ),
-    row(
+    guard(
         Attack(
             "sql-time-limit-not-declared",
             "sql does not declare its worst case (registry.timed): time_limit_s 4.9 under the "
@@ -201,7 +165,7 @@ ATTACKS = [
             run=lambda env: spec_accepted({"type": "sql", "time_limit_s": 4.9}),
         )
     ),
-    row(
+    guard(
         Attack(
             "sql-hang-under-accepted-spec",
             "the spec of the row above, and one query that runs until it is killed",
@@ -211,7 +175,7 @@ ATTACKS = [
             run=hang_under_long_limit,
         )
     ),
-    row(
+    guard(
         Attack(
             "turns-hides-sql-time-limit",
             "scope: turns drops the worst case the reward declares (registry.timed): code "
@@ -224,7 +188,7 @@ ATTACKS = [
         )
     ),
     # ---------------------------------------------------------------- sql, memory
-    row(
+    guard(
         Attack(
             "sql-memory-copies-not-counted",
             "rows of ~memory_mb: the query process holds the rows and their marshal copy "
@@ -237,7 +201,7 @@ ATTACKS = [
         )
     ),
     # ---------------------------------------------------------------- sql, luck
-    row(
+    guard(
         Attack(
             "sql-constant-guess",
             "a count guessed as a constant, no table read: SELECT 3 for "
@@ -254,7 +218,7 @@ ATTACKS = [
         ),
     ),
     # ---------------------------------------------------------------- scope: turns, references
-    row(
+    guard(
         Attack(
             "turns-validity-depends-on-trajectory",
             "turn_references [good, malformed]: a trajectory that stops after one wrong turn "
@@ -268,7 +232,7 @@ ATTACKS = [
             ),
         )
     ),
-    row(
+    guard(
         Attack(
             "turns-empty-references",
             "metadata.turn_references is []: every trajectory scores the floor, ok, the "
@@ -280,7 +244,7 @@ ATTACKS = [
         )
     ),
     # ---------------------------------------------------------------- who wrote the answer
-    row(
+    guard(
         Attack(
             "final-turn-is-a-tool-message",
             "no assistant message: the last message, a tool result, is read as the answer",
@@ -290,7 +254,7 @@ ATTACKS = [
             run=lambda env: no_assistant_message("tool", "final"),
         )
     ),
-    row(
+    guard(
         Attack(
             "turns-scores-a-user-message",
             "scope: turns, no assistant message: the last message (a user's) is the one turn",
@@ -301,13 +265,6 @@ ATTACKS = [
         )
     ),
 ]
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    db = tmp_path_factory.mktemp("redteam-agents2") / "singers.sqlite"
-    build_db(db)
-    yield Env(db=db)
 
 
 @pytest.mark.parametrize("attack", ATTACKS)

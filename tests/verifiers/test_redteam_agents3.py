@@ -11,52 +11,27 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import sqlite3
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rewardsmith import Engine
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.models import Sample, Score
 from rewardsmith.spec import RewardSpec
 from rewardsmith.turns import per_turn
 
+from .test_redteam_agents import (
+    SQL_GOLD,
+    Attack,
+    Env,
+    Outcome,
+    engine_outcome,
+    guard,
+)
+
 sql_module = importlib.import_module("rewardsmith.verifiers.agents.sql")
-
-Outcome = tuple[Any, ...]
-
-
-@dataclass(frozen=True)
-class Env:
-    db: Path
-
-
-def build_db(path: Path) -> None:
-    conn = sqlite3.connect(path)
-    conn.executescript(
-        """
-        CREATE TABLE singer (id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INTEGER);
-        INSERT INTO singer VALUES (1, 'Joe', 'France', 52), (2, 'Ana', NULL, 30),
-                                  (3, 'Ana', 'Brazil', 30), (4, 'Kim', 'Korea', NULL);
-        """
-    )
-    conn.commit()
-    conn.close()
-
-
-def engine_outcome(spec: dict[str, Any], sample: dict[str, Any]) -> Outcome:
-    with Engine(spec, workers=1) as engine:
-        (result,) = engine.score([sample])
-    return result.status, result.reward
-
-
-SQL_GOLD = "SELECT name FROM singer WHERE age = 30"
 
 
 SLOW_GOLD = (
@@ -226,22 +201,8 @@ def role_spelling(reward: dict[str, Any], content: str) -> Outcome:
 LONG = "The answer is \\boxed{4}. " + "pad " * 40
 
 
-@dataclass(frozen=True)
-class Attack:
-    target: str
-    attack: str
-    today: str
-    honest_wrong: str
-    should: Outcome
-    run: Callable[[Env], Outcome]
-
-
-def row(attack: Attack, marks: Any = ()) -> Any:
-    return pytest.param(attack, id=attack.target, marks=marks)
-
-
 ATTACKS = [
-    row(
+    guard(
         Attack(
             "sql-digest-overruns-deadline",
             "one predicted row of 150 zeroblob(999000) under sql's defaults and the default "
@@ -254,7 +215,7 @@ ATTACKS = [
             run=digest_overruns_the_deadline,
         )
     ),
-    row(
+    guard(
         Attack(
             "sql-digest-holds-past-the-deadline",
             "the query of the row above, alone: the 150 MB row arrives before the 2.25 s "
@@ -266,7 +227,7 @@ ATTACKS = [
             run=digest_holds_past_the_deadline,
         )
     ),
-    row(
+    guard(
         Attack(
             "sql-digest-repr-amplification",
             "a 32-column row of 999,000 U+0001 per value: row_digest builds repr (4 bytes "
@@ -278,7 +239,7 @@ ATTACKS = [
             run=digest_memory,
         )
     ),
-    row(
+    guard(
         Attack(
             "turns-budget-floors-correct-turns",
             "three correct sql turns whose golds take ~1.5 s each, timeout_s 10: the third "
@@ -296,7 +257,7 @@ ATTACKS = [
             "(0.96 s on an idle machine here), fails on a loaded one",
         ),
     ),
-    row(
+    guard(
         Attack(
             "turns-quadratic-views-timeout",
             "tool_call, scope: turns, default spec: 50,000 one-character assistant turns; "
@@ -307,7 +268,7 @@ ATTACKS = [
             run=many_turns,
         )
     ),
-    row(
+    guard(
         Attack(
             "turns-budget-floor-zero-for-unbounded",
             "a reward without a declared range (reward_model raw, likelihood logprob, "
@@ -319,7 +280,7 @@ ATTACKS = [
             run=unbounded_floor_is_zero,
         )
     ),
-    row(
+    guard(
         Attack(
             "spec-string-timeout-drops-the-budget",
             'sql under scope: turns with timeout_s "5" (a string pydantic reads as 5.0): '
@@ -330,7 +291,7 @@ ATTACKS = [
             run=string_timeout,
         )
     ),
-    row(
+    guard(
         Attack(
             "spec-string-timeout-hanging-turns",
             "the spec of the row above: three turns that each hang until their kill",
@@ -340,7 +301,7 @@ ATTACKS = [
             run=string_timeout_hangs,
         )
     ),
-    row(
+    guard(
         Attack(
             "final-turn-role-model-math",
             "role 'model' (no 'assistant' message) holding a correct \\boxed{4}: scored as an "
@@ -352,7 +313,7 @@ ATTACKS = [
             run=lambda env: role_spelling({"type": "math"}, LONG),
         )
     ),
-    row(
+    guard(
         Attack(
             "final-turn-role-model-length",
             "the same chat under an overlong penalty (max_length 20 chars): the 185-character "
@@ -366,13 +327,6 @@ ATTACKS = [
         )
     ),
 ]
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    db = tmp_path_factory.mktemp("redteam-agents3") / "singers.sqlite"
-    build_db(db)
-    yield Env(db=db)
 
 
 @pytest.mark.parametrize("attack", ATTACKS)

@@ -11,7 +11,8 @@ queries (filters, joins, GROUP BY, ORDER BY) in turn:
 - plain sqlite3: connect read-only, execute, fetch all; no limit at all (the peer
   baseline: what an RL SQL reward without a sandbox does);
 - in process: `run_query_here`, every limit but the kill (what the reward did before);
-- query process: `run_query`, the reward's path (a pipe message each way).
+- query process: `run_digests`, the reward's path (the rows' digests made in the query
+  process, a pipe message each way).
 
 Then the reward end to end: `rewardsmith.score` over `--samples` samples (groups of 8
 completions sharing a gold query) with 2 workers, and the kill path: a one-call ``trim``
@@ -36,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _report import write_section
 
 import rewardsmith
-from rewardsmith.verifiers.agents.sql_exec import QueryFailed, run_query, run_query_here
+from rewardsmith.verifiers.agents.sql_exec import QueryFailed, run_digests, run_query_here
 
 QUERIES = [
     "SELECT name FROM singer WHERE age = 30",
@@ -119,13 +120,13 @@ def reward_throughput(db: Path, n: int) -> float:
 
 
 def kill_path(db: Path) -> tuple[float, float]:
-    run_query(db, "SELECT 1", **LIMITS)  # the process is up
+    run_digests(db, "SELECT 1", **LIMITS)  # the process is up
     started = time.perf_counter()
     with contextlib.suppress(QueryFailed):
-        run_query(db, TRIM_HANG, time_limit_s=0.5, max_rows=10, memory_mb=64)
+        run_digests(db, TRIM_HANG, time_limit_s=0.5, max_rows=10, memory_mb=64)
     killed = time.perf_counter() - started
     started = time.perf_counter()
-    run_query(db, "SELECT 1", **LIMITS)
+    run_digests(db, "SELECT 1", **LIMITS)
     return killed, time.perf_counter() - started
 
 
@@ -138,9 +139,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "concerts.sqlite"
         build(db)
-        run_query(db, "SELECT 1", **LIMITS)  # start the query process outside the timing
-        ours = per_query_us(lambda q: run_query(db, q, **LIMITS), args.queries)
-        here = per_query_us(lambda q: run_query_here(db, q, **LIMITS), args.queries)
+        run_digests(db, "SELECT 1", **LIMITS)  # start the query process outside the timing
+        ours = per_query_us(lambda q: run_digests(db, q, **LIMITS), args.queries)
+        here = per_query_us(lambda q: run_query_here(db, q, [].extend, **LIMITS), args.queries)
         peer = per_query_us(lambda q: plain(db, q), args.queries)
         throughput = reward_throughput(db, args.samples)
         killed, restart = kill_path(db)
@@ -153,7 +154,7 @@ Per query (median of 5 rounds of {args.queries // 5} queries; 8 typical queries 
 |---|---|
 | plain sqlite3, no limits (peer baseline) | {peer:.0f} |
 | in process, every limit but the kill (`run_query_here`) | {here:.0f} |
-| query process, killed at the limit (`run_query`, the reward's path) | {ours:.0f} |
+| query process, killed at the limit (`run_digests`, the reward's path) | {ours:.0f} |
 
 The `sql` reward end to end: {throughput:.0f} samples/s ({args.samples} samples, groups of 8
 sharing a gold query, 2 workers, gold results cached per worker). A one-call `trim` query

@@ -82,8 +82,12 @@ def visible(text: str) -> str:
     return unicodedata.normalize("NFKC", _UNSEEN.sub("", _BLANKS.sub(" ", text)))
 
 
-_COMMAS = str.maketrans(dict.fromkeys("\u201a\u060c\u2e32\u2e34\u3001\ua4f9", ","))
-"""Low-9 quote, Arabic, turned, raised and ideographic commas, Lisu tone mark."""
+_COMMAS = str.maketrans(
+    dict.fromkeys("\u201a\u060c\u2e32\u2e34\u3001\ua4f9\u066c\u2e41\u02cf\u0375\u055d", ",")
+)
+"""Low-9 quote, Arabic, turned, raised and ideographic commas, Lisu tone mark, Arabic
+thousands separator, reversed comma, modifier low acute, Greek lower numeral sign, Armenian
+comma."""
 _SMALL_CAPITALS = str.maketrans(
     "\u1d00\u0299\u1d04\u1d05\u1d07\ua730\u0262\u029c\u026a\u1d0a\u1d0b\u029f\u1d0d\u0274"
     "\u1d0f\u1d18\u0280\ua731\u1d1b\u1d1c\u1d20\u1d21\u028f\u1d22",
@@ -91,11 +95,11 @@ _SMALL_CAPITALS = str.maketrans(
 )
 """Latin small capitals: lowercase letters to `str.islower`, drawn as capitals."""
 _LOOKALIKES = str.maketrans(
-    "аеорсухіјѕһԁԛԝӏАВЕКМНОРСТХУІЈЅοινρυχαΑΒΕΖΗΙΚΜΝΟΡΤΥΧօ",
-    "aeopcyxijshdqwlABEKMHOPCTXYIJSoivpuxaABEZHIKMNOPTYXo",
+    "аеорсухіјѕһԁԛԝӏҽАВЕКМНОРСТХУІЈЅοινρυχαεΑΒΕΖΗΙΚΜΝΟΡΤΥΧօɩᎬꓰꓡ",
+    "aeopcyxijshdqwleABEKMHOPCTXYIJSoivpuxaeABEZHIKMNOPTYXoiEEL",
 )
-"""Cyrillic, Greek and Armenian letters drawn as Latin ones (Unicode's confusables, the
-common ones)."""
+"""Cyrillic, Greek, Armenian, Cherokee and Lisu letters, and the Latin iota, drawn as Latin
+ones (Unicode's confusables, the common ones; after NFKC, so the lunate epsilon is ε)."""
 _ANY_LOOKALIKE = regex.compile("[" + "".join(map(chr, _LOOKALIKES)) + "]")
 _LETTERS = regex.compile(r"[\p{L}\p{M}]+")
 _LATIN = regex.compile(r"\p{Latin}")

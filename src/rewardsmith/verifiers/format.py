@@ -25,12 +25,17 @@ __all__ = ["json_valid", "think_format"]
 
 
 _MARKUP = re.compile(
-    r"<!--.*?(?:-->|\Z)"  # a comment (unclosed: to the end, as a browser reads it)
+    # an element a browser does not show, with its content: <style>, <script>, `hidden`
+    r"<(style|script|[A-Za-z][\w:.-]*(?=\s[^<>]*\bhidden\b))(?:\s[^<>]*)?>.*?(?:</\1\s*>|\Z)"
+    r"|<!--.*?(?:-->|\Z)"  # a comment (unclosed: to the end, as a browser reads it)
+    r"|<[!?][^>]*(?:>|\Z)"  # a declaration (<!DOCTYPE ...>) or what HTML reads as a comment
     r"|</?[A-Za-z][\w:.-]*(?:\s[^<>]*)?/?>"  # a tag
-    r"|&(?:#[0-9]+|#[xX][0-9A-Fa-f]+|[A-Za-z][A-Za-z0-9]*);",  # a character reference
-    re.DOTALL,
+    r"|&(?:#[0-9]+|#[xX][0-9A-Fa-f]+|[A-Za-z][A-Za-z0-9]*);"  # a character reference
+    r"|&(?:nbsp|amp|lt|gt|quot|copy|reg)(?![A-Za-z0-9;])",  # one browsers read without `;`
+    re.DOTALL | re.IGNORECASE,
 )
-"""HTML comments, tags and character references: markup a reader does not see as words."""
+"""HTML a reader does not see as words: hidden elements with their content, comments,
+declarations, tags and character references."""
 
 
 def _without_markup(text: str) -> str:

@@ -41,10 +41,10 @@ def earns(
     return run
 
 
-def seconds(reward: Any, completion: Any) -> Callable[[], float]:
+def seconds(reward: Any, completion: Any, reference: Any = None) -> Callable[[], float]:
     def run() -> float:
         start = time.perf_counter()
-        _run(reward, completion)
+        _run(reward, completion, reference)
         return time.perf_counter() - start
 
     return run

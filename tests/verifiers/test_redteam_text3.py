@@ -9,49 +9,29 @@ a stated limit (`LIMITS`), a strict xfail that names it.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from rewardsmith import Sample
 from rewardsmith.verifiers.format import think_format
 from rewardsmith.verifiers.instructions import ifeval
 from rewardsmith.verifiers.text import choice, f1
 
+from .test_redteam_text2 import (
+    EIFFEL,
+    ESSAY_NO_COMMA,
+    ESSAY_NO_EIFFEL,
+    LOWERCASE,
+    UNDER_1S,
+    ZERO,
+    earns,
+    instructions,
+    seconds,
+)
 
-def _run(reward: Any, completion: Any, reference: Any = None, prompt: Any = None) -> Any:
-    return reward(Sample(id="s", completion=completion, reference=reference, prompt=prompt))
-
-
-def earns(
-    reward: Any, completion: Any, reference: Any = None, prompt: Any = None
-) -> Callable[[], Any]:
-    def run() -> Any:
-        result = _run(reward, completion, reference, prompt)
-        return result.score if result.status == "ok" else result.status
-
-    return run
-
-
-def seconds(reward: Any, completion: Any, reference: Any = None) -> Callable[[], float]:
-    def run() -> float:
-        start = time.perf_counter()
-        _run(reward, completion, reference)
-        return time.perf_counter() - start
-
-    return run
-
-
-def instructions(instruction_id: str, **kwargs: Any) -> dict[str, Any]:
-    return {"instruction_id_list": [instruction_id], "kwargs": [kwargs]}
-
-
-ZERO: Callable[[Any], bool] = lambda got: got == 0.0  # noqa: E731
 FULL: Callable[[Any], bool] = lambda got: got == 1.0  # noqa: E731
 PAID: Callable[[Any], bool] = lambda got: isinstance(got, float) and got > 0.0  # noqa: E731
-UNDER_1S: Callable[[Any], bool] = lambda got: got < 1.0  # noqa: E731
 
 
 LIMITS = {
@@ -91,12 +71,6 @@ F1 = f1()
 CHOICE = choice()
 THINK = think_format()
 IFEVAL_TRAINING = ifeval(training=True)
-ESSAY_NO_COMMA = (
-    "Write an essay about the history of Paris. Do not use any commas in your response."
-)
-ESSAY_NO_EIFFEL = "Write an essay about the Eiffel Tower without using the word Eiffel."
-EIFFEL = "The {} Tower in Paris was built for the world fair of 1889 and still stands today."
-LOWERCASE = "Write a short essay about rivers. Your response must be in all lowercase letters."
 RIVERS = (
     "rivers flow from mountains to the sea and feed the land along the way. brand{} water "
     "is sold at 20 degrees."

@@ -92,9 +92,9 @@ class ComponentSpec(BaseModel):
     turn, with per-turn values in `detail.steps` (`turns`, see `rewardsmith.turns`)."""
     params: dict[str, Any] = Field(default_factory=dict)
     """Keyword arguments for the reward type's factory."""
-    sample_timeout_s: float | None = None
+    sample_timeout_s: float | None = Field(default=None, exclude=True)
     """The spec's `timeout_s`, which `scope: turns` budgets its turns by (set by the spec that
-    holds the component, never a key of its own)."""
+    holds the component, never a key of its own, so no dump shows it)."""
 
     @property
     def group_scoped(self) -> bool:
@@ -196,6 +196,18 @@ class RewardSpec(BaseModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _keeps_its_promises(self) -> RewardSpec:
+        """The refusals of a spec file hold however the spec is validated (`from_dict`, or
+        `model_validate` of a mapping): gates, references, timeouts and the combination."""
+        self._check_gates()
+        self._check_references()
+        self._check_timeouts()
+        problem = check_combination(self)
+        if problem is not None:
+            raise ConfigError(problem)
+        return self
+
     @property
     def needs_groups(self) -> bool:
         """Whether results need their whole group (a group transform, group-scoped shaping or
@@ -241,12 +253,6 @@ class RewardSpec(BaseModel):
             )
         except ValidationError as exc:
             raise ConfigError(_describe(exc, "spec")) from None
-        spec._check_gates()
-        spec._check_references()
-        spec._check_timeouts()
-        problem = check_combination(spec)
-        if problem is not None:
-            raise ConfigError(problem)
         return spec
 
     def _check_references(self) -> None:
@@ -399,6 +405,10 @@ def _reject_unknown(where: str, given: dict[str, Any], allowed: Any) -> None:
 def _describe(exc: ValidationError, where: str) -> str:
     parts = []
     for error in exc.errors():
+        refusal = error.get("ctx", {}).get("error")
+        if isinstance(refusal, ConfigError):  # one of the spec's own checks: its own words
+            parts.append(str(refusal))
+            continue
         loc = ".".join(str(p) for p in error["loc"])
         message = error["msg"]
         if loc == "combine":

@@ -39,9 +39,11 @@ def test_plain_names_and_defaults() -> None:
     s = spec({"a": {}}, combine="min")
     assert (s.combine, s.combiner.type, s.group_transform) == ("min", "min", None)
     assert (
-        RewardSpec.model_validate({"rewards": s.rewards, "combine": "product"}).combiner.type
-        == "product"
+        RewardSpec.model_validate({"rewards": s.rewards, "combine": "average"}).combiner.type
+        == "average"
     )
+    with pytest.raises(ValueError, match="product needs non-negative members"):  # as a file
+        RewardSpec.model_validate({"rewards": s.rewards, "combine": "product"})
 
 
 def test_group_scoped_shaping_needs_groups_but_fixed_shaping_does_not() -> None:

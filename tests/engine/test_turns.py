@@ -337,9 +337,13 @@ def test_scope_turns_keeps_the_declared_worst_case() -> None:
 @pytest.mark.parametrize("timeout_s", [12, 12.0, "12"])
 def test_components_learn_the_validated_timeout(timeout_s: Any) -> None:
     """The budget reads the spec's `timeout_s` as validated (a string "12" is 12.0), however
-    the spec is built; `from_dict` then refuses one too short, a string as a number."""
+    the spec is built; both then refuse one too short, a string as a number. No dump shows
+    the timeout the components learnt (it is the spec's own key)."""
     data = {"rewards": {"q": {"type": "sql", "scope": "turns"}}, "timeout_s": timeout_s}
     for spec in (load_spec(data), RewardSpec.model_validate(data)):
         assert spec.rewards["q"].worst_case_s == pytest.approx(12 - 0.1)
+        assert "sample_timeout_s" not in spec.model_dump_json()
     with pytest.raises(ConfigError, match=r"above 9\.5"):
         load_spec({**data, "timeout_s": "5"})
+    with pytest.raises(ValueError, match=r"above 9\.5"):
+        RewardSpec.model_validate({**data, "timeout_s": "5"})

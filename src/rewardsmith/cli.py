@@ -14,7 +14,7 @@ import stat
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, Any
@@ -24,10 +24,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
+from ._arguments import add_workers_option, checked, positive
 from ._exceptions import ConfigError, InputError
 from ._progress import progress_bar
 from .engine import Engine
-from .engine._capacity import WORKERS_ENV, worker_count
 from .evaluate._command import add_evaluate_command
 from .io import count_lines, read_samples, resume_point, write_result
 from .models import Result
@@ -73,12 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     score.add_argument("--spec", required=True, help="reward spec (YAML)")
     score.add_argument("--input", required=True, help="samples, JSON Lines ('-' for stdin)")
     score.add_argument("--output", required=True, help="results, JSON Lines ('-' for stdout)")
-    score.add_argument(
-        "--workers",
-        type=_positive,
-        default=None,
-        help=f"worker processes (default: ${WORKERS_ENV}, else a share of the node's cores)",
-    )
+    add_workers_option(score)
     score.add_argument("--resume", action="store_true", help="continue an interrupted run")
     score.add_argument("--strict", action="store_true", help="stop at the first malformed line")
     score.add_argument("--quiet", action="store_true", help="no progress bar or summary")
@@ -105,22 +100,6 @@ def _parser() -> argparse.ArgumentParser:
     add_evaluate_command(commands)
     add_select_command(commands)
     return parser
-
-
-def _checked(check: Callable[[object, str], Any]) -> Callable[[str], Any]:
-    """An argparse type from a check that raises ValueError naming what it checks."""
-
-    def parse(text: str) -> Any:
-        try:
-            return check(text, "value")
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc).removeprefix("value ")) from None
-
-    return parse
-
-
-_positive = _checked(worker_count)
-"""argparse type: a whole number >= 1."""
 
 
 def _convert(args: argparse.Namespace) -> int:
@@ -163,7 +142,7 @@ def _add_serve_command(commands: Any) -> None:
         positive_seconds,
     )
 
-    seconds = _checked(positive_seconds)
+    seconds = checked(positive_seconds)
 
     serve = commands.add_parser("serve", help="serve a spec over HTTP (and OpenRLHF's API)")
     serve.add_argument("--spec", required=True, help="reward spec (YAML)")
@@ -174,22 +153,17 @@ def _add_serve_command(commands: Any) -> None:
         default=None,
         help=f"bearer token clients must send (default: ${TOKEN_ENV}); required off loopback",
     )
-    serve.add_argument(
-        "--workers",
-        type=_positive,
-        default=None,
-        help=f"worker processes or actors (default: ${WORKERS_ENV}, else a share of the cores)",
-    )
+    add_workers_option(serve, "worker processes or actors")
     _add_backend_options(serve)
     serve.add_argument(
         "--max-body-bytes",
-        type=_positive,
+        type=positive,
         default=DEFAULT_MAX_BODY_BYTES,
         help="larger request bodies get 413",
     )
     serve.add_argument(
         "--max-queue",
-        type=_positive,
+        type=positive,
         default=DEFAULT_MAX_QUEUE_SAMPLES,
         help="samples accepted and not yet answered; beyond it requests get 503",
     )

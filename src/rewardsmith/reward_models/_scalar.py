@@ -75,9 +75,11 @@ class _RewardModel(ModelReward):
                 "error",
                 f"the model's output is not a vector of finite numbers: {outputs[0]!r:.200}",
             )
-        if not 0 <= self.label < len(logits):
+        if not 0 <= self.label < len(logits):  # the spec's doing, not the policy's
             return Score.failed(
-                "error", f"label {self.label} is not one of the model's {len(logits)} outputs"
+                "error",
+                f"label {self.label} is not one of the model's {len(logits)} outputs",
+                cause="infrastructure",
             )
         logit = logits[self.label]
         detail: dict[str, Any] = {**prepared.context, "logit": logit}
@@ -88,7 +90,11 @@ class _RewardModel(ModelReward):
         if self.normalize == "sigmoid":
             return Score.ok(sigmoid(logit), **detail)
         if len(logits) < 2:
-            return Score.failed("error", "normalize: softmax needs a model with 2 or more labels")
+            return Score.failed(
+                "error",
+                "normalize: softmax needs a model with 2 or more labels",
+                cause="infrastructure",
+            )
         top = max(logits)
         weights = [math.exp(x - top) for x in logits]
         return Score.ok(weights[self.label] / math.fsum(weights), **detail)

@@ -12,6 +12,7 @@ from typing import IO, Any
 from rich.console import Console
 from rich.table import Table
 
+from .._arguments import add_workers_option, positive
 from .._exceptions import InputError
 from .._progress import progress_bar
 from ..io import read_samples
@@ -56,9 +57,11 @@ def add_select_command(commands: Any) -> None:
         help=f"weighted_majority's weights (default: {DEFAULT_WEIGHTS}; raw needs scores >= 0)",
     )
     cmd.add_argument("--temperature", type=float, default=1.0, help="softmax temperature")
-    cmd.add_argument("--k", type=int, default=None, help="use the first K candidates per group")
+    cmd.add_argument(
+        "--k", type=positive, default=None, help="use the first K candidates per group"
+    )
     cmd.add_argument("--json", dest="json_path", help="write the accuracy summary here")
-    cmd.add_argument("--workers", type=int, default=None, help="worker processes (default: cores)")
+    add_workers_option(cmd)
     cmd.add_argument("--quiet", action="store_true", help="no progress bar or summary table")
     cmd.set_defaults(run=_select)
 

@@ -1,10 +1,6 @@
 """The README as a contract (second audit): "Model rewards", "Test-time selection", "Training
 with it", "Many machines: Ray", "How it runs" and "The command line", claim by claim, where no
 other test pins the claim. Each test names the README sentence it checks.
-
-Tests marked `xfail(strict=True)` check a README claim the code does not meet today (an audit
-finding): they pass as expected failures until the code (or the README) is fixed, and then
-fail as XPASS, so that the mark is removed with the fix.
 """
 
 from __future__ import annotations

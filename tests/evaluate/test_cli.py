@@ -131,5 +131,5 @@ def test_a_group_split_under_a_group_transform_stops_with_the_reason(
     rows = labelled_gsm8k(3)
     rows[0]["group"], rows[1]["group"], rows[2]["group"] = "a", "b", "a"
     done = _run("--spec", str(spec), "--data", str(write_rows(rows)), "--attacks", "none")
-    assert done.returncode == 1
+    assert done.returncode == 2  # an input error, not "attacks succeeded" (1)
     assert "group 'a' reappears" in done.stderr

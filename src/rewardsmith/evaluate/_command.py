@@ -20,7 +20,9 @@ from ._run import Summary, evaluate
 
 __all__ = ["add_evaluate_command"]
 
-EXIT_OK, EXIT_ATTACKED, EXIT_INPUT = 0, 1, 1
+EXIT_OK, EXIT_ATTACKED, EXIT_INPUT = 0, 1, 2
+"""Data that cannot be evaluated exits 2, like a spec error, so a CI gate can tell it from
+attacks that succeeded (1)."""
 
 
 def add_evaluate_command(commands: Any) -> None:
@@ -46,7 +48,7 @@ def add_evaluate_command(commands: Any) -> None:
     )
     cmd.add_argument(
         "--attack-rows",
-        type=int,
+        type=_rows,
         default=200,
         help="most rows attacks are built from, a seeded random choice (default 200; 0: all)",
     )
@@ -70,6 +72,17 @@ def add_evaluate_command(commands: Any) -> None:
     cmd.add_argument("--seed", type=int, default=0, help="seed of the attack-row choice")
     cmd.add_argument("--quiet", action="store_true", help="no progress bar or summary table")
     cmd.set_defaults(run=_evaluate)
+
+
+def _rows(text: str) -> int:
+    """`--attack-rows`: a whole number of rows, 0 or more (a usage error otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a number of rows, 0 (all) or more, got {text!r}")
+    return value
 
 
 class _Bars:
@@ -107,7 +120,7 @@ def _evaluate(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 phases=_Bars(progress),
             )
-        except InputError as exc:  # e.g. a group that reappears under a group transform
+        except (InputError, OSError) as exc:  # no readable row, a group that reappears...
             console.print(f"[red]stopped:[/] {exc}")
             return EXIT_INPUT
     for line in summary.bad_lines:

@@ -225,6 +225,8 @@ def evaluate(
         phases: progress callbacks.
     """
     phases = phases or _Quiet()
+    if attack_rows is not None and attack_rows < 0:
+        raise ConfigError(f"attack_rows: a number of rows (None: all), got {attack_rows}")
     reward_spec = load_spec(spec) if spec is not None else None
     dataset = load_dataset(data, format)
     scorer: Scorer

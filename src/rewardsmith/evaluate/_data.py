@@ -12,16 +12,18 @@
 Rows with a prompt and a reference but no completion (GSM8K, MATH-500, HumanEval as
 published) are **prompts**: they measure nothing on their own, but the attacks are built from
 them. Files are JSON Lines or one JSON array (LLMBar, RM-Bench); a malformed line is reported
-with its number and the rest is read.
+with its number and the rest is read; an array is read item by item, up to one that is not
+valid JSON.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 from .._exceptions import ConfigError, InputError
 
@@ -60,7 +62,7 @@ class Row:
 
     id: str
     line: int
-    """1-based line (or array position) in its file."""
+    """1-based line of its file where the row starts."""
     subset: str | None
     base: dict[str, Any]
     """Data-contract fields other than the completion: prompt, reference, metadata."""
@@ -116,38 +118,54 @@ class Dataset:
 
 
 def load_dataset(paths: Sequence[str | Path], format: Format | Literal["auto"] = "auto") -> Dataset:
-    """Read every file; the format is detected from the first row unless given.
+    """Read every file; the format is detected from the first readable row unless given.
 
     When several files are given and rows carry no subset, each file's name is its subset
-    (LLMBar's five files are its five subsets).
+    (LLMBar's five files are its five subsets). Unreadable rows are reported and skipped, so
+    one bad line cannot hide the file; data with no readable row at all is an error.
     """
     if format != "auto" and format not in get_args(Format):
         raise ConfigError(f"--format: unknown format {format!r}")
     dataset: Dataset | None = None
+    bad: list[InputError] = []
     seen: set[str] = set()
     for path in paths:
         subset = Path(path).stem if len(paths) > 1 else None
         for record in _records(Path(path)):
             if isinstance(record, InputError):
-                if dataset is None:
-                    dataset = Dataset("labelled" if format == "auto" else format)
-                dataset.bad_lines.append(InputError(f"{path}: {record}"))
+                bad.append(InputError(f"{path}: {record}"))
                 continue
-            number, data = record
             if dataset is None:
-                dataset = Dataset(detect_format(data) if format == "auto" else format)
+                dataset = Dataset(detect_format(record.data) if format == "auto" else format)
             try:
-                row = _row(dataset.format, data, number, subset)
+                row = _row(dataset.format, record, subset)
             except (KeyError, TypeError, ValueError) as exc:
-                dataset.bad_lines.append(InputError(f"{path}: {exc}", number))
+                bad.append(InputError(f"{path}: line {record.line}: {record.where}{exc}"))
                 continue
-            if row.id in seen:
-                row = replace(row, id=f"{Path(path).stem}:{row.id}")
+            row = replace(row, id=_unique_id(row.id, Path(path).stem, seen))
             seen.add(row.id)
             dataset.rows.append(row)
-    if dataset is None:
-        raise ConfigError("--data: no rows in " + ", ".join(map(str, paths)))
+    names = ", ".join(map(str, paths))
+    if dataset is None and not bad:
+        raise InputError(f"--data: no rows in {names}")
+    if dataset is None or not dataset.rows:
+        raise InputError(
+            f"--data: no readable row in {names}; {len(bad)} unreadable, the first: {bad[0]}"
+        )
+    dataset.bad_lines = bad
     return dataset
+
+
+def _unique_id(row_id: str, stem: str, seen: set[str]) -> str:
+    """`row_id`, else `<file>:<row_id>`, else `<file>:<row_id>#2`, ...: the summary's tables
+    and the attack pass name rows by id, so two rows must never share one."""
+    if row_id not in seen:
+        return row_id
+    renamed, count = f"{stem}:{row_id}", 1
+    while renamed in seen:
+        count += 1
+        renamed = f"{stem}:{row_id}#{count}"
+    return renamed
 
 
 def detect_format(data: dict[str, Any]) -> Format:
@@ -176,23 +194,32 @@ def _is_label(value: Any) -> bool:
     return isinstance(value, bool) or (isinstance(value, int) and value in (0, 1))
 
 
-def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]] | InputError]:
+class _Record(NamedTuple):
+    """A readable JSON object, with the line it starts on and, in a JSON array, its position."""
+
+    line: int
+    item: int | None
+    data: dict[str, Any]
+
+    @property
+    def number(self) -> int:
+        """The row's default id: its line, or its position in a JSON array."""
+        return self.item if self.item is not None else self.line
+
+    @property
+    def where(self) -> str:
+        """How a message names the row beside its line."""
+        return f"item {self.item}: " if self.item is not None else ""
+
+
+def _records(path: Path) -> Iterator[_Record | InputError]:
     with path.open(encoding="utf-8") as handle:
         head = handle.read(1)
         while head.isspace():
             head = handle.read(1)
         handle.seek(0)
         if head == "[":
-            try:
-                items = json.load(handle)
-            except json.JSONDecodeError as exc:
-                yield InputError(f"not a valid JSON array: {exc.msg}", exc.lineno)
-                return
-            for number, item in enumerate(items, start=1):
-                if isinstance(item, dict):
-                    yield number, item
-                else:
-                    yield InputError(f"item is not an object: {type(item).__name__}", number)
+            yield from _array_records(handle.read())
             return
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -203,13 +230,52 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]] | InputError]:
                 yield InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", number)
                 continue
             if isinstance(item, dict):
-                yield number, item
+                yield _Record(number, None, item)
             else:
                 yield InputError(f"a row is a JSON object, got {type(item).__name__}", number)
 
 
-def _row(format: Format, data: dict[str, Any], number: int, file_subset: str | None) -> Row:
-    row_id = str(data.get("id", data.get("pair_id", data.get("task_id", number))))
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _skip_space(text: str, pos: int) -> int:
+    match = _SPACE.match(text, pos)
+    return match.end() if match else pos
+
+
+def _array_records(text: str) -> Iterator[_Record | InputError]:
+    """The items of one JSON array, decoded one by one so each keeps the line it starts on
+    (a pretty-printed LLMBar item spans several lines; its position is not its line)."""
+    decoder = json.JSONDecoder()
+    pos = _skip_space(text, text.index("[") + 1)
+    line, counted, item = 1, 0, 0
+    while pos < len(text) and text[pos] != "]":
+        line += text.count("\n", counted, pos)
+        counted, item = pos, item + 1
+        try:
+            value, end = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            message = f"item {item}: not valid JSON ({exc.msg}); the items after it are not read"
+            yield InputError(message, exc.lineno)
+            return
+        if isinstance(value, dict):
+            yield _Record(line, item, value)
+        else:
+            yield InputError(
+                f"item {item}: a row is a JSON object, got {type(value).__name__}", line
+            )
+        pos = _skip_space(text, end)
+        if pos < len(text) and text[pos] == ",":
+            pos = _skip_space(text, pos + 1)
+        elif pos >= len(text) or text[pos] != "]":
+            line += text.count("\n", counted, pos)
+            yield InputError("not a valid JSON array: ',' or ']' expected", line)
+            return
+
+
+def _row(format: Format, record: _Record, file_subset: str | None) -> Row:
+    data, line = record.data, record.line
+    row_id = str(data.get("id", data.get("pair_id", data.get("task_id", record.number))))
     subset = data.get("subset")
     if subset is None and isinstance(data.get("source"), str):
         subset = _judgebench_category(data["source"])
@@ -222,13 +288,13 @@ def _row(format: Format, data: dict[str, Any], number: int, file_subset: str | N
         label = data["label"]
         if label not in ("A>B", "B>A"):
             raise ValueError(f"label must be 'A>B' or 'B>A', got {label!r}")
-        return JudgmentRow(row_id, number, subset, {}, label=label, decisions=decisions)
+        return JudgmentRow(row_id, line, subset, {}, label=label, decisions=decisions)
     if format == "pairs":
         chosen, rejected = _pair(data)
-        return PairRow(row_id, number, subset, _base(data, exclude=_PAIR_KEYS), chosen, rejected)
+        return PairRow(row_id, line, subset, _base(data, exclude=_PAIR_KEYS), chosen, rejected)
     if format == "best_of_n":
         chosen, rejected = _texts(data["chosen"], "chosen"), _texts(data["rejected"], "rejected")
-        return BestOfNRow(row_id, number, subset, _base(data, exclude=_PAIR_KEYS), chosen, rejected)
+        return BestOfNRow(row_id, line, subset, _base(data, exclude=_PAIR_KEYS), chosen, rejected)
     if format == "labelled":
         key = next((k for k in LABEL_KEYS if _is_label(data.get(k))), None)
         if key is None:
@@ -237,8 +303,8 @@ def _row(format: Format, data: dict[str, Any], number: int, file_subset: str | N
         if not isinstance(completion, str | list):
             raise TypeError("completion must be a string or a list of messages")
         base = _base(data, exclude=(key, "completion"))
-        return LabelledRow(row_id, number, subset, base, completion, bool(data[key]))
-    return PromptRow(row_id, number, subset, _prompt_base(data))
+        return LabelledRow(row_id, line, subset, base, completion, bool(data[key]))
+    return PromptRow(row_id, line, subset, _prompt_base(data))
 
 
 _PAIR_KEYS = (

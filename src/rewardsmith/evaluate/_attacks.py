@@ -150,15 +150,18 @@ def wrong_makers() -> list[Callable[[Target], str | None]]:
 
 
 def attacks_for(selection: str, types: Iterable[str] | None) -> list[Attack]:
-    """The attacks `--attacks` selects: `all` (those aimed at the spec's reward types, every
-    one when the types are unknown), `none`, or comma-separated attack or family names."""
+    """The attacks `--attacks` selects: `all` (those aimed at the spec's reward types; every
+    one when the types are unknown or a type has none aimed at it, as a custom type: no
+    attack list is no evidence that a trick fails), `none`, or comma-separated attack or
+    family names."""
     known = registered_attacks()
     if selection == "none":
         return []
     if selection == "all":
-        if types is None:
+        aimed = {t for a in known.values() for t in a.targets}
+        wanted = set(types) if types is not None else None
+        if wanted is None or not wanted <= aimed:
             return list(known.values())
-        wanted = set(types)
         return [a for a in known.values() if "*" in a.targets or a.targets & wanted]
     chosen: list[Attack] = []
     for name in (n.strip() for n in selection.split(",") if n.strip()):

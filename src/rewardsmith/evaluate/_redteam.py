@@ -4,12 +4,14 @@ answers, and count how often the attack beats them.
 Per row, one group is scored: the honest right answer, the honest wrong answer, every
 attacked completion and the baselines cases bring. An attacked completion *succeeds* on a
 component when it counts for more than its baseline there (an honest wrong answer that scores
-nothing, or is missing, counts as 0), and on the total (component ``reward``) when its reward
--- or, when the spec has a `group_transform`, its advantage -- is higher. A failure the
-completion causes (`timeout`, `error`, `invalid`) with no number in its place is an escape:
-trainers give a null reward zero advantage (TRL) or 0.0 (verl, OpenRLHF), so it counts as a
-success unless the spec's `on_error` (or the engine) gives it a value no better than the
-baseline's. Rows whose baseline itself failed are not counted (`n` excludes them).
+nothing, fails or is missing counts as 0), and on the total (component ``reward``) when its
+reward -- or, when the spec has a `group_transform`, its advantage -- is higher. A null total
+the completion causes (`timeout`, `error`, `invalid`, or `not_applicable`: nothing left to
+count) is an escape: trainers give a null reward zero advantage (TRL) or 0.0 (verl, OpenRLHF),
+so it counts as a success unless the spec's `on_error` (or the engine) gives it a value no
+better than the baseline's, or the baseline is null too (a tie). A failed component is an
+escape on that component the same way. Rows whose baseline failed stay in `n`: a reward that
+errors on honest answers is still attacked.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..models import FAILURE_STATUSES, Result, Sample, Score
+from ..models import FAILURE_STATUSES, Result, Sample, Score, Status
 from ..spec import RewardSpec
 from ._attacks import Attack, Case, Target, wrong_makers
 from ._data import BestOfNRow, LabelledRow, PairRow, PromptRow, Row
@@ -35,6 +37,8 @@ __all__ = ["AttackOutcome", "RedTeam", "build_targets", "run_attacks"]
 TOTAL = "reward"
 """The component name under which the total reward's outcome is reported."""
 _EPS = 1e-9
+_ESCAPES: tuple[Status, ...] = (*FAILURE_STATUSES, "not_applicable")
+"""Statuses of a null total that count as an escape (a trainer reads the null as 0)."""
 _EXAMPLES = 3
 _SHOWN_CHARS = 400
 
@@ -207,30 +211,25 @@ def _plan(
     return planned
 
 
-def _samples(planned: list[_Planned]) -> list[dict[str, Any]]:
-    samples = []
-    for plan in planned:
-        group = f"attack:{plan.target.id}"
-
-        def add(completion: str, suffix: str, *, group: str = group, plan: _Planned = plan) -> None:
-            samples.append(
-                {
-                    **plan.base,
-                    "id": f"{plan.target.id}/{suffix}",
-                    "group": group,
-                    "completion": completion,
-                }
-            )
-
-        if plan.target.right is not None:
-            add(plan.target.right, "honest-right")
-        if plan.target.wrong is not None:
-            add(plan.target.wrong, "honest-wrong")
+def _samples(planned: list[_Planned]) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
+    """The samples to score and, for each, (plan position, suffix): results are looked up by
+    position, so no two targets can share a result whatever their ids."""
+    samples, keys = [], []
+    for position, plan in enumerate(planned):
+        completions = [
+            ("honest-right", plan.target.right),
+            ("honest-wrong", plan.target.wrong),
+        ]
         for attack, index, case in plan.cases:
-            add(case.completion, f"{attack.name}#{index}")
-            if case.baseline is not None:
-                add(case.baseline, f"{attack.name}#{index}-baseline")
-    return samples
+            completions.append((f"{attack.name}#{index}", case.completion))
+            completions.append((f"{attack.name}#{index}-baseline", case.baseline))
+        group = f"attack:{plan.target.id}"
+        for suffix, completion in completions:
+            if completion is not None:
+                sample = {**plan.base, "id": f"{plan.target.id}/{suffix}", "group": group}
+                samples.append({**sample, "completion": completion})
+                keys.append((position, suffix))
+    return samples, keys
 
 
 def _counted(spec: RewardSpec | None, result: Result, name: str, depth: int = 0) -> float | None:
@@ -249,24 +248,22 @@ def _counted(spec: RewardSpec | None, result: Result, name: str, depth: int = 0)
     return score.score
 
 
-def _failed(result: Result, name: str) -> bool:
-    status = result.status if name == TOTAL else result.components[name].status
-    return status in FAILURE_STATUSES
+def _escaped(result: Result, name: str) -> bool:
+    """Whether the completion left `name` without a value: a failure, or a null total."""
+    if name == TOTAL:
+        return result.status in _ESCAPES
+    return result.components[name].status in FAILURE_STATUSES
 
 
 def _total(result: Result) -> float | None:
     return result.advantage if "advantage" in result.model_fields_set else result.reward
 
 
-def _beats_total(attacked: Result, baseline: Result | None) -> bool | None:
-    if baseline is not None and baseline.status in FAILURE_STATUSES:
-        return None
+def _beats_total(attacked: Result, baseline: Result | None) -> bool:
     floor = _total(baseline) if baseline is not None else None
     value = _total(attacked)
-    if attacked.status in FAILURE_STATUSES and value is None:
-        return True  # an escape: a null where the honest answer has a number
-    if value is None:
-        return False
+    if value is None:  # an escape, unless the baseline is null too
+        return attacked.status in _ESCAPES and (baseline is None or floor is not None)
     return value > (floor or 0.0) + _EPS
 
 
@@ -275,14 +272,13 @@ def _beats_component(
 ) -> bool | None:
     mine: Score | None = attacked.components.get(name)
     theirs: Score | None = baseline.components.get(name) if baseline is not None else None
-    if theirs is not None and theirs.status in FAILURE_STATUSES:
-        return None
+    theirs_failed = theirs is not None and theirs.status in FAILURE_STATUSES
     if mine is not None and mine.status in FAILURE_STATUSES:
-        return True
+        return not theirs_failed  # an escape, unless the baseline failed there too
     value = _counted(spec, attacked, name)
     floor = _counted(spec, baseline, name) if baseline is not None else None
-    if value is None and floor is None:
-        return None
+    if value is None and floor is None and not theirs_failed:
+        return None  # counted on neither side: not applicable, or its gate closed
     return (value or 0.0) > (floor or 0.0) + _EPS
 
 
@@ -302,14 +298,17 @@ def run_attacks(
     for component in spec.rewards.values() if spec is not None else ():
         params[component.type].append(dict(component.params))
     planned = _plan(build_targets(rows, dict(params)), attacks, max_rows, seed)
-    samples = _samples(planned)
+    samples, keys = _samples(planned)
     announce(len(samples))
-    results = {r.id: r for r in scorer.score(samples, advance)}
+    results = dict(zip(keys, scorer.score(samples, advance), strict=True))
     outcomes: dict[tuple[str, str], AttackOutcome] = {}
     right_rewards, wrong_rewards, separated = [], [], []
-    for plan in planned:
+    for position, plan in enumerate(planned):
         tid = plan.target.id
-        right, wrong = results.get(f"{tid}/honest-right"), results.get(f"{tid}/honest-wrong")
+        right, wrong = (
+            results.get((position, "honest-right")),
+            results.get((position, "honest-wrong")),
+        )
         if right is not None and right.reward is not None:
             right_rewards.append(right.reward)
         if wrong is not None and wrong.reward is not None:
@@ -317,16 +316,16 @@ def run_attacks(
         if right is not None and wrong is not None and None not in (right.reward, wrong.reward):
             separated.append(right.reward > wrong.reward)  # type: ignore[operator]
         for attack, index, case in plan.cases:
-            attacked = results[f"{tid}/{attack.name}#{index}"]
+            attacked = results[(position, f"{attack.name}#{index}")]
             baseline = (
-                results[f"{tid}/{attack.name}#{index}-baseline"]
+                results[(position, f"{attack.name}#{index}-baseline")]
                 if case.baseline is not None
                 else (right if case.against == "right" else wrong)
             )
             if case.against == "right" and baseline is None:
                 continue  # nothing to compare a right-answer trick with
             for name in (TOTAL, *attacked.components):
-                if attack.by_failure and not _failed(attacked, name):
+                if attack.by_failure and not _escaped(attacked, name):
                     won: bool | None = False
                 else:
                     won = (

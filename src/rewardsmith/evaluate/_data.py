@@ -213,26 +213,33 @@ class _Record(NamedTuple):
 
 
 def _records(path: Path) -> Iterator[_Record | InputError]:
-    with path.open(encoding="utf-8") as handle:
-        head = handle.read(1)
-        while head.isspace():
-            head = handle.read(1)
-        handle.seek(0)
-        if head == "[":
-            yield from _array_records(handle.read())
+    """The file's rows, read as bytes so a line that is not UTF-8 is one bad line."""
+    data = path.read_bytes()
+    if data.lstrip()[:1] == b"[":
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield InputError(
+                "not UTF-8 text; the array is not read", data.count(b"\n", 0, exc.start) + 1
+            )
             return
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", number)
-                continue
-            if isinstance(item, dict):
-                yield _Record(number, None, item)
-            else:
-                yield InputError(f"a row is a JSON object, got {type(item).__name__}", number)
+        yield from _array_records(text)
+        return
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            item = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            yield InputError("not UTF-8 text", number)
+            continue
+        except json.JSONDecodeError as exc:
+            yield InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", number)
+            continue
+        if isinstance(item, dict):
+            yield _Record(number, None, item)
+        else:
+            yield InputError(f"a row is a JSON object, got {type(item).__name__}", number)
 
 
 _SPACE = re.compile(r"[ \t\n\r]*")

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from rewardsmith.evaluate import auroc, best_of_n_score
 from rewardsmith.evaluate._data import JudgmentRow, LabelledRow, PairRow
 from rewardsmith.evaluate._health import spearman
-from rewardsmith.evaluate._metrics import judge_pair, labelled_metrics, pair_metrics
+from rewardsmith.evaluate._metrics import Measured, judge_pair, labelled_metrics, pair_metrics
+from rewardsmith.evaluate._run import Summary
 from rewardsmith.models import Result, Score
 
 
@@ -128,3 +129,24 @@ def test_labelled_metrics_list_errors_with_their_reasons() -> None:
     assert measured.tables["false_positives"] == [{"id": "2", "reward": 1.0, "reason": "c: why 2"}]
     assert measured.tables["false_negatives"][0]["reason"] == "c: why 1"
     assert measured.tables["failed"][0]["status"] == "error"
+
+
+def test_not_applicable_is_counted_apart_from_failures_per_subset_too() -> None:
+    """A reward with nothing to grade is not broken: `not_applicable` is no `failed`; a subset
+    with nothing scored keeps its counts and shows no rate (no silent 0)."""
+    rows = [LabelledRow(str(i), i, s, {}, "", True) for i, s in enumerate(["a", "b", "b"])]
+    results = [
+        _result(1.0),
+        Result(id="1", reward=None, status="not_applicable", components={}),
+        Result(id="2", reward=None, status="error", components={}),
+    ]
+    measured = labelled_metrics(rows, results, threshold=0.5)
+    assert (measured.metrics["failed"], measured.metrics["not_applicable"]) == (1, 1)
+    assert measured.subsets["b"] == {"n": 0, "failed": 1, "not_applicable": 1}
+    assert [r["id"] for r in measured.tables["not_applicable"]] == ["1"]
+
+
+def test_the_json_summary_records_its_threshold() -> None:
+    """Labelled metrics mean nothing without the threshold they were measured at."""
+    summary = Summary("labelled", 0, Measured(), {}, threshold=0.7)
+    assert summary.as_json()["threshold"] == 0.7

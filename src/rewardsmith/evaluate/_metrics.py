@@ -9,6 +9,8 @@
   chosen response's style, column j the rejected's, styles in increasing fanciness);
 * best_of_n: 1 / (candidates tied at the maximum) when a chosen candidate is at it, else 0
   (RewardBench 2);
+* every format that scores samples counts the ones that failed (`timeout`, `error`,
+  `invalid`) and the ones the reward did not apply to (`not_applicable`) apart;
 * judgments: JudgeBench's `compute_final_metrics` -- each of the two stored verdicts (the
   second in swapped order, flipped back) counts +1 for the label, -1 for its opposite; a pair
   is correct when the sum is positive.
@@ -21,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..models import Result
+from ..models import FAILURE_STATUSES, Result
 from ._data import BestOfNRow, JudgmentRow, LabelledRow, PairRow
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "labelled_metrics",
     "pair_metrics",
     "reason_of",
+    "unscored_counts",
 ]
 
 _LISTED = 100
@@ -93,22 +96,43 @@ def _binary(labels: list[bool], predicted: list[bool]) -> dict[str, float]:
     }
 
 
+def unscored_counts(results: Sequence[Result]) -> dict[str, int]:
+    """Samples without a reward: `failed` (timeout, error, invalid) and `not_applicable`
+    apart, since a reward that has nothing to grade is not broken."""
+    unscored = [r.status for r in results if r.reward is None]
+    return {
+        "failed": sum(status in FAILURE_STATUSES for status in unscored),
+        "not_applicable": sum(status == "not_applicable" for status in unscored),
+    }
+
+
 def labelled_metrics(
     rows: Sequence[LabelledRow], results: Sequence[Result], threshold: float
 ) -> Measured:
-    """Agreement of `reward > threshold` with the labels; failed samples are counted apart."""
+    """Agreement of `reward > threshold` with the labels; unscored samples are counted apart,
+    per subset too (a subset the reward always fails on is the one to see)."""
     measured = Measured()
-    by_subset: dict[str, tuple[list[bool], list[bool]]] = defaultdict(lambda: ([], []))
+    by_subset: dict[str, tuple[list[bool], list[bool], list[Result]]] = defaultdict(
+        lambda: ([], [], [])
+    )
     scored: list[tuple[bool, float]] = []
-    listed: dict[str, list[dict[str, Any]]] = {"false_positives": [], "false_negatives": []}
-    failed = []
+    listed: dict[str, list[dict[str, Any]]] = {
+        "false_positives": [],
+        "false_negatives": [],
+        "failed": [],
+        "not_applicable": [],
+    }
     for row, result in zip(rows, results, strict=True):
+        labels, predictions, unscored = by_subset[row.subset or "all"]
         if result.reward is None:
-            failed.append({"id": row.id, "status": result.status, "reason": reason_of(result)})
+            unscored.append(result)
+            kind = "failed" if result.status in FAILURE_STATUSES else "not_applicable"
+            listed[kind].append(
+                {"id": row.id, "status": result.status, "reason": reason_of(result)}
+            )
             continue
         predicted = result.reward > threshold
         scored.append((row.label, result.reward))
-        labels, predictions = by_subset[row.subset or "all"]
         labels.append(row.label)
         predictions.append(predicted)
         if predicted != row.label:
@@ -119,16 +143,24 @@ def labelled_metrics(
                 )
     labels = [lab for lab, _ in scored]
     predicted = [value > threshold for _, value in scored]
-    measured.metrics = {**_binary(labels, predicted), "failed": len(failed)}
+    measured.metrics = {**_binary(labels, predicted), **unscored_counts(results)}
     area = auroc([v for lab, v in scored if lab], [v for lab, v in scored if not lab])
     if area is not None:
         measured.metrics["auroc"] = area
     if len(by_subset) > 1:
         measured.subsets = {
-            name: {**_binary(*pair), "n": len(pair[0])} for name, pair in sorted(by_subset.items())
+            name: _labelled_subset(*parts) for name, parts in sorted(by_subset.items())
         }
-    measured.tables = {"confusion": _confusion(measured.metrics), **listed, "failed": failed}
+    measured.tables = {"confusion": _confusion(measured.metrics), **listed}
     return measured
+
+
+def _labelled_subset(
+    labels: list[bool], predictions: list[bool], unscored: list[Result]
+) -> dict[str, float]:
+    """One subset's counts; rates only when something in it was scored (no silent 0)."""
+    counts = {"n": len(labels), **unscored_counts(unscored)}
+    return {**_binary(labels, predictions), **counts} if labels else counts
 
 
 def _confusion(metrics: dict[str, float]) -> dict[str, int]:
@@ -182,7 +214,8 @@ def pair_metrics(rows: Sequence[PairRow], cells: Sequence[dict[tuple[int, int], 
 def best_of_n_metrics(
     rows: Sequence[BestOfNRow], rewards: Sequence[tuple[list[float | None], list[float | None]]]
 ) -> Measured:
-    """RewardBench 2's best-of-N score; a failed candidate is never at the maximum."""
+    """RewardBench 2's best-of-N score; a failed candidate is never at the maximum (so it
+    counts 0, as in pairs; the caller counts the failures)."""
     per_subset: dict[str, list[float]] = defaultdict(list)
     for row, (chosen, rejected) in zip(rows, rewards, strict=True):
         per_subset[row.subset or "all"].append(best_of_n_score(chosen, rejected))

@@ -173,7 +173,7 @@ def render_report(summary: Summary) -> str:
     subsets = data["subsets"]
     if subsets:
         metric = "accuracy" if any("accuracy" in v for v in subsets.values()) else "agreement"
-        items = [(name, float(v.get(metric, 0.0))) for name, v in subsets.items()]
+        items = [(name, float(v[metric])) for name, v in subsets.items() if metric in v]
         parts.append(
             "<div class=plots>" + _figure(bars("subsets", items), f"{metric} per subset") + "</div>"
         )

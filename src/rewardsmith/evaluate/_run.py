@@ -34,6 +34,7 @@ from ._metrics import (
     judgment_metrics,
     labelled_metrics,
     pair_metrics,
+    unscored_counts,
 )
 from ._redteam import TOTAL, RedTeam, run_attacks
 from ._scoring import EngineScorer, HttpScorer, Scorer
@@ -64,6 +65,8 @@ class Summary:
     n: int
     measured: Measured
     health: dict[str, Any]
+    threshold: float = 0.5
+    """The `--threshold` labelled metrics and `--compare` were measured at."""
     redteam: RedTeam | None = None
     compared: dict[str, Any] | None = None
     bad_lines: list[str] = field(default_factory=list)
@@ -98,6 +101,7 @@ class Summary:
         return {
             "n": self.n,
             "format": self.format,
+            "threshold": self.threshold,
             "metrics": self.measured.metrics,
             "subsets": self.measured.subsets,
             "attacks": attacks,
@@ -175,10 +179,7 @@ def _measure(
                     row_cells[(a, b)] = mine is not None and theirs is not None and mine > theirs
             pair_rows.append(row)
             cells.append(row_cells)
-        measured = pair_metrics(pair_rows, cells)
-        failed = sum(1 for r in results if r.reward is None)
-        measured.metrics["failed_samples"] = failed
-        return measured
+        return _with_unscored(pair_metrics(pair_rows, cells), results)
     if dataset.format == "best_of_n":
         bon_rows, rewards = [], []
         for i, row in enumerate(rows):
@@ -189,8 +190,16 @@ def _measure(
             rejected = [got[f"r{b}"].reward for b in range(len(row.rejected))]
             bon_rows.append(row)
             rewards.append((chosen, rejected))
-        return best_of_n_metrics(bon_rows, rewards)
+        return _with_unscored(best_of_n_metrics(bon_rows, rewards), results)
     return Measured()
+
+
+def _with_unscored(measured: Measured, results: list[Result]) -> Measured:
+    """A failed sample counts 0 in pairs and best_of_n; the count says how many did."""
+    counts = unscored_counts(results)
+    measured.metrics["failed_samples"] = counts["failed"]
+    measured.metrics["not_applicable"] = counts["not_applicable"]
+    return measured
 
 
 def evaluate(
@@ -259,6 +268,7 @@ def evaluate(
             len(dataset.rows),
             measured,
             health(samples, results, seconds) if results else {"samples": 0},
+            threshold=threshold,
             bad_lines=[str(e) for e in dataset.bad_lines],
             data_names=[Path(p).name for p in data],
         )

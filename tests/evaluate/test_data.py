@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -125,3 +126,13 @@ def test_best_of_n_rows_keep_every_candidate(write_rows: Callable[..., Path]) ->
     )
     (row,) = load_dataset([path]).rows
     assert isinstance(row, BestOfNRow) and row.rejected == ("b", "c", "d") and row.subset == "s"
+
+
+def test_a_one_line_json_array_names_the_bad_item(tmp_path: Path) -> None:
+    """Every item of a compact array is on line 1: the item number says which one."""
+    items = [{"input": "a", "output_1": "x", "output_2": "y", "label": n} for n in (1, 3, 2)]
+    path = tmp_path / "llmbar.json"
+    path.write_text(json.dumps(items))
+    dataset = load_dataset([path])
+    assert [r.id for r in dataset.rows] == ["1", "3"]
+    assert "line 1: item 2: LLMBar label" in str(dataset.bad_lines[0])

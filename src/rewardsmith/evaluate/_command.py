@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from .._arguments import add_workers_option
 from .._exceptions import InputError
 from .._progress import progress_bar
 from ._data import Format
@@ -68,7 +69,7 @@ def add_evaluate_command(commands: Any) -> None:
         default=0.5,
         help="labelled data: a reward above this accepts the sample (default 0.5)",
     )
-    cmd.add_argument("--workers", type=int, default=None, help="worker processes (default: cores)")
+    add_workers_option(cmd)
     cmd.add_argument("--seed", type=int, default=0, help="seed of the attack-row choice")
     cmd.add_argument("--quiet", action="store_true", help="no progress bar or summary table")
     cmd.set_defaults(run=_evaluate)

@@ -155,6 +155,25 @@ def test_guard_is_extendable_from_the_spec(scripted) -> None:
     assert off(Sample(id="3", completion=":")).score == 1.0  # the judge was asked
 
 
+# The guard reads as a reader does (`as_read`) and as written: invisible characters joining or
+# splitting openers, and short answers with marks, contractions or look-alikes that are content.
+AS_READ = [
+    ("Answer\u200bSolution:", "generic_opener"),  # invisible, read as a space: two openers
+    ("Sure, heres the answer", "generic_opener"),  # the apostrophe dropped too
+    (":\u0301", "punctuation_only"),  # a mark on the colon, no letter
+    ("e\u0301", None),  # a decomposed é
+    ("Here's the answer: 4", None),
+    ("It's 4", None),
+    ("\u041e\u0442\u0432\u0435\u0442: 5", None),  # Russian, look-alikes in a Cyrillic word
+    ("x\u200b = 2", None),
+]
+
+
+@pytest.mark.parametrize(("text", "rule"), AS_READ)
+def test_guard_reads_as_a_reader(text: str, rule: str | None) -> None:
+    assert Guard().check(text) == rule
+
+
 @pytest.mark.parametrize("factory", [rubric, judge_pointwise, judge_reference])
 def test_guard_in_every_mode(scripted, factory) -> None:
     backend = scripted(lambda request: "YES")

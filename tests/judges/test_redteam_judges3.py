@@ -71,34 +71,30 @@ def fenced(user: str, tag: str) -> str:
 GUARD = [
     # earned 1.0: U+FE0F (variation selector, a mark) after the paper's lone colon is kept by
     # normalise, so ":" + VS16 is neither punctuation-only nor an opener
-    pytest.param(":\ufe0f", id="lone-colon-plus-variation-selector", marks=hole("VS16 kept")),
+    pytest.param(":\ufe0f", id="lone-colon-plus-variation-selector"),
     # earned 1.0: U+034F COMBINING GRAPHEME JOINER (invisible mark) after the colon
-    pytest.param(":\u034f", id="lone-colon-plus-grapheme-joiner", marks=hole("CGJ kept")),
+    pytest.param(":\u034f", id="lone-colon-plus-grapheme-joiner"),
     # earned 1.0: U+3164 HANGUL FILLER is a letter (Lo) drawn as a blank: an empty answer
-    pytest.param("\u3164", id="hangul-filler-is-empty", marks=hole("filler is a letter")),
+    pytest.param("\u3164", id="hangul-filler-is-empty"),
     # earned 1.0: U+FFA0 HALFWIDTH HANGUL FILLER, NFKC'd to U+1160, still a letter
-    pytest.param("\uffa0", id="halfwidth-filler-is-empty", marks=hole("filler is a letter")),
+    pytest.param("\uffa0", id="halfwidth-filler-is-empty"),
     # earned 1.0: a lone combining acute on no letter: nothing a reader sees
-    pytest.param("\u0301", id="lone-combining-mark-is-empty", marks=hole("mark on nothing")),
+    pytest.param("\u0301", id="lone-combining-mark-is-empty"),
     # earned 1.0: an opener then a filler ("Final answer: " and a blank)
-    pytest.param(
-        "Final answer: \u3164", id="opener-then-hangul-filler", marks=hole("filler is content")
-    ),
+    pytest.param("Final answer: \u3164", id="opener-then-hangul-filler"),
     # earned 1.0: U+200B inside the opener: Cf becomes a space, "sol ution" is no opener
-    pytest.param("Sol\u200bution:", id="zero-width-space-inside-opener", marks=hole("ZWSP split")),
+    pytest.param("Sol\u200bution:", id="zero-width-space-inside-opener"),
     # earned 1.0: soft hyphen U+00AD inside the opener (drawn as nothing mid-line)
-    pytest.param("Solu\u00adtion:", id="soft-hyphen-inside-opener", marks=hole("SHY split")),
+    pytest.param("Solu\u00adtion:", id="soft-hyphen-inside-opener"),
     # earned 1.0: CGJ inside the opener: "solu\u034ftion" is no opener
-    pytest.param("S\u034folution:", id="grapheme-joiner-inside-opener", marks=hole("CGJ kept")),
+    pytest.param("S\u034folution:", id="grapheme-joiner-inside-opener"),
     # earned 1.0: Cyrillic о (U+043E) in "Solution": NFKC does not fold look-alikes
-    pytest.param("S\u043elution:", id="cyrillic-o-lookalike-opener", marks=hole("look-alike")),
+    pytest.param("S\u043elution:", id="cyrillic-o-lookalike-opener"),
     # earned 1.0: Greek Α (U+0391) in "Answer:"
-    pytest.param("\u0391nswer:", id="greek-alpha-lookalike-opener", marks=hole("look-alike")),
+    pytest.param("\u0391nswer:", id="greek-alpha-lookalike-opener"),
     # earned 1.0: the contraction of a listed opener ("here is the answer" and "here's the
     # solution" are listed, "here's the answer" normalises to "heres the answer", unlisted)
-    pytest.param(
-        "Sure, here's the answer:", id="contracted-opener", marks=hole("contraction unlisted")
-    ),
+    pytest.param("Sure, here's the answer:", id="contracted-opener"),
     # guards: invisible characters the guard already handles
     pytest.param("\u2800", id="braille-blank-is-punctuation"),
     pytest.param("Answer: \u200b", id="opener-then-zero-width-space"),

@@ -11,6 +11,11 @@ punctuation, apostrophes, dashes ("step-by-step"), markdown and LaTeX formatting
 markers ("1.", "-") and the numbers of numbered headings ("Solution 1:", "Step 2.") are
 dropped first, and any sequence of openers ("Thought process: Let's think step by step.")
 counts. Openers cover 17 languages; a spec adds its own with `guard_openers`.
+
+The completion is checked as a reader reads it (`as_read`: invisible and format characters
+gone, fillers blank, look-alike letters Latin, combining marks on no letter dropped), and as
+written (invisible characters as spaces): a master key in either reading is one, so neither
+"Sol\u200bution:" nor "Answer\u200bSolution" reaches the judge.
 """
 
 from __future__ import annotations
@@ -18,6 +23,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+
+import regex  # the standard `re` has no Unicode properties
+
+from ..verifiers._words import as_read
 
 __all__ = ["DEFAULT_OPENERS", "OPENERS", "Guard", "normalise"]
 
@@ -366,6 +375,13 @@ _LATEX_FORMAT = re.compile(
 _APOSTROPHES = re.compile(r"[’‘ʼ`´']")
 _DASHES = re.compile(r"[\-‐‑‒–—―]")
 _LET_US = re.compile(r"\blet us\b")
+_IS_CONTRACTED = re.compile(
+    r"\b(?:(here|there|that|what|where|who|it)[’‘ʼ`´']|(here|there|that|what))s\b"
+)
+""""here's" and "heres" (apostrophe dropped) read "here is": "Sure, here's the answer:" is
+the listed "sure here is the answer"."""
+_MARKS_ON_NOTHING = regex.compile(r"(?<![\p{L}\p{N}\p{M}])\p{M}+")
+"""Combining marks on no letter or digit (a lone U+0301, a mark after ':'): nothing to read."""
 _SPACE = re.compile(r"\s+")
 _LATIN_OR_DIGIT = re.compile(r"[a-z0-9]")
 
@@ -395,6 +411,7 @@ def normalise(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).casefold()
     text = text.replace("i\u0307", "i").replace("ı", "i")  # Turkish İ and ı: one i
     text = _LATEX_FORMAT.sub(" ", text)
+    text = _IS_CONTRACTED.sub(r"\1\2 is", text)
     text = _APOSTROPHES.sub("", text)
     text = _strip_list_markers(text)
     text = _HEADING_NUMBER.sub(r"\1", text)
@@ -402,6 +419,11 @@ def normalise(text: str) -> str:
     text = "".join(" " if unicodedata.category(c)[0] in "PSC" else c for c in text)
     text = _LET_US.sub("lets", text)
     return _SPACE.sub(" ", text).strip()
+
+
+def _as_seen(text: str) -> str:
+    """`text` as a reader sees it (`as_read`), without combining marks on no letter."""
+    return _MARKS_ON_NOTHING.sub("", as_read(text))
 
 
 def _is_punctuation_only(text: str) -> bool:
@@ -448,7 +470,12 @@ class Guard:
         return False
 
     def check(self, text: str) -> str | None:
-        """`empty`, `punctuation_only`, `generic_opener`, or None when the text may be judged."""
+        """`empty`, `punctuation_only`, `generic_opener`, or None when the text may be judged:
+        the rule that fires on the text as seen (`_as_seen`), else on the text as written."""
+        return self._rule(_as_seen(text)) or self._rule(text)
+
+    def _rule(self, text: str) -> str | None:
+        """The rule that fires on one reading of the text, or None."""
         if not text.strip():
             return "empty"
         if _is_punctuation_only(text):

@@ -7,7 +7,11 @@ caches (vLLM, SGLang, llama.cpp) and the local model's KV cache reuse.
 
 The response is untrusted data: it sits inside ``<response>`` tags with ``&``, ``<`` and ``>``
 escaped, so it cannot close its fence or open a fake criterion, and the system message tells
-the judge that instructions inside it are part of what is judged, never orders.
+the judge that instructions inside it are part of what is judged, never orders. A ``[`` is
+escaped too where it opens a bracketed control token (Mistral's ``[INST]``, ``[/INST]``,
+``[SYSTEM_PROMPT]``, which llama.cpp and HF tokenizers read as control tokens in the rendered
+prompt) or starts a line as ``[name]`` does: each turn of a rendered conversation is headed by
+its role on a line of its own (``[user]``), and no turn's text can write one.
 
 Images of the conversation (OpenAI ``image_url`` parts) stay where they are: the rendered
 conversation holds a marker per image, and `with_image_parts` turns a message with markers
@@ -55,9 +59,21 @@ _DATA_NOTE = (
 )
 
 
+_CONTROL_TOKEN = re.compile(r"\[(?=/?[A-Z][A-Z0-9_]+\])")
+"""The ``[`` of a bracketed control token: ``[INST]``, ``[/INST]``, ``[SYSTEM_PROMPT]``,
+``[TOOL_CALLS]``, ``[AVAILABLE_TOOLS]`` (Mistral's, read as such by llama.cpp and HF)."""
+_HEADER_LIKE = re.compile(r"^([^\S\n]*)\[(?=/?[^\W\d][\w-]*\])", re.MULTILINE)
+"""The ``[`` of a line that starts like a role header (``[user]``, ``  [Assistant] ...``)."""
+_BRACKET = "&#91;"
+
+
 def escaped(text: str) -> str:
-    """Text as a judge reads it inside a fence: markup escaped, so it cannot close its fence."""
-    return html.escape(text, quote=False)
+    """Text as a judge reads it inside a fence: markup escaped, so it cannot close its fence,
+    and the ``[`` of control tokens and of role-header look-alikes, so it cannot end its turn
+    or forge one."""
+    text = html.escape(text, quote=False)
+    text = _CONTROL_TOKEN.sub(_BRACKET, text)
+    return _HEADER_LIKE.sub(rf"\1{_BRACKET}", text)
 
 
 def fence(text: str, tag: str = "response") -> str:
@@ -85,7 +101,7 @@ def _escaped_content(message: Message) -> str:
         elif part.type == "text":
             pieces.append(escaped(part.text or ""))
         else:
-            pieces.append(f"[{escaped(part.type)}]")
+            pieces.append(escaped(f"[{part.type} part]"))
     return "\n".join(pieces) + calls
 
 
@@ -100,13 +116,20 @@ def _image_markers(content: str) -> Iterator[tuple[int, int]]:
         offset += len(line) + 1
 
 
+def _role(role: str) -> str:
+    """A role as its header shows it: letters, digits, ``_`` and ``-`` only, so a role cannot
+    hold a line break or a bracket and forge a second header."""
+    return re.sub(r"[^\w-]", "_", role) or "_"
+
+
 def render_conversation(prompt: str | Sequence[Message] | None) -> str:
-    """The conversation the response answers, escaped, fenced; '' when there is none."""
+    """The conversation the response answers, escaped, fenced; '' when there is none. Each
+    turn is headed ``[role]``."""
     if prompt is None:
         return ""
     if isinstance(prompt, str):
         return fence(prompt, "conversation") + "\n\n"
-    body = "\n\n".join(f"[{escaped(m.role)}]\n{_escaped_content(m)}" for m in prompt)
+    body = "\n\n".join(f"[{_role(m.role)}]\n{_escaped_content(m)}" for m in prompt)
     return f"<conversation>\n{body}\n</conversation>\n\n"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewardsmith import Sample
+from rewardsmith import Message, Sample
 from rewardsmith.judges import rubric
 from rewardsmith.judges._prompts import criterion_messages, escaped, render_conversation
 
@@ -58,6 +58,26 @@ def test_brackets_escaped_only_where_they_forge(text: str, shown: str) -> None:
     """The `[` of a bracketed control token, and of a line that starts as a role header does,
     is escaped; other brackets stay as written."""
     assert escaped(text) == shown
+
+
+def test_conversation_assistant_turns_without_reasoning() -> None:
+    """`strip_think`: an assistant turn shows what follows its last </think>, in text or in
+    parts; a user turn is shown whole; without `strip_think` nothing is dropped."""
+    parts = [
+        {"type": "text", "text": "<think>SECRET one"},
+        {"type": "text", "text": "SECRET two</think>shown"},
+        {"type": "text", "text": "also shown"},
+    ]
+    prompt = [
+        Message(role="user", content="Q? <think>kept</think>"),
+        Message(role="assistant", content="<think>SECRET</think>4"),
+        Message(role="assistant", content=parts),
+        Message(role="assistant", content="<think>SECRET never closed"),
+    ]
+    shown = render_conversation(prompt, strip_think=True)
+    assert "SECRET" not in shown and "shown\nalso shown" in shown and "kept" in shown
+    assert "[assistant]\n4\n" in shown
+    assert render_conversation(prompt).count("SECRET") == 4
 
 
 def test_injection_flip_rate_on_local_model(runtime, record_property, capsys) -> None:

@@ -228,9 +228,7 @@ def group_fences_not_forged(request: pytest.FixtureRequest) -> None:
 PROMPTS = [
     pytest.param(forged_role_header, id="turns-forged-role-header-in-the-conversation"),
     pytest.param(
-        earlier_turn_reasoning_shown,
-        id="turns-earlier-turn-reasoning-shown-to-the-judge",
-        marks=hole("strip_think strips the judged turn only, not the conversation's turns"),
+        earlier_turn_reasoning_shown, id="turns-earlier-turn-reasoning-shown-to-the-judge"
     ),
     pytest.param(
         opponent_reasoning_shown,

@@ -103,7 +103,8 @@ class Judge:
         return answer_part(text) if self.strip_think else text
 
     def conversation(self, sample: Sample) -> str:
-        return render_conversation(sample.prompt)
+        """The rendered conversation; its assistant turns without reasoning when `strip_think`."""
+        return render_conversation(sample.prompt, self.strip_think)
 
     def guarded(self, text: str) -> Score | None:
         """Score 0 (status ok, `detail.guard`) when the text is a master key, else None."""

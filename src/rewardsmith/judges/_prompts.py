@@ -29,8 +29,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..models import Message
-from ..verifiers._completion_parts import tag_blocks
+from ..models import ContentPart, Message
+from ..verifiers._completion_parts import THINK_CLOSE, THINK_OPEN, answer_part, tag_blocks
 
 __all__ = [
     "PROMPT_VERSION",
@@ -84,17 +84,34 @@ def fence(text: str, tag: str = "response") -> str:
 _IMAGE_OPEN, _IMAGE_CLOSE = "<rewardsmith-image>", "</rewardsmith-image>"
 
 
-def _escaped_content(message: Message) -> str:
+def _answer_parts(parts: list[ContentPart]) -> list[ContentPart]:
+    """`answer_part` of content parts: what follows the last text part's ``</think>`` (none
+    when a ``<think>`` is never closed), as for the text the parts make."""
+    texts = [i for i, p in enumerate(parts) if p.type == "text" and p.text]
+    closing = [i for i in texts if THINK_CLOSE in (parts[i].text or "")]
+    if closing:
+        last = closing[-1]
+        rest = answer_part(parts[last].text or "")
+        return [ContentPart(type="text", text=rest), *parts[last + 1 :]]
+    if any(THINK_OPEN in (parts[i].text or "") for i in texts):
+        return []
+    return parts
+
+
+def _escaped_content(message: Message, strip_think: bool = False) -> str:
     """A message's content, escaped, with a marker in place of each image part, then the
-    tool calls it makes (an agent's step is its calls as much as its text)."""
+    tool calls it makes (an agent's step is its calls as much as its text). With
+    `strip_think`, an assistant turn shows its answer, not its reasoning, as the judged one."""
     calls = ""
     if message.tool_calls:
         listed = json.dumps(message.tool_calls, ensure_ascii=False, default=str)
         calls = "\n" + escaped(f"tool calls: {listed}")
+    strip = strip_think and message.role == "assistant"
     if not isinstance(message.content, list):
-        return escaped(message.content or "") + calls
+        content = message.content or ""
+        return escaped(answer_part(content) if strip else content) + calls
     pieces = []
-    for part in message.content:
+    for part in _answer_parts(message.content) if strip else message.content:
         if part.type == "image_url":
             payload = json.dumps(part.as_sent(), ensure_ascii=False).replace("<", "\\u003c")
             pieces.append(f"{_IMAGE_OPEN}{payload}{_IMAGE_CLOSE}")
@@ -122,14 +139,14 @@ def _role(role: str) -> str:
     return re.sub(r"[^\w-]", "_", role) or "_"
 
 
-def render_conversation(prompt: str | Sequence[Message] | None) -> str:
+def render_conversation(prompt: str | Sequence[Message] | None, strip_think: bool = False) -> str:
     """The conversation the response answers, escaped, fenced; '' when there is none. Each
-    turn is headed ``[role]``."""
+    turn is headed ``[role]``; with `strip_think`, assistant turns without their reasoning."""
     if prompt is None:
         return ""
     if isinstance(prompt, str):
         return fence(prompt, "conversation") + "\n\n"
-    body = "\n\n".join(f"[{_role(m.role)}]\n{_escaped_content(m)}" for m in prompt)
+    body = "\n\n".join(f"[{_role(m.role)}]\n{_escaped_content(m, strip_think)}" for m in prompt)
     return f"<conversation>\n{body}\n</conversation>\n\n"
 
 

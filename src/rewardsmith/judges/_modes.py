@@ -202,6 +202,8 @@ def judge_pairwise(
         if not isinstance(other, str) or not other.strip():
             where = "reference" if against == "reference" else f"metadata.{opponent_key}"
             return Score.failed("not_applicable", f"no answer to compare against in {where}")
+        if against == "metadata":  # a sibling's completion: its answer, as the sample's
+            other = judge.strip(other)
         text = judge.text_of(sample)
         return judge.guarded(text) or judge.run(judged(sample, text, other))
 

@@ -34,13 +34,10 @@ RIGHT_OR_INVALID = frozenset({ONE, ("invalid", None)})
 
 OPEN_HOLES = frozenset(
     {
-        "right-io-program-ending-with-exit",
-        "right-suite-dataclass-with-future-annotations",
         "right-program-in-a-crlf-fence",
         "right-program-in-an-indented-fence",
         "right-unfenced-program-with-tildes-in-a-comment",
         "right-io-program-writing-dev-stdout",
-        "right-io-program-using-dunder-file",
         "right-io-output-over-the-capture-cap",
         "wrong-function-named-like-a-builtin-asserts",
         "right-function-named-like-a-builtin-asserts",
@@ -228,6 +225,22 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=_all(ONE),
             run=lambda env: _all(rt.reward(EXIT_IO, rt.IO_ONE), rt.reward(QUIT_IO, rt.IO_ONE)),
+        )
+    ),
+    guard(
+        Attack(
+            "suite-exit-before-the-tests",
+            "a right `square`, then `exit(0)` or `quit()` at the module's top level (before "
+            "any test runs), or `exit(0)` in the function: with `exit`/`quit` given as `site` "
+            "gives them, a test suite's program that exits still fails every test",
+            today="ok 0.0 for each (NameError then; SystemExit now)",
+            honest_wrong="ok 0",
+            should=_all(ZERO),
+            run=lambda env: _all(
+                rt.reward(RIGHT_SQUARE + "exit(0)\n"),
+                rt.reward(RIGHT_SQUARE + "quit()\n"),
+                rt.reward("def square(x):\n    exit(0)\n"),
+            ),
         )
     ),
     guard(

@@ -16,12 +16,17 @@ top-level names (functions, classes, plain values, standard modules), then calls
 Answers: ``("ok", value)``, ``("handle", n)``, ``("raised", "Type: message")``,
 ``("unplain", why)``. stdin/stdout programs (`run_main`) run as ``__main__`` and exit as the
 interpreter would.
+
+Either way the program's module is in `sys.modules` (dataclasses and pickle look it up), has
+``__file__`` as ``python solution.py`` would set it, and the builtins have ``exit`` and
+``quit`` (`site` defines them; the sandbox's interpreter runs without it).
 """
 
 from __future__ import annotations
 
 import builtins
 import contextlib
+import os
 import sys
 import types
 from typing import Any
@@ -118,10 +123,35 @@ def _reply(answers: int, reply: tuple[Any, ...]) -> None:
     send_encoded(answers, data)
 
 
+class _Quitter:
+    """`exit` and `quit` as `site` makes them: raise SystemExit with the code."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Use {self.name}() or Ctrl-D (i.e. EOF) to exit"
+
+    def __call__(self, code: Any = None) -> None:
+        raise SystemExit(code)
+
+
+def _module(name: str, program: dict[str, Any]) -> types.ModuleType:
+    """The program's module, registered as `name` and with the builtins `site` would add:
+    what ``python solution.py`` gives a program."""
+    sys.path.extend(program["path"])
+    for quitter in ("exit", "quit"):
+        setattr(builtins, quitter, _Quitter(quitter))
+    module = types.ModuleType(name)
+    module.__dict__["__builtins__"] = builtins
+    module.__file__ = os.path.join(os.getcwd(), "solution.py")
+    sys.modules[name] = module
+    return module
+
+
 def serve(program: dict[str, Any], calls: int, answers: int) -> int:
     """Run the program, tell its names, answer calls until the referee closes `calls`."""
-    sys.path.extend(program["path"])
-    namespace: dict[str, Any] = {"__name__": "solution", "__builtins__": builtins}
+    namespace = _module("solution", program).__dict__
     try:
         exec(compile(program["code"], "solution.py", "exec"), namespace)
     except BaseException:
@@ -150,10 +180,7 @@ def _exit_status(code: Any) -> int:
 def run_main(program: dict[str, Any]) -> int:
     """Run the program as ``__main__`` and end as the interpreter would (threads joined,
     ``atexit`` handlers run, streams flushed); the exit status."""
-    sys.path.extend(program["path"])
-    main = types.ModuleType("__main__")
-    main.__dict__["__builtins__"] = builtins
-    sys.modules["__main__"] = main
+    main = _module("__main__", program)
     status = 0
     try:
         exec(compile(program["code"], "solution.py", "exec"), main.__dict__)

@@ -39,6 +39,11 @@ IO_SQUARE = {"io": [{"input": "3\n", "output": "9\n"}]}
         ("```bash\nrm -rf /\n```", "auto", None),
         ("no code", "last", None),
         ("```python\nx = 1\n```", "raw", "```python\nx = 1\n```"),
+        ("so:\r\n```python\r\nx = 1\r\n```\r\n", "auto", "x = 1\r\n"),
+        ("1. so:\n   ```python\n   if x:\n       y = 1\n\n   ```", "auto", "if x:\n    y = 1\n\n"),
+        ("  ```python\nif x:\n    y = 1\n  ```", "auto", "if x:\n    y = 1\n"),
+        ("x = 1  # ~~~ and ``` ~~~\n", "auto", "x = 1  # ~~~ and ``` ~~~\n"),
+        ("```python\nx = 1\n", "auto", "```python\nx = 1\n"),
     ],
 )
 def test_extract_code(text: str, how, expected) -> None:

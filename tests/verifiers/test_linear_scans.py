@@ -29,7 +29,7 @@ from rewardsmith.verifiers.agents.sql import (
     sql_prediction,
 )
 from rewardsmith.verifiers.code import extract_code
-from rewardsmith.verifiers.code._extract import _fenced
+from rewardsmith.verifiers.code._extract import _dedent, _fenced
 from rewardsmith.verifiers.instructions import ifeval
 from rewardsmith.verifiers.instructions._ifeval import _title
 from rewardsmith.verifiers.math import _extract as math_extract
@@ -129,7 +129,7 @@ def test_sql_hidden_spans_are_the_alternation_regex(query: str) -> None:
 
 
 _OLD_CODE_FENCE = re.compile(
-    r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+#.-]*)[^\n]*\n"
+    r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+#.-]*)[^\n]*\n"
     r"(?P<body>.*?)^[ \t]*(?P=fence)[ \t]*$",
     re.MULTILINE | re.DOTALL,
 )
@@ -138,7 +138,10 @@ _OLD_CODE_FENCE = re.compile(
 @settings(max_examples=600, deadline=None)
 @given(texts("```", "````", "~~~", "~~~~", "`", "~", "py", "```py", "~~~~x", "\t", "\n", size=20))
 def test_code_fences_are_the_backreference_regex(text: str) -> None:
-    expected = [(m["lang"], m["body"]) for m in _OLD_CODE_FENCE.finditer(text)]
+    """The regex's blocks, each without its fence's indentation (`_dedent`)."""
+    expected = [
+        (m["lang"], _dedent(m["body"], m["indent"])) for m in _OLD_CODE_FENCE.finditer(text)
+    ]
     assert list(_fenced(text)) == expected
 
 
@@ -221,8 +224,9 @@ def _image_parts(content: str) -> tuple:
         (order_matters, "[" * 200_000, False),
         (order_matters, "SELECT a FROM t " + "[" * 200_000 + " ORDER BY a", True),
         (order_matters, "SELECT [a] FROM t -- " + "[" * 200_000, False),
-        (lambda t: extract_code(t, "auto"), "~" * 200_000, None),
-        (lambda t: extract_code(t, "auto"), "```py\n" * 16_000, None),
+        # No complete block: the whole text is the program (it then fails to compile).
+        (lambda t: extract_code(t, "auto"), "~" * 200_000, "~" * 200_000),
+        (lambda t: extract_code(t, "auto"), "```py\n" * 16_000, "```py\n" * 16_000),
         (lambda t: extract_code(t, "auto"), "~" * 200_000 + "\n```py\nprint(1)\n```", "print(1)\n"),
         (_title_followed, "<" * 199_000, False),
         (_title_followed, "<" * 199_000 + "\n<<A Title>>", True),

@@ -34,9 +34,6 @@ RIGHT_OR_INVALID = frozenset({ONE, ("invalid", None)})
 
 OPEN_HOLES = frozenset(
     {
-        "right-program-in-a-crlf-fence",
-        "right-program-in-an-indented-fence",
-        "right-unfenced-program-with-tildes-in-a-comment",
         "right-io-program-writing-dev-stdout",
         "right-io-output-over-the-capture-cap",
         "wrong-function-named-like-a-builtin-asserts",

@@ -1,10 +1,12 @@
 """The program in a completion: a markdown code block, or the text as is.
 
 ``auto`` (default): the last fenced block tagged ``python``/``py``/``python3``; failing that,
-the last untagged fenced block; failing that (no fences at all), the whole text. ``last`` and
-``first`` require a Python (or untagged) block and take the last or first; ``all`` joins
-every such block in order; ``raw`` uses the completion unchanged. Blocks tagged with another
-language (```` ```bash ````, ```` ```text ````) are never run.
+the last untagged fenced block; failing that (no complete fenced block at all: "```" or "~~~"
+in a comment does not make one), the whole text. ``last`` and ``first`` require a Python (or
+untagged) block and take the last or first; ``all`` joins every such block in order; ``raw``
+uses the completion unchanged. Blocks tagged with another language (```` ```bash ````,
+```` ```text ````) are never run. Fence lines may end in CRLF; a fence indented under a list
+item has its indentation removed from the block's lines, when every line has it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ __all__ = ["Extract", "extract_code"]
 Extract = Literal["auto", "last", "first", "all", "raw"]
 
 _OPENING = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*([\w+#.-]*)")
-_CLOSING = re.compile(r"[ \t]*(`+|~+)[ \t]*")
+_CLOSING = re.compile(r"[ \t]*(`+|~+)[ \t]*\r?")
 _PYTHON = frozenset({"python", "py", "python3", "py3"})
 
 
@@ -31,7 +33,8 @@ def _fenced(text: str) -> Iterator[tuple[str, str]]:
     tildes, its language after them, and closes at the next line that is that fence alone.
     An opening fence no line closes is read shorter, one character at a time down to three
     (the rest of the line then names no language), as the regex this replaces read it; an
-    opening line that still finds no closing line opens nothing.
+    opening line that still finds no closing line opens nothing. The body loses the opening
+    fence's indentation (`_dedent`).
     """
     lines = text.split("\n")
     starts = [0]
@@ -51,18 +54,29 @@ def _fenced(text: str) -> Iterator[tuple[str, str]]:
                 at = bisect.bisect_right(later, number)
                 if at < len(later):
                     end = later[at]
-                    yield (
-                        (opening[2] if size == len(fence) else ""),
-                        text[starts[number + 1] : starts[end]],
-                    )
+                    language = opening[2] if size == len(fence) else ""
+                    body = text[starts[number + 1] : starts[end]]
+                    yield language, _dedent(body, lines[number][: opening.start(1)])
                     break
         number = number + 1 if end is None else end + 1
 
 
-def _blocks(text: str) -> tuple[list[str], list[str]]:
+def _dedent(body: str, indent: str) -> str:
+    """`body` without `indent`, the opening fence's, when every line that is not blank starts
+    with it (a block under a list item, as Markdown renders it); else as written (a program
+    whose first lines are not indented would lose its own indentation)."""
+    lines = body.split("\n")
+    if not indent or any(line.strip() and not line.startswith(indent) for line in lines):
+        return body
+    return "\n".join(
+        line[len(indent) :] if line.startswith(indent) else line.lstrip(" \t") for line in lines
+    )
+
+
+def _blocks(blocks: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
     """(python-tagged blocks, untagged blocks), each in order."""
     tagged, untagged = [], []
-    for lang, body in _fenced(text):
+    for lang, body in blocks:
         lang = lang.lower()
         if lang in _PYTHON:
             tagged.append(body)
@@ -75,15 +89,16 @@ def extract_code(text: str, how: Extract) -> str | None:
     """The program to run, or None when `how` asks for a block and there is none."""
     if how == "raw":
         return text
-    tagged, untagged = _blocks(text)
+    blocks = list(_fenced(text))
+    tagged, untagged = _blocks(blocks)
     if how == "auto":
         if tagged:
             return tagged[-1]
         if untagged:
             return untagged[-1]
-        return None if "```" in text or "~~~" in text else text
+        return None if blocks else text
     if how == "all":
-        every = [body for lang, body in _fenced(text) if _is_code(lang)]
+        every = [body for lang, body in blocks if _is_code(lang)]
         return "\n".join(every) if every else None
     candidates = tagged or untagged
     if not candidates:

@@ -34,7 +34,6 @@ RIGHT_OR_INVALID = frozenset({ONE, ("invalid", None)})
 
 OPEN_HOLES = frozenset(
     {
-        "right-io-program-writing-dev-stdout",
         "right-io-output-over-the-capture-cap",
         "wrong-function-named-like-a-builtin-asserts",
         "right-function-named-like-a-builtin-asserts",
@@ -108,6 +107,12 @@ DEV_STDOUT = "import sys\nsys.stdout = open('/dev/stdout', 'w')\nprint(int(input
 """Re-opening stdout by name (also ``open('/proc/self/fd/1', 'w')``): the candidate's stdout
 is a pipe created by the host's uid (mode 0600), which the sandbox's uid may not re-open:
 PermissionError. ``open('/dev/stdin')`` works (a memfd)."""
+
+PROC_FD_1 = (
+    "import sys\nsys.stdout = open('/proc/self/fd/1', 'w')\n"
+    "print('debug', file=open('/dev/stderr', 'w'))\nprint(int(input()) ** 2)\n"
+)
+"""The same through ``/proc/self/fd/1``, with a line of debug output to ``/dev/stderr``."""
 
 DUNDER_FILE = (
     "import os\nHERE = os.path.dirname(os.path.abspath(__file__))\nprint(int(input()) ** 2)\n"
@@ -294,6 +299,17 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=ONE,
             run=lambda env: rt.reward(DEV_STDOUT, rt.IO_ONE),
+        )
+    ),
+    guard(
+        Attack(
+            "right-io-program-writing-proc-self-fd-1",
+            "stdin/stdout: a right program that re-opens stdout as `/proc/self/fd/1` and "
+            "writes debug output to `/dev/stderr`",
+            today="ok 1.0 (the pipes are writable by the sandbox's uid)",
+            honest_wrong="ok 0",
+            should=ONE,
+            run=lambda env: rt.reward(PROC_FD_1, rt.IO_ONE),
         )
     ),
     guard(

@@ -243,6 +243,8 @@ class _Zygote:
         }
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
+        for pipe in (out_w, err_w):
+            _reopenable(pipe)
         res_r, res_w = os.pipe()
         st_r, st_w = os.pipe()
         start_w = os.dup(res_w) if not job.tests else os.open(os.devnull, os.O_WRONLY)
@@ -320,6 +322,14 @@ class _Zygote:
         if report.get("referee") not in (0, None):
             result.extra["referee_exit"] = report.get("referee")
         return result
+
+
+def _reopenable(pipe: int) -> None:
+    """Let the sandbox's uid re-open the program's stdout or stderr pipe for writing
+    (``open('/dev/stdout', 'w')``): a pipe the host made as root is root's, mode 0600. By name
+    (``/proc/<pid>/fd``) it reaches only processes that may trace one of its holders: the
+    host's, and the candidate's own."""
+    os.fchmod(pipe, 0o602)
 
 
 def _read(selector: selectors.BaseSelector, sinks: dict[int, Capped], fd: int) -> bool:

@@ -185,6 +185,17 @@ def test_output_is_capped() -> None:
 
 
 @needs_bwrap
+def test_io_output_cap_covers_the_expected_output() -> None:
+    """`max_output_bytes` is raised to twice the largest expected output plus 64 KiB: a right
+    output always fits; one over the raised cap fails."""
+    io = {"io": [{"input": "", "output": "x" * 5000 + "\n"}]}
+    fn = code(max_output_bytes=1000)
+    assert fn(sample("print('x' * 5000)\n", io)).score == 1.0
+    over = fn(sample(f"print('x' * {2 * 5001 + 65_536})\n", io))
+    assert over.score == 0.0 and over.detail["reason"] == "output limit exceeded"
+
+
+@needs_bwrap
 def test_stdlib_and_site_packages_are_importable() -> None:
     program = "import json, re, itertools, pydantic\n" + SQUARE
     assert code()(sample(program, ASSERTS)).score == 1.0

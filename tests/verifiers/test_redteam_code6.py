@@ -34,7 +34,6 @@ RIGHT_OR_INVALID = frozenset({ONE, ("invalid", None)})
 
 OPEN_HOLES = frozenset(
     {
-        "right-io-output-over-the-capture-cap",
         "wrong-function-named-like-a-builtin-asserts",
         "right-function-named-like-a-builtin-asserts",
         "probe-machine-wide-writeback",

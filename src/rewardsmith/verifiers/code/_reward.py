@@ -76,6 +76,8 @@ reading the results. The spec's own `timeout_s` must be above `timeout_s` + this
 (`registry.timed`)."""
 _MIN_RUN_S = 0.05
 """Least time left of a sample worth starting one more stdin/stdout case for."""
+_OUTPUT_MARGIN = 65_536
+"""What a stdin/stdout case's output cap leaves beyond twice its largest expected output."""
 _DETAIL_CASES = 20
 """Per-test outcomes reported in `detail` (the counts always cover all)."""
 _NO_SANDBOX_WARNING = (
@@ -363,6 +365,7 @@ class _Runner:
         deadline = started + self.config.limits.timeout_s
         workers = min(self.config.parallelism, len(suite.cases))
         config = program_config(program, self._path())
+        cap = _output_cap(self.config.limits, suite)
         failed = threading.Event()
         stop_early = self.config.mode == "all"
 
@@ -372,7 +375,7 @@ class _Runner:
                 return {"passed": False, "error": "not run: an earlier case failed"}, None, None
             if left < _MIN_RUN_S:
                 return {"passed": False, "error": "not run: timeout (the sample's)"}, None, None
-            outcome, run, tampered = self._case(plan, suite.cases[i], config, deadline)
+            outcome, run, tampered = self._case(plan, suite.cases[i], config, deadline, cap)
             if not outcome["passed"]:
                 failed.set()
             return outcome, run, tampered
@@ -396,7 +399,7 @@ class _Runner:
         )
 
     def _case(
-        self, plan: Any, case: Any, config: bytes, deadline: float
+        self, plan: Any, case: Any, config: bytes, deadline: float, cap: int
     ) -> tuple[dict[str, Any], RunResult, str | None]:
         """One stdin/stdout case: (outcome, run, why the channel was tampered with)."""
         token = new_token()
@@ -406,6 +409,7 @@ class _Runner:
             start_token=token,
             seccomp=self._seccomp,
             deadline=deadline,
+            max_output_bytes=cap,
         )
         run = self._execute(plan, job)
         channel = parse_channel(run.channel, token, 0)
@@ -488,8 +492,15 @@ class _RemoteRunner(_Runner):
         return self.backend.run(
             job,
             run_timeout_s=max(job.wall_clock(limits.timeout_s), _MIN_RUN_S),
-            max_output_bytes=limits.max_output_bytes,
+            max_output_bytes=job.output_cap(limits),
         )
+
+
+def _output_cap(limits: Limits, suite: Suite) -> int:
+    """A stdin/stdout case's output cap: `max_output_bytes`, raised to twice the sample's
+    largest expected output and a margin, so that a right program's output always fits."""
+    largest = max(len(case.output.encode()) for case in suite.cases)
+    return max(limits.max_output_bytes, 2 * largest + _OUTPUT_MARGIN)
 
 
 def _missing_reason(run: RunResult) -> str:

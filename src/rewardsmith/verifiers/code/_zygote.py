@@ -97,11 +97,18 @@ class Job:
     deadline: float | None = None
     """When (`time.monotonic`) the sample's wall clock runs out: the run gets what is left
     of it, so the time spent starting a sandbox counts in the sample's `timeout_s`."""
+    max_output_bytes: int | None = None
+    """What is read of the program's stdout and stderr each; None: `Limits.max_output_bytes`
+    (a stdin/stdout case sets more when its expected output needs it)."""
 
     def private(self) -> bytes:
         """What only the run's trusted processes read: the referee's configuration, or the
         start token of a stdin/stdout run."""
         return self.tests or start_config(self.start_token)
+
+    def output_cap(self, limits: Limits) -> int:
+        """What is read of each of the program's output streams."""
+        return self.max_output_bytes or limits.max_output_bytes
 
     def wall_clock(self, most: float) -> float:
         """This run's wall clock: what is left of the sample's, at most `most`."""
@@ -269,16 +276,23 @@ class _Zygote:
             for fd in sent:
                 os.close(fd)
         try:
-            return self._collect(out_r, err_r, res_r, st_r, started, timeout)
+            cap = job.output_cap(limits)
+            return self._collect(out_r, err_r, res_r, st_r, started, timeout, cap)
         finally:
             for fd in (out_r, err_r, res_r, st_r):
                 os.close(fd)
 
     def _collect(
-        self, out_r: int, err_r: int, res_r: int, st_r: int, started: float, timeout: float
+        self,
+        out_r: int,
+        err_r: int,
+        res_r: int,
+        st_r: int,
+        started: float,
+        timeout: float,
+        cap: int,
     ) -> RunResult:
-        limits = self.limits
-        out, err = Capped(limits.max_output_bytes), Capped(limits.max_output_bytes)
+        out, err = Capped(cap), Capped(cap)
         channel, status = Capped(_VERDICT_BYTES), Capped(4096)
         sinks = {out_r: out, err_r: err, res_r: channel, st_r: status}
         backstop = started + timeout + _BACKSTOP_S

@@ -11,8 +11,9 @@ calls, x32 numbers) kills the process (SIGSYS). Then:
 * refused with ``EPERM``: every call in `DENIED` (debugging and reading other processes,
   kernel keyrings, mounts and namespaces, kernel modules, eBPF, perf, io_uring, SysV IPC and
   POSIX message queues, anonymous memory files, extended attributes, locked memory, the
-  clock, swap, reboot...), and the calls that test the page cache or drop from it without
-  reading the file (`mincore`, `cachestat`, Linux AIO, `process_madvise`);
+  clock, swap, reboot, the machine-wide writeback of ``sync`` and ``syncfs``...), and the
+  calls that test the page cache or drop from it without reading the file (`mincore`,
+  `cachestat`, Linux AIO, `process_madvise`);
 * refused with ``EPERM`` for some arguments only (`REFUSED_ARGUMENTS`): the page cache is
   shared by every process of the machine, sandboxed or not, and a run that could drop a
   read-only file's pages (``posix_fadvise(DONTNEED)``, ``madvise(MADV_PAGEOUT)``, a read with
@@ -149,6 +150,9 @@ DENIED: dict[str, int] = {
     "mlockall": 151,
     "munlockall": 152,
     "mlock2": 325,
+    # writeback of every filesystem of the machine, in a sleep SIGKILL does not cut
+    "sync": 162,
+    "syncfs": 306,
     # the clock
     "settimeofday": 164,
     "clock_settime": 227,

@@ -14,6 +14,7 @@ import rewardsmith
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.verifiers.code import _reward as reward_module
 from rewardsmith.verifiers.code import code, extract_code, outputs_match, parse_reference
+from rewardsmith.verifiers.code._referee import _task_builtins
 from rewardsmith.verifiers.code._sandbox import _HOST_UID_BASE, _HOST_UID_SPAN
 
 from ._code_helpers import needs_bwrap, sample
@@ -48,6 +49,27 @@ IO_SQUARE = {"io": [{"input": "3\n", "output": "9\n"}]}
 )
 def test_extract_code(text: str, how, expected) -> None:
     assert extract_code(text, how) == expected
+
+
+@pytest.mark.parametrize(
+    ("tests", "setup", "expected"),
+    [
+        (["assert pow(2, 10, 1000) == 24"], "", {"pow"}),
+        (["assert sum(N) == 6"], "N = 3", {"sum"}),
+        (["assert max(3, 4) == 4", "assert min(1, 2) == 1"], "", {"max", "min"}),
+        (["assert all(sum(n) >= 0 for n in range(4))"], "", {"all", "sum", "range"}),
+        (["assert len(f(2)) == 2"], "", set()),
+        (["assert len(DATA) == 3"], "", set()),
+        (["assert len(x) == 3"], "x = f(3)", set()),
+        (["assert sum(3) == 6", "assert f(1) == 1"], "", set()),
+        (["assert (lambda g: g(3))(sum) == 6"], "", set()),
+        (["assert check(pow(2, 3))"], "def check(v):\n    return v == 8\n", set()),
+        (["assert [y for y in range(2)] == [0, 1]"], "", {"range"}),
+    ],
+)
+def test_task_builtins(tests: list[str], setup: str, expected: set[str]) -> None:
+    """The builtins' names an assert list can only mean as the task's functions."""
+    assert _task_builtins(tests, setup) == expected
 
 
 def test_outputs_match() -> None:

@@ -32,12 +32,7 @@ ZERO = ("ok", 0.0)
 ONE = ("ok", 1.0)
 RIGHT_OR_INVALID = frozenset({ONE, ("invalid", None)})
 
-OPEN_HOLES = frozenset(
-    {
-        "wrong-function-named-like-a-builtin-asserts",
-        "right-function-named-like-a-builtin-asserts",
-    }
-)
+OPEN_HOLES = frozenset({})
 """The rows that fail today (holes); every other row passes today (guards)."""
 
 
@@ -130,6 +125,17 @@ WRONG_POW = "def pow(a, b, m):\n    return 0\n"
 SUM_TESTS = {"tests": ["assert sum(3) == 6", "assert sum(10) == 55"]}
 """`sum(n)`: 1 + 2 + ... + n. The builtin `sum(3)` raises TypeError: every right program 0."""
 RIGHT_SUM = "def sum(n):\n    return n * (n + 1) // 2\n"
+SUM_OF_SETUP_DATA = {"tests": ["assert sum(N) == 6"], "setup": "N = 3"}
+"""The setup's own data: the assertions still call nothing but `sum`."""
+NO_POW = "def power(a, b, m):\n    return pow(a, b, m)\n"
+"""A program with no `pow` of its own: the assertions' `pow` is the task's, never the builtin."""
+ONLY_BUILTINS = {"tests": ["assert max(3, 4) == 4", "assert min(pow(2, 2), 5) == 4"]}
+"""Several builtins called, no other name: nothing says which is the task's function."""
+LYING_LEN = "def pairs(n):\n    return n\n\ndef len(x):\n    return 3 if x in (3, 7) else 0\n"
+"""A wrong `pairs` (and a value `DATA`, below) behind a `len` that says what the test wants."""
+LEN_OF_A_CALL = {"tests": ["assert len(pairs(3)) == 3", "assert len(pairs(0)) == 0"]}
+LEN_OF_A_VALUE = {"tests": ["assert len(DATA) == 3"]}
+LEN_AFTER_SETUP = {"tests": ["assert len(x) == 3"], "setup": "x = pairs(3)"}
 
 SYNC = """
 import ctypes, os
@@ -357,6 +363,61 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=RIGHT_OR_INVALID,
             run=lambda env: rt.reward(RIGHT_SUM, SUM_TESTS),
+        )
+    ),
+    guard(
+        Attack(
+            "right-function-named-like-a-builtin-with-setup-data",
+            "`sum(N)` with `N` from the setup (dataset code): the assertions still call one "
+            "builtin's name and read no name of the candidate's",
+            today="ok 1.0 (before the task's builtin name was bound: ok 0.0, TypeError)",
+            honest_wrong="ok 0",
+            should=ONE,
+            run=lambda env: rt.reward(RIGHT_SUM, SUM_OF_SETUP_DATA),
+        )
+    ),
+    guard(
+        Attack(
+            "no-function-named-like-the-builtin-asserts",
+            "the `pow` assert list, and a program that defines no `pow` (its `power` calls the "
+            "builtin): the assertions' `pow` is the task's function, so the builtin never "
+            "answers for it",
+            today="ok 0.0 ('raised KeyError: 'pow'': the program has no such function; "
+            "before the task's builtin name was bound: ok 1.0, the builtin answered)",
+            honest_wrong="ok 0",
+            should=ZERO,
+            run=lambda env: rt.reward(NO_POW, POW_TESTS),
+        )
+    ),
+    guard(
+        Attack(
+            "assert-list-of-builtins-only",
+            "assertions that call several builtins (`max`, `min`, `pow`) and read no other "
+            "name: they cannot tell any program from the builtins. Decided from the tests "
+            "alone: the same for a program defining `pow` wrong and one defining `sum`",
+            today="invalid (before: ok 1.0 for any program, the builtins answered)",
+            honest_wrong="invalid",
+            should=_all(("invalid", None)),
+            run=lambda env: _all(
+                rt.reward(WRONG_POW, ONLY_BUILTINS), rt.reward(RIGHT_SUM, ONLY_BUILTINS)
+            ),
+        )
+    ),
+    guard(
+        Attack(
+            "builtin-helper-is-never-the-candidates",
+            "a wrong program that defines `len` to say what the tests want, where `len` is a "
+            "helper: around a call of the task's function (`len(pairs(3))`), around a "
+            "candidate's value (`len(DATA)`), after a setup that calls the candidate "
+            "(`x = pairs(3)`). The builtin `len` stays, so the wrong `pairs` (and `DATA`) fail",
+            today="ok 0.0 for each",
+            honest_wrong="ok 0",
+            should=_all(ZERO),
+            run=lambda env: _all(
+                rt.reward(LYING_LEN, LEN_OF_A_CALL),
+                rt.reward("DATA = 7\n" + LYING_LEN, LEN_OF_A_VALUE),
+                rt.reward(LYING_LEN, LEN_AFTER_SETUP),
+            ),
         )
     ),
     # ------------------------------------------------- the host's writeback (FAILS NOW)

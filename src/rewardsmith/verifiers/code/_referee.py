@@ -16,9 +16,10 @@ What the tests see:
   the entry point bound to the candidate's function, then the test code and
   ``check(<entry point>)``;
 * assert lists: the candidate's top-level functions, classes and plain values by name
-  (never a name that would shadow a builtin or a dunder name), the standard modules it
-  imported (this process's own copies, for those already loaded here: the zygote preloads
-  the common ones), then ``setup``, then each assertion in a fresh copy of that scope.
+  (never a dunder name, nor one that would shadow a builtin, but for the task's function
+  named like one, `_task_builtins`), the standard modules it imported (this process's own
+  copies, for those already loaded here: the zygote preloads the common ones), then
+  ``setup``, then each assertion in a fresh copy of that scope.
 
 Tests are compiled with ``optimize=0``: their asserts run whatever the process's flags.
 Arguments are copies: a test cannot see the candidate mutate them in place. An argument that
@@ -36,8 +37,10 @@ candidate's process is up), ``test <i> <0|1> <reason hex or ->`` once per test,
 
 from __future__ import annotations
 
+import ast
 import builtins
 import contextlib
+import symtable
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -211,12 +214,49 @@ def _prompt_scope(prompt: str) -> dict[str, Any]:
     return scope
 
 
-def _bind(link: Link, table: Any) -> dict[str, Any]:
-    """Stand-ins for the candidate's names (asserts style)."""
+def _globals(source: str) -> tuple[set[str], set[str]]:
+    """(names `source` reads from the module's globals, names it binds there)."""
+    top = symtable.symtable(source, "test.py", "exec")
+    bound = {symbol.get_name() for symbol in top.get_symbols() if symbol.is_local()}
+    read: set[str] = set()
+    tables = [top]
+    while tables:
+        table = tables.pop()
+        tables.extend(table.get_children())
+        read |= {s.get_name() for s in table.get_symbols() if s.is_referenced() and s.is_global()}
+    return read, bound
+
+
+def _task_builtins(tests: list[str], setup: str) -> frozenset[str]:
+    """The builtins' names the assertions can only mean as the task's functions: every
+    function they call by name and every name they or the setup read that neither defines
+    is a builtin's (``assert pow(2, 10, 1000) == 24``). Empty when they use any other name:
+    that one is the candidate's, and the builtins are helpers (``len(f(x))``, ``len(DATA)``,
+    ``len(x)`` after a setup ``x = f(3)``); dunder names count as other names. Decided from
+    the tests alone."""
+    known = {name for name in dir(builtins) if not name.startswith("__")}
+    read, defined = _globals(setup)
+    if not read - defined <= known:
+        return frozenset()
+    called: set[str] = set()
+    for test in tests:
+        read, bound = _globals(test)
+        if not read - bound - defined <= known:
+            return frozenset()
+        for node in ast.walk(ast.parse(test)):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                called.add(node.func.id)
+    return frozenset(called) if called <= known else frozenset()
+
+
+def _bind(link: Link, table: Any, task: frozenset[str]) -> dict[str, Any]:
+    """Stand-ins for the candidate's names (asserts style); the names in `task`
+    (`_task_builtins`) are the candidate's even when it defines none of them."""
     scope: dict[str, Any] = {"__name__": "solution", "__builtins__": builtins}
     if type(table) is not dict:
         return scope
-    shadowing = set(dir(builtins))
+    scope.update({name: Remote(link, name) for name in task})
+    shadowing = set(dir(builtins)) - task
     stdlib = getattr(sys, "stdlib_module_names", frozenset())
     for name, entry in table.items():
         if type(name) is not str or not name.isidentifier() or name in shadowing:
@@ -251,6 +291,12 @@ def referee(config: dict[str, Any], link: Link, emit: Callable[[str], None]) -> 
     except (SyntaxError, ValueError) as exc:
         emit("invalid " + _hex(f"the tests do not compile: {type(exc).__name__}: {exc}"))
         return
+    task = _task_builtins(tests, config["setup"]) if style == "asserts" else frozenset()
+    if len(task) > 1:
+        names = ", ".join(sorted(task))
+        why = f"the tests call only builtins ({names}): they cannot tell the program from them"
+        emit("invalid " + _hex(why))
+        return
     try:
         loaded: Any = link.receive()  # the program ran: its names, or why it broke
     except CandidateFailed as exc:
@@ -269,7 +315,7 @@ def referee(config: dict[str, Any], link: Link, emit: Callable[[str], None]) -> 
             broken = f"the program defines no function {config['entry_point']!r}"
     else:
         link.dataset_arguments = False
-        scope = _bind(link, loaded[1] if broken is None else None)
+        scope = _bind(link, loaded[1] if broken is None else None, task)
     if broken is None:
         try:
             exec(setup, scope)

@@ -420,20 +420,17 @@ STATUSES = [
         principles_told_to_omit_the_score,
         "charged",
         id="principles-injection-makes-every-sample-unparseable",
-        marks=hole("an unparseable reply is `invalid`, cause dataset: the sample is left out"),
     ),
     pytest.param(
         rubric_judge_made_to_ramble,
         "charged",
         id="rubric-injection-makes-the-judge-ramble-without-schema",
-        marks=hole("an unparseable reply is `invalid`, cause dataset: the sample is left out"),
     ),
     pytest.param(rubric_ramble_then_schema, "scored", id="rubric-ramble-then-schema-retry"),
     pytest.param(
         reply_budget_above_the_context,
         "left_out",
         id="vllm-reply-budget-alone-above-the-context-charged",
-        marks=hole("any 'maximum context length' refusal is an overflow charged to the sample"),
     ),
 ]
 

@@ -263,6 +263,10 @@ SGLang ("longer than the model's context length"), TGI ("`inputs` tokens + `max_
 must be <= N", "must have less than N tokens"; not its cap on `max_new_tokens` alone),
 Gemini ("The input token count ... exceeds the maximum number of tokens"). Any 413 (a
 body too large, often a proxy's limit) counts too."""
+_CONTEXT_SIZE = re.compile(
+    r"(?:context[ _](?:length|size|window)|model length)\D{0,12}?(\d+)", re.I
+)
+"""The context size a refusal states ("maximum context length is 4096 tokens")."""
 _FILTERED = re.compile(
     r"content_filter|content management policy|invalid_prompt|flagged as potentially", re.I
 )
@@ -356,6 +360,14 @@ class JsonClient:
             self._client = None
 
 
+def _budget_fills_context(refusal: str, max_tokens: int) -> bool:
+    """True when a refusal's stated context is no larger than the reply budget asked for
+    (vLLM: "maximum context length is 4096 tokens ... 4096 in the completion"): the judge's
+    configuration, as TGI's cap on `max_new_tokens`, not the request's length."""
+    sizes = [int(n) for n in _CONTEXT_SIZE.findall(refusal)]
+    return bool(sizes) and max_tokens >= min(sizes)
+
+
 class OpenAIBackend(Backend):
     """An OpenAI-compatible chat endpoint over httpx, with retries and bounded concurrency."""
 
@@ -427,7 +439,16 @@ class OpenAIBackend(Backend):
             self._dialect = "json_object"
             return self.body(request)
 
-        return self._parse(await self.http.post(self.url, self.body(request), resend), request)
+        try:
+            data = await self.http.post(self.url, self.body(request), resend)
+        except ContextOverflow as exc:
+            if _budget_fills_context(str(exc), request.max_tokens):
+                raise BackendError(
+                    f"{exc} (max_tokens {request.max_tokens} alone fills the context: a setting, "
+                    "refused whatever the request reads)"
+                ) from None
+            raise
+        return self._parse(data, request)
 
     async def continuation_logprobs(self, prompt: str, continuation: str) -> list[float]:
         """Prompt log-probabilities from ``/completions`` with ``echo`` (OpenAI's legacy API,

@@ -30,7 +30,7 @@ from ._cache import default_cache_path
 from ._guard import Guard
 from ._prompts import Messages, parse_rating, rating_schema, render_conversation, with_image_parts
 
-__all__ = ["COMMON", "Judge", "Unparseable", "gather_bounded", "judge_settings"]
+__all__ = ["COMMON", "Judge", "Unparseable", "gather_bounded", "judge_settings", "unparsed"]
 
 COMMON = frozenset(
     {
@@ -64,11 +64,26 @@ _RETRY_TEMPERATURE = 0.7
 
 
 class Unparseable(Exception):
-    """The judge's replies could not be parsed within the allowed attempts."""
+    """The judge's replies could not be parsed within the allowed attempts. `retry_refused`:
+    a constrained retry, asking more room for the reply than the first request, was refused
+    as too long (the retry's budget, a setting, not what the judge was first asked to read)."""
 
-    def __init__(self, replies: list[str]) -> None:
+    def __init__(self, replies: list[str], retry_refused: bool = False) -> None:
         super().__init__(f"unparseable judge reply after {len(replies)} attempts")
         self.replies = replies
+        self.retry_refused = retry_refused
+
+
+def unparsed(exc: Unparseable, reason: str | None = None, **detail: Any) -> Score:
+    """The failure of a judgement whose replies stayed unparseable: `error` charged to the
+    completion (the judge's prompts are fixed, so what the request reads made the judge
+    stray, and a policy must not escape a verdict by provoking it); a refused retry budget is
+    configuration (`infrastructure`)."""
+    cause = "infrastructure" if exc.retry_refused else "completion"
+    why = reason or str(exc)
+    if exc.retry_refused:
+        why += "; the constrained retry, with more room for the reply, did not fit the context"
+    return Score.failed("error", why, cause=cause, replies=exc.replies, **detail)
 
 
 def make_backend(config: BackendConfig, cache_path: str | None) -> Backend:
@@ -127,7 +142,8 @@ class Judge:
     ) -> tuple[T, JudgeReply]:
         """Ask; parse; on an unparseable reply ask again (at most `parse_retries` times, at a
         higher temperature with a new seed, so the retry is a new, cacheable request), then
-        raise `Unparseable`. Transport failures raise `BackendError`.
+        raise `Unparseable` (flagged when a retry's larger reply budget was refused as too
+        long). Transport failures raise `BackendError`.
 
         `retry_schema`: the reply's JSON form; retries send it as structured output (a
         grammar on llama.cpp, `json_schema` on OpenAI-style servers) unless the backend's
@@ -139,6 +155,7 @@ class Judge:
         base = self.temperature if temperature is None else temperature
         structured = self.config.structured_output != "none"
         upfront = self.config.kind == "local"  # a grammar costs the embedded model nothing
+        first_room = max_tokens
         for attempt in range(self.parse_retries + 1):
             constrain = (attempt > 0 or upfront) and retry_schema is not None and structured
             request = JudgeRequest(
@@ -149,12 +166,14 @@ class Judge:
                 seed=seed if attempt == 0 else (seed or 0) * 1000 + attempt,
                 schema=retry_schema if constrain else schema,
             )
+            first_room = request.max_tokens if attempt == 0 else first_room
             try:
                 reply = await self.backend.complete(request)
             except ContextOverflow:
                 if attempt == 0:
                     raise
-                break  # a retry's larger reply budget, not the request the judge read: unparsed
+                more_room = request.max_tokens > first_room
+                raise Unparseable(replies, retry_refused=more_room) from None
             parsed = parse(reply)
             if parsed is not None:
                 return parsed, reply
@@ -232,8 +251,8 @@ class Judge:
             score = Score.failed(
                 "timeout", str(exc), cause="infrastructure", deadline_s=self.deadline_s
             )
-        except Unparseable as exc:
-            score = Score.failed("invalid", str(exc), replies=exc.replies)
+        except Unparseable as exc:  # charged: else provoking it escapes the verdict
+            score = unparsed(exc)
         except InputRejected as exc:  # charged: else provoking it escapes the verdict
             score = Score.failed("error", f"judge backend: {exc}", cause="completion")
         except BackendError as exc:

@@ -14,7 +14,7 @@ from .._exceptions import ConfigError
 from ..models import Sample, Score
 from ..registry import RewardFn, bounded, reward
 from ._backends import ContextOverflow, InputRejected, JudgeReply
-from ._judge import COMMON, Judge, Unparseable, gather_bounded, judge_settings
+from ._judge import COMMON, Judge, Unparseable, gather_bounded, judge_settings, unparsed
 from ._prompts import (
     choice_schema,
     escaped,
@@ -264,9 +264,10 @@ def judge_group(
     ``{id, completion}`` with the sample's own `id` among them). The group is shown in an
     order shuffled with `seed` and the group's ids, under labels R1..Rn; the reply must name
     every label exactly once (a reply with a missing, extra or repeated label is retried,
-    then `invalid`). The prompt is identical for every member, so with the cache the group
-    costs one judge call (members scored at the same moment in different workers may each
-    make it once). `structured` asks for ``{"ranking": [...]}`` under a JSON schema.
+    then an `error` charged to the completion). The prompt is identical for every member, so
+    with the cache the group costs one judge call (members scored at the same moment in
+    different workers may each make it once). `structured` asks for ``{"ranking": [...]}``
+    under a JSON schema.
     """
     judge = _judge(locals())
 
@@ -463,7 +464,7 @@ def judge_principles(
     """DeepSeek-GRM style: the judge writes principles, a critique, then "Score: N"; `k`
     samples (seeds 0..k-1) are voted. `mean`: mean normalised rating in [0, 1] over the
     samples that parsed (at least one); `sum`: sum of the k normalised ratings in [0, k]
-    (every sample must parse, else `invalid`)."""
+    (every sample must parse). Else an `error` charged to the completion (see `unparsed`)."""
     if k < 1:
         raise ConfigError(f"k: must be >= 1, got {k}")
     if not 0 <= scale_min < scale_max:
@@ -471,25 +472,28 @@ def judge_principles(
     judge = _judge(locals())
     span = scale_max - scale_min
 
-    async def one(messages: Any, index: int) -> int | None:
+    async def one(messages: Any, index: int) -> int | Unparseable:
         def parse(reply: JudgeReply) -> int | None:
             parsed = parse_rating(reply.text, scale_min, scale_max, anywhere=True)
             return parsed[0] if parsed else None
 
         try:
             rating, _ = await judge.ask(messages, parse, max_tokens, logprobs=False, seed=index)
-        except Unparseable:
-            return None
+        except Unparseable as exc:
+            return exc
         return rating
 
     async def judged(sample: Sample, text: str) -> Score:
         messages = principles_messages(judge.conversation(sample), text, scale_min, scale_max)
-        ratings = await gather_bounded([one(messages, i) for i in range(k)], max_concurrency)
+        answers = await gather_bounded([one(messages, i) for i in range(k)], max_concurrency)
+        ratings = [r if isinstance(r, int) else None for r in answers]
         valid = [(r - scale_min) / span for r in ratings if r is not None]
         detail = {"ratings": ratings, "vote": vote}
-        if not valid or (vote == "sum" and len(valid) < k):
-            missing = k - len(valid)
-            return Score.failed("invalid", f"{missing} of {k} samples gave no score", **detail)
+        failures = [a for a in answers if isinstance(a, Unparseable)]
+        if failures and (not valid or vote == "sum"):
+            charged = [f for f in failures if not f.retry_refused]
+            reason = f"{len(failures)} of {k} samples gave no score"
+            return unparsed((charged or failures)[0], reason, **detail)
         value = sum(valid) if vote == "sum" else sum(valid) / len(valid)
         return Score.ok(value, **detail)
 

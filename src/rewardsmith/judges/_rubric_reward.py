@@ -9,7 +9,7 @@ from ..models import Sample, Score
 from ..registry import RewardFn, reward
 from ._aggregate import Verdict, explicit, gate, healthbench, implicit
 from ._backends import LocalRuntime as Runtime
-from ._judge import COMMON, Judge, Unparseable, gather_bounded, judge_settings
+from ._judge import COMMON, Judge, Unparseable, gather_bounded, judge_settings, unparsed
 from ._prompts import (
     criterion_messages,
     parse_yes_no,
@@ -39,8 +39,8 @@ def _sample_rubric(sample: Sample, fmt: RubricFormat) -> Rubric | None:
 
 async def judge_criterion(
     judge: Judge, conversation: str, text: str, criterion: Criterion
-) -> tuple[Verdict | None, dict[str, Any]]:
-    """The verdict on one criterion (None when unparseable), and its detail row."""
+) -> tuple[Verdict | Unparseable, dict[str, Any]]:
+    """The verdict on one criterion (the failure when unparseable), and its detail row."""
     row: dict[str, Any] = {"criterion": criterion.text, "kind": criterion.kind}
     if criterion.polarity == "pitfall":
         row["polarity"] = "pitfall"
@@ -53,8 +53,8 @@ async def judge_criterion(
             retry_schema=verdict_schema(),
         )
     except Unparseable as exc:
-        row.update(met=None, status="invalid", replies=exc.replies)
-        return None, row
+        row.update(met=None, status="error", replies=exc.replies)
+        return exc, row
     row.update(met=met, p_met=probability, cached=reply.cached)
     return Verdict(met, probability), row
 
@@ -94,7 +94,7 @@ def rubric(
     per-tag scores), `explicit` (RaR: sum w_j c_j / sum w_j; `soft` uses P(met)), `implicit`
     (RaR: one holistic 1-10 rating, (s-1)/9). Hard rules gate every aggregation; verifiable
     criteria are left to rule rewards. Any criterion the judge cannot answer parseably makes
-    the whole component `invalid` (never a 0).
+    the whole component an `error` charged to the completion (never a 0, never left out).
     """
     settings = {k: v for k, v in locals().items() if k in COMMON}
     judge = judge_settings(**settings)
@@ -123,15 +123,14 @@ def rubric(
         detail: dict[str, Any] = {"criteria": rows, "aggregate": aggregate}
         if skipped:
             detail["verifiable_skipped"] = skipped
-        bad = [i for i, (v, _) in enumerate(results) if v is None]
-        if bad:
-            return Score.failed(
-                "invalid",
-                f"{len(bad)} criteria got no parseable verdict: "
-                + "; ".join(repr(rules[i].text[:60]) for i in bad),
-                **detail,
+        bad = [(i, v) for i, (v, _) in enumerate(results) if isinstance(v, Unparseable)]
+        if bad:  # charged unless only a retry's budget was refused (see `unparsed`)
+            reason = f"{len(bad)} criteria got no parseable verdict: " + "; ".join(
+                repr(rules[i].text[:60]) for i, _ in bad
             )
-        verdicts = [v for v, _ in results if v is not None]
+            charged = [v for _, v in bad if not v.retry_refused]
+            return unparsed((charged or [bad[0][1]])[0], reason, **detail)
+        verdicts = [v for v, _ in results if isinstance(v, Verdict)]
         failed = gate(rules, verdicts)
         if failed:
             detail["gate"] = [rules[i].text for i in failed]

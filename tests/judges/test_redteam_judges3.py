@@ -291,7 +291,6 @@ PARSE = [
         # earned 1.0: `anywhere` takes the LAST "Score: N" of the reply, a quote after the
         # judge's own final line (the prompt asks for the score as the last line)
         id="principles-quoted-score-after-the-verdict",
-        marks=hole("the last 'Score: N' anywhere, not the last line"),
     ),
     pytest.param(
         judge_reference,
@@ -299,7 +298,6 @@ PARSE = [
         0.0,
         # earned 1.0: _LEAD strips the quote mark, the quoted word is read as the verdict
         id="reference-quoted-yes-read-as-verdict",
-        marks=hole("a quoted first word is taken for the verdict"),
     ),
     pytest.param(
         judge_pointwise,
@@ -309,7 +307,6 @@ PARSE = [
         # 1-10 scale a response asked for ("grade out of 10") and gave it a middling 5 pays
         # the top of the 1-5 scale
         id="pointwise-rating-out-of-another-scale",
-        marks=hole("the denominator of 'N/M' is ignored"),
     ),
     pytest.param(judge_pointwise, "4/5", 0.75, id="pointwise-rating-out-of-its-scale"),
     pytest.param(judge_reference, "NO. The response says YES.", 0.0, id="reference-no-then-yes"),

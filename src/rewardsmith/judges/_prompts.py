@@ -284,9 +284,28 @@ _LEAD = re.compile(r"^[\s*_`\"'>#:\-]*")
 _WORD_CHARS = re.compile(r"\w+")
 
 
-def _first_word(text: str) -> str | None:
-    match = _WORD.match(_LEAD.sub("", text))
-    return match.group().lower() if match else None
+_QUOTE_MARKS = "\"'`"
+
+
+def _word_at(text: str, start: int) -> tuple[str | None, int]:
+    """(the word at `start` of `text`, after `_LEAD`, lower case; where it starts). The word
+    is None when there is none, or when it is quoted with words after the closing quote
+    (`"YES" is what it demands`): a quote, of the response or of the labels, not the judge's
+    verdict."""
+    begin = start + _lead_length(text[start:])
+    match = _WORD.match(text, begin)
+    if match is None:
+        return None, begin
+    opened = begin > 0 and text[begin - 1] in _QUOTE_MARKS
+    closed = text[match.end() : match.end() + 1] in tuple(_QUOTE_MARKS)
+    if opened and closed and _WORD_CHARS.search(text, match.end() + 1):
+        return None, begin
+    return match.group().lower(), begin
+
+
+def _lead_length(text: str) -> int:
+    match = _LEAD.match(text)
+    return match.end() if match else 0
 
 
 def _json_field(text: str, field: str) -> Any:
@@ -416,12 +435,17 @@ def _json_value_offset(text: str, field: str) -> int:
     return match.end() if match else 0
 
 
+def _leading_word(text: str) -> tuple[str | None, int]:
+    """(the reply's first word after at most a lead-in "The answer is" / "Verdict:", see
+    `_word_at`; the character where it starts)."""
+    lead = _lead_length(text)
+    lead_in = _LEAD_IN.match(text[lead:])
+    return _word_at(text, lead + lead_in.end() if lead_in else 0)
+
+
 def _verdict(text: str) -> tuple[str, int] | None:
     """(yes | no, the character where the verdict word starts)."""
-    body = _LEAD.sub("", text)
-    lead_in = _LEAD_IN.match(body)
-    offset = len(text) - len(body) + (lead_in.end() if lead_in else 0)
-    word = _first_word(text[offset:])
+    word, offset = _leading_word(text)
     if word in _YES_NO:
         return word, offset
     verdict = _json_field(text.strip(), "verdict")
@@ -450,9 +474,9 @@ def parse_yes_no(
 
 
 def parse_choice(text: str, choices: Sequence[str]) -> str | None:
-    """The first word of the reply (after "The answer is") if it is one of `choices`; or
-    ``{"winner": ...}``."""
-    word = _first_word(_LEAD_IN.sub("", _LEAD.sub("", text), count=1))
+    """The first word of the reply (after "The answer is"; not a quoted one) if it is one of
+    `choices`; or ``{"winner": ...}``."""
+    word, _ = _leading_word(text)
     winner = _json_field(text.strip(), "winner")
     if isinstance(winner, str):
         word = winner.strip().lower()
@@ -461,10 +485,35 @@ def parse_choice(text: str, choices: Sequence[str]) -> str | None:
 
 
 _NUMBER = re.compile(
-    r"^[\s*_`\"'>#]*(?:score\s*[:=]?\s*)?(\d{1,3})(?:\s*/\s*\d+)?\s*[.!]?\s*$", re.I
+    r"^[\s*_`\"'>#]*(?:score\s*[:=]?\s*)?(\d{1,3})(?:\s*/\s*(\d+))?\s*[.!]?\s*$", re.I
 )
-_LAST_SCORE = re.compile(r"score\s*[:=]\s*\**\s*(\d{1,3})", re.IGNORECASE)
+_SCORE_MENTION = re.compile(r"score\s*[:=]\s*\**\s*(\d{1,3})(?:\s*/\s*(\d+))?", re.I)
+_SCORE_LINE = re.compile(
+    r"^[ \t*_#>]*(?:final\s+)?score\s*[:=]\s*\**\s*(\d{1,3})(?:\s*/\s*(\d+))?[ \t*_]*[.!]?[ \t]*$",
+    re.I | re.M,
+)
 _JSON_SCORE = re.compile(r'"score"\s*:\s*(\d+)')
+
+
+def _out_of(value: str, denominator: str | None, high: int) -> int | None:
+    """A rating "N" or "N/M": N when M is absent or is the scale's top; else None (a rating
+    on another scale is not read as one on this scale)."""
+    return int(value) if denominator is None or int(denominator) == high else None
+
+
+def _final_score(text: str, high: int) -> int | None:
+    """The judge's own score in a free-form reply: its score lines ("Score: N" alone on a
+    line, the form it is asked to end with) must all give one value, and no "Score: N" it
+    mentions after the last of them may differ (a quote of the response after the verdict);
+    a reply with no score line must mention one value only. Else None."""
+    mentions = list(_SCORE_MENTION.finditer(text))
+    lines = list(_SCORE_LINE.finditer(text))
+    if not mentions:
+        return None
+    after = [m for m in mentions if lines and m.start() >= lines[-1].end()]
+    counted = lines + after if lines else mentions
+    values = {_out_of(m.group(1), m.group(2), high) for m in counted}
+    return values.pop() if len(values) == 1 else None
 
 
 def parse_rating(
@@ -476,9 +525,10 @@ def parse_rating(
     anywhere: bool = False,
 ) -> tuple[int, LabelDistribution | None] | None:
     """(rating, its distribution over the scale or None): the reply must be just an integer
-    in [low, high] (optionally "Score: N" or "N/10", or ``{"score": N}``); with `anywhere`,
-    the last "Score: N" in the text (no distribution). The distribution (for the G-Eval
-    expectation) is read where the rating was generated, multi-token ratings included."""
+    in [low, high] (optionally "Score: N", or "N/M" with M the scale's top, or
+    ``{"score": N}``); with `anywhere`, the judge's final score line (`_final_score`; no
+    distribution). The distribution (for the G-Eval expectation) is read where the rating
+    was generated, multi-token ratings included."""
     field = _json_field(text.strip(), "score")
     start = 0
     if isinstance(field, int) and not isinstance(field, bool):
@@ -486,12 +536,11 @@ def parse_rating(
         match = _JSON_SCORE.search(text)
         start = match.start(1) if match else 0
     elif anywhere:
-        found = _LAST_SCORE.findall(text)
-        value = int(found[-1]) if found else None
+        value = _final_score(text, high)
     else:
         first = text.strip().splitlines()[0] if text.strip() else ""
         match = _NUMBER.match(first)
-        value = int(match.group(1)) if match else None
+        value = _out_of(match.group(1), match.group(2), high) if match else None
         start = len(text) - len(text.lstrip()) + (match.start(1) if match else 0)
     if value is None or not low <= value <= high:
         return None

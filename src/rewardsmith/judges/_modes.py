@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from typing import Any, Literal
 
 from .._exceptions import ConfigError
@@ -120,6 +121,30 @@ def judge_pointwise(
 
 # -- pairwise -------------------------------------------------------------------------------------
 
+_NAMES_LABEL = re.compile(
+    r"\b(?:response|answer|assistant|output|option|candidate|completion)[\s_]*"
+    r"(?:(?-i:[AB])|\((?-i:[ABab])\))(?!\w)"
+    r"|\[\[\s*(?-i:[AB])\s*\]\]"
+    r"|\b(?-i:[AB])\s+is\s+(?:the\s+)?(?:better|best|winner|preferred)\b"
+    r"|\b(?:first|second|former|latter)\s+(?:response|answer|one|output|completion|option)\b",
+    re.I,
+)
+"""How a response names a label or a position of the pair ("Response B", "Assistant A",
+"[[B]]", "A is better", "the second response"): in one of the two orders the label is its
+own, so a judge that follows it disagrees with itself."""
+
+
+def _pair_value(first: str, second: str, names_label: bool) -> float:
+    """1 when both orders prefer the completion (A first, B second), 0 when both prefer the
+    other, else 0.5; a disagreement is lost (0) by a completion that names a label or a
+    position, which is how it turns a loss into a tie under a judge that follows it."""
+    if first == "A" and second == "B":
+        return 1.0
+    if first == "B" and second == "A":
+        return 0.0
+    agreed = first == second == "TIE"
+    return 0.0 if names_label and not agreed else 0.5
+
 
 @reward("judge_pairwise", preload=("httpx",))
 def judge_pairwise(
@@ -151,7 +176,9 @@ def judge_pairwise(
 
     The other answer is the reference (`against: reference`) or another sample's completion
     in `metadata[opponent_key]`. Judged in both orders (completion as A, then as B); a win or
-    a loss counts only when both orders agree, anything else is a tie (position bias cancels).
+    a loss counts only when both orders agree, anything else is a tie (position bias cancels),
+    lost by a completion that names a label (`_pair_value`). A sibling the guard stops is
+    beaten without asking the judge.
     """
     judge = _judge(locals())
 
@@ -180,32 +207,52 @@ def judge_pairwise(
             ],
             max_concurrency,
         )
-        ours = (first == "A", second == "B")
-        theirs = (first == "B", second == "A")
-        value = 1.0 if all(ours) else 0.0 if all(theirs) else 0.5
+        names_label = _NAMES_LABEL.search(text) is not None
+        value = _pair_value(first, second, names_label)
         outcome = {1.0: "win", 0.0: "loss", 0.5: "tie"}[value]
+        agreed = (first, second) in (("A", "B"), ("B", "A"), ("TIE", "TIE"))
+        extra = {"names_label": True} if names_label else {}
         return Score.ok(
             value,
             outcome=outcome,
             completion_first=first,
             completion_second=second,
-            agreed=value != 0.5 or (first == "TIE" and second == "TIE"),
+            agreed=agreed,
             cached=r1.cached and r2.cached,
+            **extra,
         )
 
+    def opponent_guarded(other: str) -> Score | None:
+        """A win, without asking the judge, over a sibling that is a master key (empty once
+        its reasoning is stripped, punctuation, openers): it scores 0 on its own."""
+        rule = "empty" if not judge.strip(other).strip() else None
+        if rule is None and judge.guard is not None:
+            rule = judge.guard.check(judge.strip(other))
+        if rule is None:
+            return None
+        reason = f"the opponent is not sent to the judge: {rule}"
+        return Score.ok(1.0, outcome="win", opponent_guard=rule, reason=reason)
+
     def score(sample: Sample) -> Score:
-        other = (
-            _reference_text(sample.reference)
-            if against == "reference"
-            else sample.metadata.get(opponent_key)
-        )
-        if not isinstance(other, str) or not other.strip():
-            where = "reference" if against == "reference" else f"metadata.{opponent_key}"
-            return Score.failed("not_applicable", f"no answer to compare against in {where}")
-        if against == "metadata":  # a sibling's completion: its answer, as the sample's
-            other = judge.strip(other)
+        if against == "metadata":
+            other = sample.metadata.get(opponent_key)
+            if not isinstance(other, str):
+                reason = f"no answer to compare against in metadata.{opponent_key}"
+                return Score.failed("not_applicable", reason)
+            other = judge.strip(other)  # a sibling's completion: its answer, as the sample's
+        else:
+            other = _reference_text(sample.reference)
+            if other is None or not other.strip():
+                return Score.failed("not_applicable", "no answer to compare against in reference")
         text = judge.text_of(sample)
-        return judge.guarded(text) or judge.run(judged(sample, text, other))
+        own = judge.guarded(text)
+        if own is not None:
+            return own
+        if against == "metadata":
+            won = opponent_guarded(other)
+            if won is not None:
+                return won
+        return judge.run(judged(sample, text, other))
 
     return bounded(score, 0.0, 1.0)
 

@@ -533,7 +533,6 @@ def _rank_judge(prefer: tuple[str, ...]) -> Callable[[JudgeRequest], str]:
     return script
 
 
-@pytest.mark.xfail(reason="redteam: a master-key sibling outranks the honest members", **HOLE)
 def test_group_master_key_sibling(scripted: Callable[..., Any]) -> None:
     """A member that is the lone colon is guarded (0 for itself) but still shown to the judge
     with its siblings: a judge fooled by it ranks it first and every honest member one place
@@ -547,7 +546,6 @@ def test_group_master_key_sibling(scripted: Callable[..., Any]) -> None:
     assert got["attack"] < got["wrong"], got
 
 
-@pytest.mark.xfail(reason="redteam: identical members with ids are scored by position", **HOLE)
 def test_group_identical_members_with_ids(scripted: Callable[..., Any]) -> None:
     """Two members with the same text and their own ids (the README's sharing of the mean
     applies to plain strings only): the judge must order them, so one right answer earns 1.0

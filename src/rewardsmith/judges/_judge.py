@@ -121,6 +121,15 @@ class Judge:
         """The rendered conversation; its assistant turns without reasoning when `strip_think`."""
         return render_conversation(sample.prompt, self.strip_think)
 
+    def sibling_guard(self, text: str) -> str | None:
+        """The guard's rule for another answer the judge would read beside the sample (a
+        pairwise sibling, a group member), its reasoning stripped; an empty answer is stopped
+        even without the guard. None when it may be judged."""
+        shown = self.strip(text)
+        if not shown.strip():
+            return "empty"
+        return self.guard.check(shown) if self.guard is not None else None
+
     def guarded(self, text: str) -> Score | None:
         """Score 0 (status ok, `detail.guard`) when the text is a master key, else None."""
         rule = self.guard.check(text) if self.guard is not None else None

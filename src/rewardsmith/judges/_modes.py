@@ -225,9 +225,7 @@ def judge_pairwise(
     def opponent_guarded(other: str) -> Score | None:
         """A win, without asking the judge, over a sibling that is a master key (empty once
         its reasoning is stripped, punctuation, openers): it scores 0 on its own."""
-        rule = "empty" if not judge.strip(other).strip() else None
-        if rule is None and judge.guard is not None:
-            rule = judge.guard.check(judge.strip(other))
+        rule = judge.sibling_guard(other)
         if rule is None:
             return None
         reason = f"the opponent is not sent to the judge: {rule}"
@@ -391,15 +389,21 @@ def judge_group(
         raise ContextOverflow("no member of the group fits the judge's context on its own")
 
     async def judged(sample: Sample, items: list[tuple[str, str]], mine: list[str]) -> Score:
-        """Members the judge could not read (the group did not fit its context, or a content
-        filter refused them) tie last, at 0: making the group too long never takes a member
-        out of the ranking, and the others are still ranked. Members with the same text as
-        the sample (a group given as plain strings) share their mean score."""
-        try:
-            ranked, cached = await ranking(sample, items)
-            unread: list[str] = []
-        except InputRejected as refusal:  # too long, or filtered: find what the judge reads
-            ranked, cached, unread = await set_aside(sample, items, refusal)
+        """Members the guard stops (`Judge.sibling_guard`) are not shown and tie last, at 0,
+        as they score on their own. Members the judge could not read (the group did not fit
+        its context, or a content filter refused them) tie last too: making the group too
+        long never takes a member out of the ranking, and the others are still ranked.
+        Members the judge reads as the sample's text share their mean score."""
+        stopped = {m: rule for m, t in items if (rule := judge.sibling_guard(t)) is not None}
+        shown = [(m, t) for m, t in items if m not in stopped]
+        unread: list[str] = []
+        if len(shown) == 1:  # the sample alone: above every stopped member, no judge asked
+            ranked, cached = [shown[0][0]], False
+        else:
+            try:
+                ranked, cached = await ranking(sample, shown)
+            except InputRejected as refusal:  # too long, or filtered: find what it reads
+                ranked, cached, unread = await set_aside(sample, shown, refusal)
         n = len(items)
         value = {member: (n - 1 - rank) / (n - 1) for rank, member in enumerate(ranked)}
         ranks = [ranked.index(m) if m in value else n - 1 for m in mine]
@@ -407,18 +411,22 @@ def judge_group(
         detail.update(ranking=ranked, cached=cached)
         if unread:
             detail["too_long"] = unread
+        if stopped:
+            detail["guarded"] = stopped
         return Score.ok(math.fsum(value.get(m, 0.0) for m in mine) / len(mine), **detail)
 
     def score(sample: Sample) -> Score:
         items = _group_items(sample, group_key)
         if isinstance(items, str):
             return Score.failed("not_applicable", items)
-        ids = [i for i, _ in items]
-        mine = [sample.id] if sample.id in ids else [i for i, t in items if t == sample.text]
-        if not mine:
+        texts = dict(items)
+        own = texts.get(sample.id, sample.text)
+        if sample.id not in texts and own not in texts.values():
             return Score.failed(
                 "invalid", f"sample {sample.id!r} not found in metadata.{group_key}"
             )
+        # the judge cannot tell apart what it reads alike: those members share their mean
+        mine = [i for i, t in items if judge.strip(t) == judge.strip(own)]
         text = judge.text_of(sample)
         return judge.guarded(text) or judge.run(judged(sample, items, mine))
 

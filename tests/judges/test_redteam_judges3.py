@@ -571,7 +571,6 @@ def test_group_identical_plain_strings_share(scripted: Callable[..., Any]) -> No
 # -- 6. rubrics ----------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(reason="redteam: a rubric of hard rules only never pays a pass", **HOLE)
 def test_rubric_of_hard_rules_only(scripted: Callable[..., Any]) -> None:
     """An OpenRubrics rubric of hard rules only: an answer that fails one scores 0, but an
     answer that passes them all is `not_applicable` ("no criterion with positive weight"),

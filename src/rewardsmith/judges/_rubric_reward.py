@@ -145,6 +145,9 @@ def rubric(
         else:
             value, extra = explicit(rules, verdicts, soft=soft)
         detail.update(extra)
+        if value is None and rules and all(c.kind == "hard_rule" for c in rules):
+            reason = "every hard rule passed (the rubric has no other criterion)"
+            return Score.ok(1.0, reason=reason, **detail)
         if value is None:
             return Score.failed("not_applicable", "no criterion with positive weight", **detail)
         return Score.ok(value, **detail)

@@ -11,9 +11,10 @@
 
 Rows with a prompt and a reference but no completion (GSM8K, MATH-500, HumanEval as
 published) are **prompts**: they measure nothing on their own, but the attacks are built from
-them. Files are JSON Lines or one JSON array (LLMBar, RM-Bench); a malformed line is reported
+them. Files are JSON Lines or JSON arrays (LLMBar, RM-Bench; several one after the other
+too), UTF-8 with or without a BOM, lines ended by LF, CRLF or CR; a malformed line is reported
 with its number and the rest is read; an array is read item by item, up to one that is not
-valid JSON.
+valid JSON (an item that is not UTF-8 is one bad item).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, get_args
+from typing import IO, Any, Literal, NamedTuple, get_args
 
 from .._exceptions import ConfigError, InputError
 
@@ -118,31 +119,32 @@ class Dataset:
 
 
 def load_dataset(paths: Sequence[str | Path], format: Format | Literal["auto"] = "auto") -> Dataset:
-    """Read every file; the format is detected from the first readable row unless given.
+    """Read every file; the format is detected from the first row that decides it unless given.
 
     When several files are given and rows carry no subset, each file's name is its subset
-    (LLMBar's five files are its five subsets). Unreadable rows are reported and skipped, so
-    one bad line cannot hide the file; data with no readable row at all is an error.
+    (LLMBar's five files are its five subsets; see `_file_names`). Unreadable rows, and rows
+    that cannot decide the format, are reported and skipped, so one bad line cannot hide the
+    file; data with no readable row at all is an error.
     """
     if format != "auto" and format not in get_args(Format):
         raise ConfigError(f"--format: unknown format {format!r}")
     dataset: Dataset | None = None
     bad: list[InputError] = []
     seen: set[str] = set()
-    for path in paths:
-        subset = Path(path).stem if len(paths) > 1 else None
+    for path, name in zip(paths, _file_names(paths), strict=True):
+        subset = name if len(paths) > 1 else None
         for record in _records(Path(path)):
             if isinstance(record, InputError):
                 bad.append(InputError(f"{path}: {record}"))
                 continue
-            if dataset is None:
-                dataset = Dataset(detect_format(record.data) if format == "auto" else format)
             try:
+                if dataset is None:
+                    dataset = Dataset(detect_format(record.data) if format == "auto" else format)
                 row = _row(dataset.format, record, subset)
-            except (KeyError, TypeError, ValueError) as exc:
+            except (KeyError, TypeError, ValueError) as exc:  # ConfigError: decides no format
                 bad.append(InputError(f"{path}: line {record.line}: {record.where}{exc}"))
                 continue
-            row = replace(row, id=_unique_id(row.id, Path(path).stem, seen))
+            row = replace(row, id=_unique_id(row.id, name, seen))
             seen.add(row.id)
             dataset.rows.append(row)
     names = ", ".join(map(str, paths))
@@ -156,20 +158,38 @@ def load_dataset(paths: Sequence[str | Path], format: Format | Literal["auto"] =
     return dataset
 
 
-def _unique_id(row_id: str, stem: str, seen: set[str]) -> str:
+def _file_names(paths: Sequence[str | Path]) -> list[str]:
+    """Each file's name without its extension, with as many of its folders as tell it from
+    the other files (`Natural/dataset`, `Neighbor/dataset`); the path as given when nothing
+    does (one name, two extensions)."""
+    parts = [(*Path(p).absolute().parent.parts, Path(p).stem) for p in paths]
+
+    def name(index: int) -> str:
+        mine = parts[index]
+        others = [other for other in parts if other != mine]
+        for depth in range(1, len(mine) + 1):
+            if all(other[-depth:] != mine[-depth:] for other in others):
+                return "/".join(mine[-depth:])
+        return str(paths[index])
+
+    return [name(i) for i in range(len(paths))]
+
+
+def _unique_id(row_id: str, file: str, seen: set[str]) -> str:
     """`row_id`, else `<file>:<row_id>`, else `<file>:<row_id>#2`, ...: the summary's tables
     and the attack pass name rows by id, so two rows must never share one."""
     if row_id not in seen:
         return row_id
-    renamed, count = f"{stem}:{row_id}", 1
+    renamed, count = f"{file}:{row_id}", 1
     while renamed in seen:
         count += 1
-        renamed = f"{stem}:{row_id}#{count}"
+        renamed = f"{file}:{row_id}#{count}"
     return renamed
 
 
 def detect_format(data: dict[str, Any]) -> Format:
-    """The format a row's columns say (see the module docstring)."""
+    """The format a row's columns say (see the module docstring); a ConfigError when they
+    say none (a completion without a label, half a pair, no prompt)."""
     if "judgments" in data:
         return "judgments"
     if {"response_A", "response_B"} <= data.keys() or {"output_1", "output_2"} <= data.keys():
@@ -187,6 +207,10 @@ def detect_format(data: dict[str, Any]) -> Format:
             "--data: rows have a completion but no label (label / is_correct / expected, 0/1 "
             "or bool); to score unlabelled samples use `rewardsmith score`"
         )
+    if data.keys() & set(_RESPONSE_KEYS):
+        raise ConfigError("--data: a pair needs both its responses (chosen and rejected, ...)")
+    if _prompt_text(data) is None:
+        raise ConfigError("--data: no prompt, completion or pair: the row says no format")
     return "prompts"
 
 
@@ -212,34 +236,70 @@ class _Record(NamedTuple):
         return f"item {self.item}: " if self.item is not None else ""
 
 
+_BOM = b"\xef\xbb\xbf"
+_BREAK = re.compile(r"\r\n?|\n")
+"""A line end as `bytes.splitlines` reads one (JSON strings cannot hold a raw CR or LF)."""
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
+"""A byte that is not UTF-8, as `surrogateescape` decodes it."""
+
+
 def _records(path: Path) -> Iterator[_Record | InputError]:
-    """The file's rows, read as bytes so a line that is not UTF-8 is one bad line."""
-    data = path.read_bytes()
-    if data.lstrip()[:1] == b"[":
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            yield InputError(
-                "not UTF-8 text; the array is not read", data.count(b"\n", 0, exc.start) + 1
-            )
+    """The file's rows. JSON Lines are streamed line by line; a file whose first line opens
+    a JSON array that runs past it (a pretty-printed one) or is one array of objects is read
+    whole, value by value. A UTF-8 BOM at the start is skipped."""
+    with path.open("rb") as handle:
+        start = len(_BOM) if handle.read(len(_BOM)) == _BOM else 0
+        handle.seek(start)
+        first = next((raw for raw in _lines(handle) if raw.strip()), b"")
+        handle.seek(start)
+        if _is_array_file(first.decode("utf-8", "surrogateescape").strip()):
+            yield from _stream_records(handle.read().decode("utf-8", "surrogateescape"))
             return
-        yield from _array_records(text)
-        return
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            item = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            yield InputError("not UTF-8 text", number)
-            continue
-        except json.JSONDecodeError as exc:
-            yield InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", number)
-            continue
-        if isinstance(item, dict):
-            yield _Record(number, None, item)
-        else:
-            yield InputError(f"a row is a JSON object, got {type(item).__name__}", number)
+        for number, raw in enumerate(_lines(handle), start=1):
+            if raw.strip():
+                yield _line_record(raw.decode("utf-8", "surrogateescape"), number)
+
+
+def _lines(handle: IO[bytes]) -> Iterator[bytes]:
+    """The file's lines, as `bytes.splitlines` cuts them (`\n`, `\r\n` or a bare `\r`),
+    one read chunk in memory at a time."""
+    for chunk in handle:
+        yield from chunk.splitlines()
+
+
+def _is_array_file(first: str) -> bool:
+    """Whether the first non-blank line starts JSON that spans lines (`[` of a pretty-printed
+    array: its JSON runs out at the line end) or is one array of objects (or empty); any
+    other first line, a header `["prompt", "completion"]` included, starts JSON Lines."""
+    if not first.startswith("["):
+        return False
+    try:
+        value = json.loads(first)
+    except json.JSONDecodeError as exc:
+        return exc.pos >= len(first)
+    except RecursionError:
+        return False
+    return isinstance(value, list) and (not value or any(isinstance(v, dict) for v in value))
+
+
+def _line_record(text: str, number: int) -> _Record | InputError:
+    if _NOT_UTF8.search(text):
+        return InputError("not UTF-8 text", number)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", number)
+    except RecursionError:
+        return InputError("not valid JSON: nested too deep", number)
+    return _as_record(value, number, None)
+
+
+def _as_record(value: Any, line: int, item: int | None) -> _Record | InputError:
+    """A JSON object is a row; anything else is one bad row."""
+    if isinstance(value, dict):
+        return _Record(line, item, value)
+    where = f"item {item}: " if item is not None else ""
+    return InputError(f"{where}a row is a JSON object, got {type(value).__name__}", line)
 
 
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -250,34 +310,61 @@ def _skip_space(text: str, pos: int) -> int:
     return match.end() if match else pos
 
 
-def _array_records(text: str) -> Iterator[_Record | InputError]:
-    """The items of one JSON array, decoded one by one so each keeps the line it starts on
-    (a pretty-printed LLMBar item spans several lines; its position is not its line)."""
-    decoder = json.JSONDecoder()
-    pos = _skip_space(text, text.index("[") + 1)
-    line, counted, item = 1, 0, 0
-    while pos < len(text) and text[pos] != "]":
-        line += text.count("\n", counted, pos)
-        counted, item = pos, item + 1
-        try:
-            value, end = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
-            message = f"item {item}: not valid JSON ({exc.msg}); the items after it are not read"
-            yield InputError(message, exc.lineno)
-            return
-        if isinstance(value, dict):
-            yield _Record(line, item, value)
-        else:
-            yield InputError(
-                f"item {item}: a row is a JSON object, got {type(value).__name__}", line
-            )
-        pos = _skip_space(text, end)
-        if pos < len(text) and text[pos] == ",":
-            pos = _skip_space(text, pos + 1)
-        elif pos >= len(text) or text[pos] != "]":
-            line += text.count("\n", counted, pos)
-            yield InputError("not a valid JSON array: ',' or ']' expected", line)
-            return
+class _Stream:
+    """A position in a file read whole, and the line it is on (line ends counted as
+    `bytes.splitlines` counts them)."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.pos, self.line, self.item = text, 0, 1, 0
+        self.move(0)
+
+    def move(self, pos: int) -> None:
+        """Go to `pos`, then past the whitespace there."""
+        end = _skip_space(self.text, pos)
+        self.line, self.pos = self.line_of(end), end
+
+    def line_of(self, pos: int) -> int:
+        return self.line + len(_BREAK.findall(self.text, self.pos, pos))
+
+    def at(self, char: str) -> bool:
+        return self.text.startswith(char, self.pos)
+
+
+def _stream_records(text: str) -> Iterator[_Record | InputError]:
+    """Every JSON value of the file in turn (`cat a.json b.json` gives two arrays): an
+    array's items one by one, so each keeps the line it starts on and its item number
+    (counted through the file); an object is a row. A value that is not valid JSON is
+    reported by line, and nothing after it can be told apart, so reading stops there."""
+    stream, decoder = _Stream(text), json.JSONDecoder()
+    while stream.pos < len(text):
+        opened = stream.at("[")
+        if opened:
+            stream.move(stream.pos + 1)
+        while not (opened and stream.at("]")):
+            stream.item += 1
+            try:
+                value, end = decoder.raw_decode(text, stream.pos)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deep"
+                pos = exc.pos if isinstance(exc, json.JSONDecodeError) else stream.pos
+                message = f"item {stream.item}: not valid JSON ({why}); the rest is not read"
+                yield InputError(message, stream.line_of(pos))
+                return
+            if _NOT_UTF8.search(text, stream.pos, end):
+                yield InputError(f"item {stream.item}: not UTF-8 text", stream.line)
+            else:
+                yield _as_record(value, stream.line, stream.item)
+            stream.move(end)
+            if not opened:
+                break
+            if stream.at(","):
+                stream.move(stream.pos + 1)
+            elif not stream.at("]"):
+                message = "not a valid JSON array: ',' or ']' expected; the rest is not read"
+                yield InputError(message, stream.line)
+                return
+        if opened:
+            stream.move(stream.pos + 1)
 
 
 def _row(format: Format, record: _Record, file_subset: str | None) -> Row:
@@ -314,13 +401,10 @@ def _row(format: Format, record: _Record, file_subset: str | None) -> Row:
     return PromptRow(row_id, line, subset, _prompt_base(data))
 
 
+_RESPONSE_KEYS = ("chosen", "rejected", "response_A", "response_B", "output_1", "output_2")
+"""The columns of a pair's responses, in every format that has pairs."""
 _PAIR_KEYS = (
-    "chosen",
-    "rejected",
-    "response_A",
-    "response_B",
-    "output_1",
-    "output_2",
+    *_RESPONSE_KEYS,
     "label",
     "num_correct",
     "num_incorrect",

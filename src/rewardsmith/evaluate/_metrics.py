@@ -143,23 +143,24 @@ def labelled_metrics(
                 )
     labels = [lab for lab, _ in scored]
     predicted = [value > threshold for _, value in scored]
-    measured.metrics = {**_binary(labels, predicted), **unscored_counts(results)}
+    measured.metrics = _labelled_rates(labels, predicted, results)
     area = auroc([v for lab, v in scored if lab], [v for lab, v in scored if not lab])
     if area is not None:
         measured.metrics["auroc"] = area
     if len(by_subset) > 1:
         measured.subsets = {
-            name: _labelled_subset(*parts) for name, parts in sorted(by_subset.items())
+            name: {"n": len(parts[0]), **_labelled_rates(*parts)}
+            for name, parts in sorted(by_subset.items())
         }
-    measured.tables = {"confusion": _confusion(measured.metrics), **listed}
+    measured.tables = {"confusion": _confusion(measured.metrics), **listed} if scored else listed
     return measured
 
 
-def _labelled_subset(
-    labels: list[bool], predictions: list[bool], unscored: list[Result]
+def _labelled_rates(
+    labels: list[bool], predictions: list[bool], unscored: Sequence[Result]
 ) -> dict[str, float]:
-    """One subset's counts; rates only when something in it was scored (no silent 0)."""
-    counts = {"n": len(labels), **unscored_counts(unscored)}
+    """The unscored counts, and the rates only when something was scored (no silent 0)."""
+    counts: dict[str, float] = {**unscored_counts(unscored)}
     return {**_binary(labels, predictions), **counts} if labels else counts
 
 

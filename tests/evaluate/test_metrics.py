@@ -25,7 +25,7 @@ from rewardsmith.models import Result, Score
         ([0.4], [1.0, 0.5, 0.2], 0.0),
         ([0.9, 0.9], [0.1], 0.5),  # two chosen tied at the max: 1/2
         ([None], [0.1], 0.0),  # a failed chosen is never at the max
-        ([0.3], [None, None], 1.0),
+        ([0.3], [None, None], 0.0),  # a failed rejected one is never beaten, as in pairs
     ],
 )
 def test_best_of_n_is_one_over_the_ties_at_the_max(

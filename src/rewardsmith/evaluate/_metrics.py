@@ -8,7 +8,7 @@
   diagonal `normal` and upper triangle `hard` (RM-Bench's `compute_accuracy`: row i is the
   chosen response's style, column j the rejected's, styles in increasing fanciness);
 * best_of_n: 1 / (candidates tied at the maximum) when a chosen candidate is at it, else 0
-  (RewardBench 2);
+  (RewardBench 2); a failed rejected candidate is never beaten, as a failure in pairs;
 * every format that scores samples counts the ones that failed (`timeout`, `error`,
   `invalid`) and the ones the reward did not apply to (`not_applicable`) apart;
 * judgments: JudgeBench's `compute_final_metrics` -- each of the two stored verdicts (the
@@ -215,8 +215,8 @@ def pair_metrics(rows: Sequence[PairRow], cells: Sequence[dict[tuple[int, int], 
 def best_of_n_metrics(
     rows: Sequence[BestOfNRow], rewards: Sequence[tuple[list[float | None], list[float | None]]]
 ) -> Measured:
-    """RewardBench 2's best-of-N score; a failed candidate is never at the maximum (so it
-    counts 0, as in pairs; the caller counts the failures)."""
+    """RewardBench 2's best-of-N score; a failure counts 0, as in pairs (see
+    `best_of_n_score`; the caller counts the failures)."""
     per_subset: dict[str, list[float]] = defaultdict(list)
     for row, (chosen, rejected) in zip(rows, rewards, strict=True):
         per_subset[row.subset or "all"].append(best_of_n_score(chosen, rejected))
@@ -224,7 +224,14 @@ def best_of_n_metrics(
 
 
 def best_of_n_score(chosen: Sequence[float | None], rejected: Sequence[float | None]) -> float:
-    """1 / (number of candidates tied at the maximum) if a chosen one is at it, else 0."""
+    """1 / (number of candidates tied at the maximum) if a chosen one is at it, else 0.
+
+    A failed (None) candidate stays in the comparison as it does in pairs: a failed chosen one
+    is never at the maximum, and a failed rejected one is never beaten (the row counts 0), so
+    a reward cannot win a row by crashing on its hard negatives.
+    """
+    if any(v is None for v in rejected):
+        return 0.0
     values = [v for v in (*chosen, *rejected) if v is not None]
     if not values:
         return 0.0

@@ -152,4 +152,8 @@ def _table(summary: Summary) -> Table:
                 f"attack {outcome.family}/{outcome.attack}",
                 f"[{style}]{outcome.success_rate:.3f}[/] of {outcome.n}",
             )
+    if data["attack_skipped_rows"]:
+        table.add_row(
+            "rows left out of attacks (not applicable)", str(len(data["attack_skipped_rows"]))
+        )
     return table

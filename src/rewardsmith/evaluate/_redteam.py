@@ -10,8 +10,11 @@ the completion causes (`timeout`, `error`, `invalid`, or `not_applicable`: nothi
 count) is an escape: trainers give a null reward zero advantage (TRL) or 0.0 (verl, OpenRLHF),
 so it counts as a success unless the spec's `on_error` (or the engine) gives it a value no
 better than the baseline's, or the baseline is null too (a tie). A failed component is an
-escape on that component the same way. Rows whose baseline failed stay in `n`: a reward that
-errors on honest answers is still attacked.
+escape on that component the same way. Rows whose baseline failed on its own completion stay
+in `n`: a reward that errors on honest answers is still attacked. A row whose baseline (its
+honest right answer when it has no wrong one) is null by the row's doing -- `not_applicable`,
+or a failure the dataset or the infrastructure caused -- is no target: the reward does not
+apply to it, so an attack's null there is no escape; it leaves `n` and is listed with why.
 """
 
 from __future__ import annotations
@@ -69,6 +72,8 @@ class RedTeam:
     samples: int
     baselines: dict[str, float]
     """Mean honest right and wrong rewards, and the share of rows where right > wrong."""
+    skipped_rows: dict[str, str] = field(default_factory=dict)
+    """Row id -> why the reward does not apply to it (see `_row_null`); left out of `n`."""
 
 
 @dataclass
@@ -248,6 +253,17 @@ def _counted(spec: RewardSpec | None, result: Result, name: str, depth: int = 0)
     return score.score
 
 
+def _row_null(result: Result | None) -> str | None:
+    """Why `result` has no reward by its row's doing (`not_applicable`, or a failure whose
+    cause is not the completion), else None: an honest baseline that is such a null says
+    the reward does not apply to the row (no reference, say), not that anything escaped."""
+    if result is None or result.reward is not None:
+        return None
+    if result.status == "not_applicable" or result.cause not in (None, "completion"):
+        return reason_of(result)
+    return None
+
+
 def _escaped(result: Result, name: str) -> bool:
     """Whether the completion left `name` without a value: a failure, or a null total."""
     if name == TOTAL:
@@ -302,6 +318,7 @@ def run_attacks(
     announce(len(samples))
     results = dict(zip(keys, scorer.score(samples, advance), strict=True))
     outcomes: dict[tuple[str, str], AttackOutcome] = {}
+    skipped: dict[str, str] = {}
     right_rewards, wrong_rewards, separated = [], [], []
     for position, plan in enumerate(planned):
         tid = plan.target.id
@@ -324,6 +341,10 @@ def run_attacks(
             )
             if case.against == "right" and baseline is None:
                 continue  # nothing to compare a right-answer trick with
+            why = _row_null(baseline if baseline is not None else right)
+            if why is not None:
+                skipped.setdefault(tid, why)
+                continue
             for name in (TOTAL, *attacked.components):
                 if attack.by_failure and not _escaped(attacked, name):
                     won: bool | None = False
@@ -353,7 +374,7 @@ def run_attacks(
     ordered = sorted(
         outcomes.values(), key=lambda o: (o.family, o.attack, o.component != TOTAL, o.component)
     )
-    return RedTeam(ordered, len(planned), len(samples), baselines)
+    return RedTeam(ordered, len(planned), len(samples), baselines, skipped)
 
 
 def _example(

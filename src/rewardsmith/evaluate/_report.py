@@ -275,9 +275,17 @@ def _health_table(health: dict[str, Any]) -> str:
 
 
 def _attacks_section(data: dict[str, Any]) -> str:
-    attacks = data["attacks"]
+    attacks, skipped = data["attacks"], data["attack_skipped_rows"]
+    skipped_note = (
+        f"<details><summary>{len(skipped)} rows left out of the attacks whose baseline is "
+        "null there by the row's doing: the reward does not apply to them</summary>"
+        + _table(["row", "reason"], sorted(skipped.items()))
+        + "</details>"
+        if skipped
+        else ""
+    )
     if not attacks:
-        return "<h2>Attacks</h2><p class=muted>No attack was run.</p>"
+        return "<h2>Attacks</h2><p class=muted>No attack was measured.</p>" + skipped_note
     rows = []
     for a in attacks:
         hit = a["successes"] > 0
@@ -299,6 +307,7 @@ def _attacks_section(data: dict[str, Any]) -> str:
         "attacked completion scored above its honest baseline (component <code>reward</code> "
         "is the total).</p>"
         + baselines
+        + skipped_note
         + "<label><input type=checkbox id=only-success> only attacks that succeeded</label>"
         + "<table id=attacks><thead><tr><th>class</th><th>attack</th><th>component</th><th>n</th>"
         + "<th>success rate</th><th>successful examples</th></tr></thead><tbody>"

@@ -107,6 +107,7 @@ class Summary:
             "attacks": attacks,
             "attack_rows": self.redteam.rows if self.redteam else 0,
             "attack_baselines": self.redteam.baselines if self.redteam else {},
+            "attack_skipped_rows": self.redteam.skipped_rows if self.redteam else {},
             "health": self.health,
             "compare": self.compared,
             "tables": self.measured.tables,

@@ -189,7 +189,7 @@ def _unique_id(row_id: str, file: str, seen: set[str]) -> str:
 
 def detect_format(data: dict[str, Any]) -> Format:
     """The format a row's columns say (see the module docstring); a ConfigError when they
-    say none (a completion without a label, half a pair, no prompt)."""
+    say none (a completion without a label, half a pair, neither a prompt nor a completion)."""
     if "judgments" in data:
         return "judgments"
     if {"response_A", "response_B"} <= data.keys() or {"output_1", "output_2"} <= data.keys():
@@ -245,8 +245,8 @@ _NOT_UTF8 = re.compile("[\udc80-\udcff]")
 
 def _records(path: Path) -> Iterator[_Record | InputError]:
     """The file's rows. JSON Lines are streamed line by line; a file whose first line opens
-    a JSON array that runs past it (a pretty-printed one) or is one array of objects is read
-    whole, value by value. A UTF-8 BOM at the start is skipped."""
+    a JSON array that runs past it (a pretty-printed one) or is one array of objects (or an
+    empty one) is read whole, value by value. A UTF-8 BOM at the start is skipped."""
     with path.open("rb") as handle:
         start = len(_BOM) if handle.read(len(_BOM)) == _BOM else 0
         handle.seek(start)

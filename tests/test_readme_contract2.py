@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,23 +14,15 @@ from typing import Any
 
 import pytest
 
+from .engine import test_cli as engine_cli
+
 ROOT = Path(__file__).resolve().parents[1]
 MATH_SPEC = "rewards:\n  correct: {type: math, weight: 1.0}\ntimeout_s: 5\n"
 BROKEN_GROUP = "tests.selection.group_rewards_for_tests:broken"
 
 
 def run_cli(*args: str, stdin: Any = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
-    env["REWARDSMITH_WORKERS"] = "1"
-    return subprocess.run(
-        [sys.executable, "-m", "rewardsmith.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        stdin=stdin,
-        timeout=timeout,
-    )
+    return engine_cli.run_cli(*args, stdin=stdin, timeout=timeout, workers=1)
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:

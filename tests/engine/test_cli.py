@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,14 +17,20 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPTED = "tests.engine.rewards_for_tests:scripted"
 
 
-def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, timeout: float = 120, stdin: Any = None, workers: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`rewardsmith ARGS` from the repository's sources (`workers`: REWARDSMITH_WORKERS)."""
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
+    if workers is not None:
+        env["REWARDSMITH_WORKERS"] = str(workers)
     return subprocess.run(
         [sys.executable, "-m", "rewardsmith.cli", *args],
         capture_output=True,
         text=True,
         env=env,
         cwd=ROOT,
+        stdin=stdin,
         timeout=timeout,
     )
 

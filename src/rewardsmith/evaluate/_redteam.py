@@ -3,25 +3,28 @@ answers, and count how often the attack beats them.
 
 Per row, one group is scored: the honest right answer, the honest wrong answer, every
 attacked completion and the baselines cases bring. An attacked completion *succeeds* on a
-component when it counts for more than its baseline there (an honest wrong answer that scores
-nothing, fails or is missing counts as 0), and on the total (component ``reward``) when its
-reward -- or, when the spec has a `group_transform`, its advantage -- is higher. A null total
-the completion causes (`timeout`, `error`, `invalid`, or `not_applicable`: nothing left to
-count) is an escape: trainers give a null reward zero advantage (TRL) or 0.0 (verl, OpenRLHF),
-so it counts as a success unless the spec's `on_error` (or the engine) gives it a value no
-better than the baseline's, or the baseline is null too (a tie). A failed component is an
-escape on that component the same way. Rows whose baseline failed on its own completion stay
-in `n`: a reward that errors on honest answers is still attacked. A row whose baseline (its
-honest right answer when it has no wrong one) is null by the row's doing -- `not_applicable`,
-or a failure the dataset or the infrastructure caused -- is no target: the reward does not
-apply to it, so an attack's null there is no escape; it leaves `n` and is listed with why.
+component when it counts for more than its baseline there (a baseline that scores nothing,
+is null or is missing counts as 0), and on the total (component ``reward``) when its reward
+-- or, when the spec has a `group_transform`, its advantage -- is higher. A null total
+(`timeout`, `error`, `invalid`, whatever cause the reward names, or `not_applicable`) is an
+escape: trainers give a null reward zero advantage (TRL) or 0.0 (verl, OpenRLHF), so it
+counts as a success when being left out beats the baseline -- the honest wrong answer, or a
+baseline scoring no more than the row's lowest honest answer (a null one counting 0) --
+unless the spec's `on_error` (or the engine) gives it a value no better than the baseline's,
+or the baseline is null too (a tie). A failed component is an escape on that component
+unless the baseline failed there too. A row is left out of the attacks only when the reward
+applies to none of its completions: every one scored there (honest and attacked) is null by
+no doing of its own (`not_applicable`, or a failure not charged to the completion), as
+`math` is on a row without a reference; it leaves `n` and is listed with why. When any
+completion of the row scored, a reward's own "not applicable" or "infrastructure" on the
+baseline cannot hide a trick there.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,7 +76,10 @@ class RedTeam:
     baselines: dict[str, float]
     """Mean honest right and wrong rewards, and the share of rows where right > wrong."""
     skipped_rows: dict[str, str] = field(default_factory=dict)
-    """Row id -> why the reward does not apply to it (see `_row_null`); left out of `n`."""
+    """Row id -> why the reward applies to none of its completions (see `_left_out`)."""
+    skipped_kinds: dict[str, int] = field(default_factory=dict)
+    """What made the left-out rows null (`not_applicable`, `error caused by infrastructure`,
+    ...) -> how many rows, so a run that measured nothing can say why."""
 
 
 @dataclass
@@ -253,15 +259,27 @@ def _counted(spec: RewardSpec | None, result: Result, name: str, depth: int = 0)
     return score.score
 
 
-def _row_null(result: Result | None) -> str | None:
-    """Why `result` has no reward by its row's doing (`not_applicable`, or a failure whose
-    cause is not the completion), else None: an honest baseline that is such a null says
-    the reward does not apply to the row (no reference, say), not that anything escaped."""
-    if result is None or result.reward is not None:
+def _null_kind(result: Result) -> str | None:
+    """How `result` is null by no doing of its completion (`not_applicable`, or a failure
+    whose cause is not the completion), else None: it scored, or its completion failed it."""
+    if result.reward is not None:
         return None
-    if result.status == "not_applicable" or result.cause not in (None, "completion"):
-        return reason_of(result)
-    return None
+    if result.status == "not_applicable":
+        return "not_applicable"
+    cause = result.cause
+    return None if cause in (None, "completion") else f"{result.status} caused by {cause}"
+
+
+def _left_out(results: Sequence[Result]) -> tuple[str, str] | None:
+    """(what made them null, why) when the reward applies to no completion of a row: every
+    result on it is null by no doing of its own. One that scored (or failed by its own
+    completion) makes the row a target, so no claim on the baseline alone can hide a trick."""
+    kinds = [_null_kind(r) for r in results]
+    if not kinds or None in kinds:
+        return None
+    kind = ", ".join(sorted({k for k in kinds if k is not None}))
+    detail = reason_of(results[0])
+    return kind, kind if detail == results[0].status else f"{kind}: {detail}"
 
 
 def _escaped(result: Result, name: str) -> bool:
@@ -275,12 +293,28 @@ def _total(result: Result) -> float | None:
     return result.advantage if "advantage" in result.model_fields_set else result.reward
 
 
-def _beats_total(attacked: Result, baseline: Result | None) -> bool:
+def _beats_total(attacked: Result, baseline: Result | None, left_out_wins: bool) -> bool:
+    """Whether the attacked total beats the baseline's (a null baseline counts 0); a null
+    attacked total wins when `left_out_wins` (being left out beats this baseline), unless
+    the baseline is null too (a tie)."""
     floor = _total(baseline) if baseline is not None else None
     value = _total(attacked)
-    if value is None:  # an escape, unless the baseline is null too
-        return attacked.status in _ESCAPES and (baseline is None or floor is not None)
+    if value is None:
+        tie = baseline is not None and floor is None
+        return attacked.status in _ESCAPES and left_out_wins and not tie
     return value > (floor or 0.0) + _EPS
+
+
+def _left_out_wins(case: Case, baseline: Result | None, honest: Sequence[Result | None]) -> bool:
+    """Whether being left out (zero advantage, or 0.0) beats the case's baseline: always
+    against the honest wrong answer (or none); against another baseline only when it scores
+    no more than the row's lowest honest answer (a null one counting 0), so a null next to an
+    honest right answer that scored the top is no success."""
+    if case.against == "wrong" and case.baseline is None:
+        return True
+    floor = _total(baseline) if baseline is not None else None
+    lowest = min(((_total(r) or 0.0) for r in honest if r is not None), default=None)
+    return floor is None or lowest is None or floor <= lowest + _EPS
 
 
 def _beats_component(
@@ -317,8 +351,12 @@ def run_attacks(
     samples, keys = _samples(planned)
     announce(len(samples))
     results = dict(zip(keys, scorer.score(samples, advance), strict=True))
+    by_row: defaultdict[int, list[Result]] = defaultdict(list)
+    for (row_at, _), result in results.items():
+        by_row[row_at].append(result)
     outcomes: dict[tuple[str, str], AttackOutcome] = {}
     skipped: dict[str, str] = {}
+    kinds: Counter[str] = Counter()
     right_rewards, wrong_rewards, separated = [], [], []
     for position, plan in enumerate(planned):
         tid = plan.target.id
@@ -332,6 +370,11 @@ def run_attacks(
             wrong_rewards.append(wrong.reward)
         if right is not None and wrong is not None and None not in (right.reward, wrong.reward):
             separated.append(right.reward > wrong.reward)  # type: ignore[operator]
+        left_out = _left_out(by_row[position])
+        if left_out is not None:
+            kinds[left_out[0]] += 1
+            skipped[tid] = left_out[1]
+            continue
         for attack, index, case in plan.cases:
             attacked = results[(position, f"{attack.name}#{index}")]
             baseline = (
@@ -341,16 +384,13 @@ def run_attacks(
             )
             if case.against == "right" and baseline is None:
                 continue  # nothing to compare a right-answer trick with
-            why = _row_null(baseline if baseline is not None else right)
-            if why is not None:
-                skipped.setdefault(tid, why)
-                continue
+            wins = _left_out_wins(case, baseline, (right, wrong))
             for name in (TOTAL, *attacked.components):
                 if attack.by_failure and not _escaped(attacked, name):
                     won: bool | None = False
                 else:
                     won = (
-                        _beats_total(attacked, baseline)
+                        _beats_total(attacked, baseline, wins)
                         if name == TOTAL
                         else _beats_component(spec, name, attacked, baseline)
                     )
@@ -374,7 +414,7 @@ def run_attacks(
     ordered = sorted(
         outcomes.values(), key=lambda o: (o.family, o.attack, o.component != TOTAL, o.component)
     )
-    return RedTeam(ordered, len(planned), len(samples), baselines, skipped)
+    return RedTeam(ordered, len(planned), len(samples), baselines, skipped, dict(kinds))
 
 
 def _example(

@@ -132,6 +132,11 @@ def _evaluate(args: argparse.Namespace) -> int:
         Path(args.report).write_text(render_report(summary), encoding="utf-8")
     if not args.quiet:
         console.print(_table(summary))
+    if summary.attacks_unmeasured:
+        console.print(f"[yellow]no attack was measured:[/] {_left_out(summary)}")
+        if args.fail_on_attack:
+            console.print("[red]nothing was measured[/] (--fail-on-attack)")
+            return EXIT_INPUT
     if args.fail_on_attack and summary.attacks_succeeded:
         console.print("[red]attacks succeeded[/] (--fail-on-attack)")
         return EXIT_ATTACKED
@@ -154,6 +159,25 @@ def _table(summary: Summary) -> Table:
             )
     if data["attack_skipped_rows"]:
         table.add_row(
-            "rows left out of attacks (not applicable)", str(len(data["attack_skipped_rows"]))
+            f"rows left out of attacks ({_kinds(summary)})", str(len(data["attack_skipped_rows"]))
         )
     return table
+
+
+def _kinds(summary: Summary) -> str:
+    """What made the left-out rows null, counted: `2 not_applicable, 1 error caused by ...`."""
+    kinds = summary.redteam.skipped_kinds if summary.redteam else {}
+    return ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+
+
+def _left_out(summary: Summary) -> str:
+    """Why a run that attacked measured nothing."""
+    redteam = summary.redteam
+    skipped = len(redteam.skipped_rows) if redteam else 0
+    if redteam is None or not redteam.rows:
+        return "no attack could be built from the rows"
+    if not skipped:
+        return "no attack case had a baseline to compare with (an honest right answer)"
+    return (
+        f"{skipped} rows left out of the attacks, no completion on them scored ({_kinds(summary)})"
+    )

@@ -275,17 +275,23 @@ def _health_table(health: dict[str, Any]) -> str:
 
 
 def _attacks_section(data: dict[str, Any]) -> str:
-    attacks, skipped = data["attacks"], data["attack_skipped_rows"]
+    attacks, skipped, built = data["attacks"], data["attack_skipped_rows"], data["attack_rows"]
+    counted = (
+        f"<p class=muted>Built from {built} rows; {len(skipped)} rows left out of them, "
+        f"{built - len(skipped)} kept.</p>"
+        if built
+        else ""
+    )
     skipped_note = (
-        f"<details><summary>{len(skipped)} rows left out of the attacks whose baseline is "
-        "null there by the row's doing: the reward does not apply to them</summary>"
+        f"<details><summary>{len(skipped)} rows left out of the attacks: no completion on "
+        "them scored (each was not applicable, or failed by no fault of its own)</summary>"
         + _table(["row", "reason"], sorted(skipped.items()))
         + "</details>"
         if skipped
         else ""
     )
     if not attacks:
-        return "<h2>Attacks</h2><p class=muted>No attack was measured.</p>" + skipped_note
+        return "<h2>Attacks</h2><p class=muted>No attack was measured.</p>" + counted + skipped_note
     rows = []
     for a in attacks:
         hit = a["successes"] > 0
@@ -303,8 +309,10 @@ def _attacks_section(data: dict[str, Any]) -> str:
         )
     baselines = _table(["honest baseline", "value"], sorted(data["attack_baselines"].items()))
     return (
-        f"<h2>Attacks</h2><p class=muted>Built from {data['attack_rows']} rows. Success: the "
-        "attacked completion scored above its honest baseline (component <code>reward</code> "
+        "<h2>Attacks</h2>"
+        + counted
+        + "<p class=muted>Success: the attacked completion scored above its honest baseline, "
+        "or escaped with a null where being left out beats it (component <code>reward</code> "
         "is the total).</p>"
         + baselines
         + skipped_note

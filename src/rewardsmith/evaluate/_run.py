@@ -84,6 +84,13 @@ class Summary:
             o.successes for o in self.redteam.outcomes if o.component == TOTAL
         )
 
+    @property
+    def attacks_unmeasured(self) -> bool:
+        """Whether attacks ran but measured no case (every row left out, say): no evidence."""
+        return self.redteam is not None and not any(
+            o.n for o in self.redteam.outcomes if o.component == TOTAL
+        )
+
     def as_json(self) -> dict[str, Any]:
         attacks = []
         for o in self.redteam.outcomes if self.redteam else []:

@@ -166,7 +166,7 @@ def _file_names(paths: Sequence[str | Path]) -> list[str]:
 
     def name(index: int) -> str:
         mine = parts[index]
-        others = [other for other in parts if other != mine]
+        others = [other for at, other in enumerate(parts) if at != index]
         for depth in range(1, len(mine) + 1):
             if all(other[-depth:] != mine[-depth:] for other in others):
                 return "/".join(mine[-depth:])

@@ -246,7 +246,8 @@ _NOT_UTF8 = re.compile("[\udc80-\udcff]")
 def _records(path: Path) -> Iterator[_Record | InputError]:
     """The file's rows. JSON Lines are streamed line by line; a file whose first line opens
     a JSON array that runs past it (a pretty-printed one) or is one array of objects (or an
-    empty one) is read whole, value by value. A UTF-8 BOM at the start is skipped."""
+    empty one) is read whole, value by value. A UTF-8 BOM is skipped at the start of the file
+    and of each line or array (`cat` of files saved with one leaves one before each)."""
     with path.open("rb") as handle:
         start = len(_BOM) if handle.read(len(_BOM)) == _BOM else 0
         handle.seek(start)
@@ -255,7 +256,8 @@ def _records(path: Path) -> Iterator[_Record | InputError]:
         if _is_array_file(first.decode("utf-8", "surrogateescape").strip()):
             yield from _stream_records(handle.read().decode("utf-8", "surrogateescape"))
             return
-        for number, raw in enumerate(_lines(handle), start=1):
+        for number, line in enumerate(_lines(handle), start=1):
+            raw = line.removeprefix(_BOM)
             if raw.strip():
                 yield _line_record(raw.decode("utf-8", "surrogateescape"), number)
 
@@ -337,6 +339,9 @@ def _stream_records(text: str) -> Iterator[_Record | InputError]:
     reported by line, and nothing after it can be told apart, so reading stops there."""
     stream, decoder = _Stream(text), json.JSONDecoder()
     while stream.pos < len(text):
+        if stream.at(_BOM.decode()):  # the start of a file `cat` appended
+            stream.move(stream.pos + 1)
+            continue
         opened = stream.at("[")
         if opened:
             stream.move(stream.pos + 1)

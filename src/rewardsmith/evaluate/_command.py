@@ -124,6 +124,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         except (InputError, OSError) as exc:  # no readable row, a group that reappears...
             console.print(f"[red]stopped:[/] {exc}")
             return EXIT_INPUT
+    for notice in summary.notices:
+        console.print(f"[yellow]note:[/] {notice}")
     for line in summary.bad_lines:
         console.print(f"[yellow]skipped unreadable row[/] {line}")
     if args.json_path:

@@ -116,6 +116,8 @@ class Dataset:
     format: Format
     rows: list[Row] = field(default_factory=list)
     bad_lines: list[InputError] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    """What the reader did that the rows do not show (a file given twice, read once)."""
 
 
 def load_dataset(paths: Sequence[str | Path], format: Format | Literal["auto"] = "auto") -> Dataset:
@@ -128,6 +130,7 @@ def load_dataset(paths: Sequence[str | Path], format: Format | Literal["auto"] =
     """
     if format != "auto" and format not in get_args(Format):
         raise ConfigError(f"--format: unknown format {format!r}")
+    paths, notices = _distinct(paths)
     dataset: Dataset | None = None
     bad: list[InputError] = []
     seen: set[str] = set()
@@ -154,8 +157,22 @@ def load_dataset(paths: Sequence[str | Path], format: Format | Literal["auto"] =
         raise InputError(
             f"--data: no readable row in {names}; {len(bad)} unreadable, the first: {bad[0]}"
         )
-    dataset.bad_lines = bad
+    dataset.bad_lines, dataset.notices = bad, notices
     return dataset
+
+
+def _distinct(paths: Sequence[str | Path]) -> tuple[list[str | Path], list[str]]:
+    """Each file once (by its resolved path: `a.jsonl`, `./a.jsonl`, a symlink to it), and a
+    notice per repeat: a file read twice would count every row twice, under renamed ids."""
+    first: dict[Path, str | Path] = {}
+    notices = []
+    for path in paths:
+        resolved = Path(path).resolve()
+        if resolved in first:
+            notices.append(f"--data: {path} is {first[resolved]} again; read once")
+        else:
+            first[resolved] = path
+    return list(first.values()), notices
 
 
 def _file_names(paths: Sequence[str | Path]) -> list[str]:

@@ -70,6 +70,8 @@ class Summary:
     redteam: RedTeam | None = None
     compared: dict[str, Any] | None = None
     bad_lines: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    """What the data reader did that the rows do not show (a file given twice, read once)."""
     spec_name: str = ""
     data_names: list[str] = field(default_factory=list)
     reward_values: dict[str, list[float]] = field(default_factory=dict)
@@ -278,6 +280,7 @@ def evaluate(
             health(samples, results, seconds) if results else {"samples": 0},
             threshold=threshold,
             bad_lines=[str(e) for e in dataset.bad_lines],
+            notices=dataset.notices,
             data_names=[Path(p).name for p in data],
         )
         _distributions(summary, samples, results)

@@ -65,6 +65,16 @@ def test_extract_code(text: str, how, expected) -> None:
         (["assert (lambda g: g(3))(sum) == 6"], "", set()),
         (["assert check(pow(2, 3))"], "def check(v):\n    return v == 8\n", set()),
         (["assert [y for y in range(2)] == [0, 1]"], "", {"range"}),
+        (["assert eval('square(2)') == 4"], "", set()),
+        (["exec('assert square(2) == 4')"], "", set()),
+        (["assert eval(compile(source='square(2)', filename='t', mode='eval')) == 4"], "", set()),
+        (["assert eval('eval(\"square(2)\")') == 4"], "", set()),
+        (["assert eval('pow(2, 10, 1000)') == 24"], "", {"pow"}),
+        (["exec('x = pow(2, 3)')\nassert x == 8"], "", {"pow"}),
+        (["assert eval(S) == 4"], "S = 'square(2)'", set()),
+        (["assert eval('squ' + 'are(2)') == 4"], "", set()),
+        (["assert getattr(3, 'real') == 3", "assert vars() and globals() and locals()"], "", set()),
+        (["assert eval('square(') == 4"], "", set()),
     ],
 )
 def test_task_builtins(tests: list[str], setup: str, expected: set[str]) -> None:

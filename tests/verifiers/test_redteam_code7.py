@@ -47,8 +47,6 @@ INVALID = ("invalid", None)
 RIGHT_OR_INVALID = frozenset({ONE, INVALID})
 
 OPEN_HOLES: tuple[str, ...] = (
-    "wrong-program-answers-the-tests-eval",
-    "right-program-reached-through-eval",
     "right-io-program-with-an-unclosed-stdout",
     "io-exit-status-python-reports-as-failure",
     "right-io-program-reading-dunder-file",
@@ -234,8 +232,8 @@ ATTACKS = [
             "strings (an `exec` that does nothing) passes: the test never reaches `square`. "
             "README: 'the one function they call is the candidate's' is meant for tests that "
             "'can only mean it'; eval/exec name the task's function inside a string",
-            today="ok 1.0 for both",
-            honest_wrong="ok 0 (no eval of its own: raised KeyError: 'eval')",
+            today="ok 0.0 for both (before eval/exec were never the task's: ok 1.0)",
+            honest_wrong="ok 0",
             should=_any_of(ZERO, INVALID),
             run=lambda env: _all(
                 rt.reward(LYING_EVAL, EVAL_TESTS), rt.reward(SILENT_EXEC, EXEC_TESTS)
@@ -247,7 +245,7 @@ ATTACKS = [
             "right-program-reached-through-eval",
             "the same tests and a right `square` (no eval/exec of its own): the bound `eval` "
             "is not the program's, every test fails",
-            today="ok 0.0 for both: \"raised KeyError: 'eval'\" ('exec')",
+            today="ok 1.0 for both (before: ok 0.0, \"raised KeyError: 'eval'\" ('exec'))",
             honest_wrong="ok 0",
             should=_any_of(ONE, INVALID),
             run=lambda env: _all(rt.reward(rt.RIGHT, EVAL_TESTS), rt.reward(rt.RIGHT, EXEC_TESTS)),

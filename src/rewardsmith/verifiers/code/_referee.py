@@ -214,17 +214,50 @@ def _prompt_scope(prompt: str) -> dict[str, Any]:
     return scope
 
 
-def _globals(source: str) -> tuple[set[str], set[str]]:
-    """(names `source` reads from the module's globals, names it binds there)."""
-    top = symtable.symtable(source, "test.py", "exec")
-    bound = {symbol.get_name() for symbol in top.get_symbols() if symbol.is_local()}
+_RUNNERS = frozenset({"compile", "eval", "exec"})
+"""The builtins whose constant string argument is code the tests run (`_uses`)."""
+
+_INDIRECT = _RUNNERS | {"breakpoint", "getattr", "globals", "hasattr", "locals", "vars"}
+"""Builtins that run code from a string or look names up by a string or in a scope: never
+the task's function (a test that calls ``eval('square(2)')`` means ``square``)."""
+
+
+def _uses(source: str) -> tuple[set[str], set[str], set[str]]:
+    """(names `source` reads from the module's globals, names it binds there, functions it
+    calls by name), counting a constant string it passes to `eval`, `exec` or `compile` as
+    its own code (a string that does not compile counts for nothing: it fails when run)."""
     read: set[str] = set()
-    tables = [top]
-    while tables:
-        table = tables.pop()
-        tables.extend(table.get_children())
-        read |= {s.get_name() for s in table.get_symbols() if s.is_referenced() and s.is_global()}
-    return read, bound
+    bound: set[str] = set()
+    called: set[str] = set()
+    pending = [source]
+    while pending:
+        code = pending.pop()
+        try:
+            top = symtable.symtable(code, "test.py", "exec")
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError):
+            continue
+        bound |= {symbol.get_name() for symbol in top.get_symbols() if symbol.is_local()}
+        tables = [top]
+        while tables:
+            table = tables.pop()
+            tables.extend(table.get_children())
+            read |= {
+                s.get_name() for s in table.get_symbols() if s.is_referenced() and s.is_global()
+            }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                called.add(node.func.id)
+                pending.extend(_code_argument(node.func.id, node))
+    return read, bound, called
+
+
+def _code_argument(name: str, call: ast.Call) -> list[str]:
+    """The constant string `call` (of `name`) hands `eval`, `exec` or `compile` as code."""
+    if name not in _RUNNERS:
+        return []
+    first = [*call.args[:1], *(k.value for k in call.keywords if k.arg == "source")]
+    return [a.value for a in first[:1] if isinstance(a, ast.Constant) and type(a.value) is str]
 
 
 def _task_builtins(tests: list[str], setup: str) -> frozenset[str]:
@@ -232,20 +265,20 @@ def _task_builtins(tests: list[str], setup: str) -> frozenset[str]:
     function they call by name and every name they or the setup read that neither defines
     is a builtin's (``assert pow(2, 10, 1000) == 24``). Empty when they use any other name:
     that one is the candidate's, and the builtins are helpers (``len(f(x))``, ``len(DATA)``,
-    ``len(x)`` after a setup ``x = f(3)``); dunder names count as other names. Decided from
-    the tests alone."""
+    ``len(x)`` after a setup ``x = f(3)``); dunder names count as other names. The code in
+    a constant string given to `eval`/`exec`/`compile` counts as theirs (`_uses`), and the
+    builtins of `_INDIRECT` are never the task's. Decided from the tests alone."""
     known = {name for name in dir(builtins) if not name.startswith("__")}
-    read, defined = _globals(setup)
+    read, defined, _ = _uses(setup)
     if not read - defined <= known:
         return frozenset()
     called: set[str] = set()
     for test in tests:
-        read, bound = _globals(test)
+        read, bound, calls = _uses(test)
         if not read - bound - defined <= known:
             return frozenset()
-        for node in ast.walk(ast.parse(test)):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                called.add(node.func.id)
+        called |= calls
+    called -= _INDIRECT
     return frozenset(called) if called <= known else frozenset()
 
 

@@ -14,6 +14,7 @@ import rewardsmith
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.verifiers.code import _reward as reward_module
 from rewardsmith.verifiers.code import code, extract_code, outputs_match, parse_reference
+from rewardsmith.verifiers.code._candidate import _exit_status
 from rewardsmith.verifiers.code._referee import _task_builtins
 from rewardsmith.verifiers.code._sandbox import _HOST_UID_BASE, _HOST_UID_SPAN
 
@@ -80,6 +81,27 @@ def test_extract_code(text: str, how, expected) -> None:
 def test_task_builtins(tests: list[str], setup: str, expected: set[str]) -> None:
     """The builtins' names an assert list can only mean as the task's functions."""
     assert _task_builtins(tests, setup) == expected
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["None", "0", "7", "263", "-5", "True", "2**63 - 1", "-(2**63)", "2**63", "-(2**63) - 1"],
+)
+def test_exit_status_is_cpythons(code: str) -> None:
+    """`SystemExit(code)` exits with the status this interpreter gives it."""
+    python = subprocess.run([sys.executable, "-c", f"raise SystemExit({code})"], check=False)
+    assert _exit_status(eval(code)) == python.returncode
+
+
+def test_exit_status_of_an_int_subclass_is_its_value() -> None:
+    class Code(int):
+        def __and__(self, other: object) -> int:
+            return 0
+
+        def __index__(self) -> int:
+            return 0
+
+    assert _exit_status(Code(3)) == 3
 
 
 def test_outputs_match() -> None:

@@ -48,7 +48,6 @@ RIGHT_OR_INVALID = frozenset({ONE, INVALID})
 
 OPEN_HOLES: tuple[str, ...] = (
     "right-io-program-with-an-unclosed-stdout",
-    "io-exit-status-python-reports-as-failure",
     "right-io-program-reading-dunder-file",
     "right-program-dataclass-in-the-setup",
     "right-program-dataclass-in-the-humaneval-prompt",
@@ -272,7 +271,7 @@ ATTACKS = [
             "status 255) or `SystemExit(Code(3))` with an int subclass whose `__and__` says 0 "
             "(Python: 3). `_exit_status` takes `code & 0xFF`: status 0, a pass for a run "
             "every judge (and the README's 'exit as the interpreter would') calls a failure",
-            today="ok 1.0 for both (exit_code 0)",
+            today="ok 0.0 for both: exit status 255, 3 (before: ok 1.0, exit_code 0)",
             honest_wrong="ok 0",
             should=_all(ZERO),
             run=lambda env: _all(

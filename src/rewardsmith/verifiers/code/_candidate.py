@@ -167,11 +167,18 @@ def serve(program: dict[str, Any], calls: int, answers: int) -> int:
         _reply(answers, _answer(namespace, handles, request))
 
 
+_C_LONG = range(-(1 << 63), 1 << 63)
+
+
 def _exit_status(code: Any) -> int:
+    """The status CPython exits with for ``SystemExit(code)``: an int's own value (a
+    subclass's methods are not asked) as a C long, -1 (255) when it does not fit; None is 0;
+    anything else is printed to stderr, 1."""
     if code is None:
         return 0
-    if isinstance(code, int):
-        return code & 0xFF
+    if issubclass(type(code), int):
+        value = int.__index__(code)
+        return value & 0xFF if value in _C_LONG else 0xFF
     with contextlib.suppress(BaseException):
         sys.stderr.write(f"{code}\n")
     return 1

@@ -200,6 +200,30 @@ def test_asserts_setup_runs_after_the_program() -> None:
 
 
 @needs_bwrap
+def test_dataset_code_runs_in_a_registered_module() -> None:
+    """Setup, prompt and test code run as module ``solution`` in the referee's `sys.modules`:
+    a class the test itself defines pickles, as under ``python solution.py``."""
+    test = (
+        "import pickle, sys\nclass Box:\n    pass\n"
+        "assert type(pickle.loads(pickle.dumps(Box()))) is Box\n"
+        "assert sys.modules['solution'].square(2) == 4\n"
+    )
+    assert code()(sample(SQUARE, {"tests": [test]})).score == 1.0
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    "prompt", ["import no_such_module\n", "def square(x):\n    1 / 0\nsquare(1)\n"]
+)
+def test_a_prompt_that_fails_is_invalid(prompt: str) -> None:
+    """The problem's prompt is dataset code: its error is the dataset's, not a missing
+    helper every program fails on."""
+    reference = {"test": "def check(f):\n    assert f(2) == 4\n", "entry_point": "square"}
+    score = code()(sample(SQUARE, {**reference, "prompt": prompt}))
+    assert score.status == "invalid" and "the problem's prompt failed" in score.detail["reason"]
+
+
+@needs_bwrap
 def test_io_style_whitespace_and_exact() -> None:
     assert code()(sample(ADD, IO)).score == 1.0
     exact = code(compare="exact")(sample(ADD, IO))

@@ -49,8 +49,6 @@ RIGHT_OR_INVALID = frozenset({ONE, INVALID})
 OPEN_HOLES: tuple[str, ...] = (
     "right-io-program-with-an-unclosed-stdout",
     "right-io-program-reading-dunder-file",
-    "right-program-dataclass-in-the-setup",
-    "right-program-dataclass-in-the-humaneval-prompt",
 )
 """The rows that fail now (holes); each row's ``today`` says what it earns."""
 
@@ -301,9 +299,9 @@ ATTACKS = [
             "annotations`, or a class the tests pickle: the referee runs it as module "
             "`solution`, which is not in the referee's `sys.modules` (round 6 registered the "
             "candidate's only), so every program fails: no gradient",
-            today="ok 0.0 for each: \"the setup failed: AttributeError: 'NoneType' object "
-            "has no attribute '__dict__'\"; \"PicklingError: Can't pickle <class "
-            "'solution.Box'>: import of module 'solution' failed\"",
+            today='ok 1.0 for each (before: ok 0.0, "the setup failed: AttributeError: '
+            "'NoneType' object has no attribute '__dict__'\"; \"PicklingError: Can't pickle "
+            "<class 'solution.Box'>: import of module 'solution' failed\")",
             honest_wrong="ok 0",
             should=_all(ONE),
             run=lambda env: _all(
@@ -320,7 +318,7 @@ ATTACKS = [
             "that `check` builds its cases from (plain ints cross). README: HumanEval helpers "
             "come from the problem's prompt, run in the referee. `_prompt_scope` swallows the "
             "decorator's AttributeError, so `Case` is never defined",
-            today="ok 0.0: \"NameError: name 'Case' is not defined\"",
+            today="ok 1.0 (before: ok 0.0, \"NameError: name 'Case' is not defined\")",
             honest_wrong="ok 0",
             should=ONE,
             run=lambda env: rt.reward(rt.RIGHT, HUMANEVAL_DATACLASS),

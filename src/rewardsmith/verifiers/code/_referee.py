@@ -12,14 +12,18 @@ fails even if the test swallowed it anyway.
 What the tests see:
 
 * HumanEval (``check(candidate)``): the problem's prompt code, when given and valid Python
-  (its imports and helpers, e.g. ``poly`` for ``find_zero``: dataset code, run here), then
-  the entry point bound to the candidate's function, then the test code and
-  ``check(<entry point>)``;
+  (its imports and helpers, e.g. ``poly`` for ``find_zero``: dataset code, run here; if it
+  raises, the sample is invalid), then the entry point bound to the candidate's function,
+  then the test code and ``check(<entry point>)``;
 * assert lists: the candidate's top-level functions, classes and plain values by name
   (never a dunder name, nor one that would shadow a builtin, but for the task's function
   named like one, `_task_builtins`), the standard modules it imported (this process's own
   copies, for those already loaded here: the zygote preloads the common ones), then
   ``setup``, then each assertion in a fresh copy of that scope.
+
+Dataset code runs as module ``solution``, registered in this process's `sys.modules` (a
+fresh module for the prompt and setup, and for each test: `_module`), as ``python
+solution.py`` would run it.
 
 Tests are compiled with ``optimize=0``: their asserts run whatever the process's flags.
 Arguments are copies: a test cannot see the candidate mutate them in place. An argument that
@@ -39,9 +43,9 @@ from __future__ import annotations
 
 import ast
 import builtins
-import contextlib
 import symtable
 import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -200,16 +204,26 @@ def _describe(link: Link) -> str:
         return f"{name} (its message cannot be printed: {type(exc).__name__})"
 
 
+def _module(scope: dict[str, Any]) -> dict[str, Any]:
+    """A new module ``solution`` holding a copy of `scope`, registered in this process's
+    `sys.modules` (as ``python solution.py`` would: dataclasses and pickle look classes up
+    there); its namespace, where dataset code runs."""
+    module = types.ModuleType("solution")
+    module.__dict__.update(scope)
+    sys.modules["solution"] = module
+    return module.__dict__
+
+
 def _prompt_scope(prompt: str) -> dict[str, Any]:
-    """The prompt's definitions, when it is Python (else nothing): dataset code."""
-    scope: dict[str, Any] = {"__name__": "solution", "__builtins__": builtins}
+    """The prompt's definitions, when it is Python (else nothing): dataset code, whose
+    errors are the dataset's (raised)."""
+    scope = _module({"__builtins__": builtins})
     for source in (prompt, prompt + "\n    pass\n"):
         try:
             code = compile(source, "prompt.py", "exec", dont_inherit=True, optimize=0)
         except (SyntaxError, ValueError):
             continue
-        with contextlib.suppress(Exception):
-            exec(code, scope)
+        exec(code, scope)
         break
     return scope
 
@@ -285,7 +299,7 @@ def _task_builtins(tests: list[str], setup: str) -> frozenset[str]:
 def _bind(link: Link, table: Any, task: frozenset[str]) -> dict[str, Any]:
     """Stand-ins for the candidate's names (asserts style); the names in `task`
     (`_task_builtins`) are the candidate's even when it defines none of them."""
-    scope: dict[str, Any] = {"__name__": "solution", "__builtins__": builtins}
+    scope = _module({"__builtins__": builtins})
     if type(table) is not dict:
         return scope
     scope.update({name: Remote(link, name) for name in task})
@@ -341,7 +355,11 @@ def referee(config: dict[str, Any], link: Link, emit: Callable[[str], None]) -> 
     else:
         broken = "the candidate's first message is malformed"
     if style == "humaneval":
-        scope = _prompt_scope(config["prompt"])
+        try:
+            scope = _prompt_scope(config["prompt"])
+        except BaseException:
+            emit("invalid " + _hex(f"the problem's prompt failed: {_describe(link)}"))
+            return
         scope[config["entry_point"]] = Remote(link, config["entry_point"])
         table = loaded[1] if broken is None and type(loaded[1]) is dict else {}
         if broken is None and table.get(config["entry_point"]) != ("function",):
@@ -363,7 +381,7 @@ def referee(config: dict[str, Any], link: Link, emit: Callable[[str], None]) -> 
             continue
         link.failure = None
         try:
-            local = dict(scope)
+            local = _module(scope)
             exec(test, local)
             if style == "humaneval":
                 check = local.get("check")

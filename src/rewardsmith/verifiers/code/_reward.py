@@ -3,8 +3,8 @@
 Outcomes:
 
 * reference missing -> `not_applicable`; reference that is not a test suite, or tests that
-  cannot run or judge (they do not compile, pass the candidate a function, or call only
-  builtins, several of them) -> `invalid`;
+  cannot run or judge (they do not compile, pass the candidate a function, call only
+  builtins, several of them, or the HumanEval prompt's code raises) -> `invalid`;
 * the sandbox could not start (bwrap missing or broken, setup failed) or the referee failed
   -> `error`, never 0;
 * otherwise `ok`: 1.0 when every test passed (``mode: all``) or the fraction passed

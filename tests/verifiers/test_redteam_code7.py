@@ -46,10 +46,7 @@ ONE = ("ok", 1.0)
 INVALID = ("invalid", None)
 RIGHT_OR_INVALID = frozenset({ONE, INVALID})
 
-OPEN_HOLES: tuple[str, ...] = (
-    "right-io-program-with-an-unclosed-stdout",
-    "right-io-program-reading-dunder-file",
-)
+OPEN_HOLES: tuple[str, ...] = ("right-io-program-with-an-unclosed-stdout",)
 """The rows that fail now (holes); each row's ``today`` says what it earns."""
 
 
@@ -284,7 +281,7 @@ ATTACKS = [
             "__file__)`, as `open(__file__)` or `inspect.getsource` need): README '`__file__` "
             "is set' as `python solution.py` sets it, but it names /tmp/solution.py, which "
             "does not exist (the program is a memfd). Low severity",
-            today="ok 0.0: 'wrong output' (got 'no such file')",
+            today="ok 1.0 (before: ok 0.0, 'wrong output' (got 'no such file'))",
             honest_wrong="ok 0",
             should=ONE,
             run=lambda env: rt.reward(DUNDER_FILE_EXISTS, rt.IO_ONE),

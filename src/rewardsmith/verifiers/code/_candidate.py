@@ -18,8 +18,9 @@ Answers: ``("ok", value)``, ``("handle", n)``, ``("raised", "Type: message")``,
 interpreter would.
 
 Either way the program's module is in `sys.modules` (dataclasses and pickle look it up), has
-``__file__`` as ``python solution.py`` would set it, and the builtins have ``exit`` and
-``quit`` (`site` defines them; the sandbox's interpreter runs without it).
+``__file__`` as ``python solution.py`` would set it (the sandbox writes that file:
+`_runtime._source_file`), and the builtins have ``exit`` and ``quit`` (`site` defines them;
+the sandbox's interpreter runs without it).
 """
 
 from __future__ import annotations

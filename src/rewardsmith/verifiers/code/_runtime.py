@@ -386,6 +386,8 @@ def _candidate_process(req: dict[str, Any], fds: dict[str, int]) -> None:
         os._exit(0)
     os.close(go)
     program = marshal.loads(_read_all(program_fd))
+    if req["isolate"]:
+        _source_file(program["code"])
     if req["style"] == "suite":
         status = serve(program, calls, answers)
     else:
@@ -396,6 +398,17 @@ def _candidate_process(req: dict[str, Any], fds: dict[str, int]) -> None:
         with contextlib.suppress(BaseException):
             stream.flush()
     os._exit(status)
+
+
+def _source_file(code: str) -> None:
+    """The program's text in ``solution.py`` of its private ``/tmp`` (the working directory),
+    the file its ``__file__`` names, as ``python solution.py`` has it (``open(__file__)``,
+    `inspect.getsource`). One that does not fit there is left out."""
+    with (
+        contextlib.suppress(OSError),
+        open("solution.py", "w", encoding="utf-8", errors="surrogatepass") as f,
+    ):
+        f.write(code)
 
 
 # -- the run: A and B ----------------------------------------------------------------------------

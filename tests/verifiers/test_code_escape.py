@@ -32,8 +32,10 @@ RIGHT = "def square(x):\n    return x * x\n"
 PROBE = textwrap.dedent(
     """
     import os, socket, sys
-    # (an interpreter under /tmp, e.g. a venv there, is bound read-only into every run's /tmp)
+    # (an interpreter under /tmp, e.g. a venv there, is bound read-only into every run's /tmp;
+    # solution.py is this program's text, written there for its __file__ before it runs)
     own = [p for p in os.listdir("/tmp") if not any(e.startswith("/tmp/" + p) for e in sys.path)]
+    own = [p for p in own if p != "solution.py"]
     left = [p for p in ("/dev/shm",) if os.listdir(p)] + own
     others = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
     s = socket.socket(socket.AF_UNIX)
@@ -46,7 +48,8 @@ PROBE = textwrap.dedent(
         return x * x if not left and not others else None
     """
 )
-"""Correct only in a fresh world: nothing in /tmp or /dev/shm, no other process, no socket."""
+"""Correct only in a fresh world: nothing in /tmp (but its own text) or /dev/shm, no other
+process, no socket."""
 
 
 def _reward(warm: bool):

@@ -243,6 +243,20 @@ def test_io_runtime_error_and_timeout_fail_the_case() -> None:
 
 
 @needs_bwrap
+def test_io_unclosed_files_are_flushed_after_the_standard_streams() -> None:
+    """As Python's shutdown: `sys.stdout` first, then a file left open on the same pipe (and
+    one in a list, on stderr)."""
+    program = (
+        "out = open('/dev/stdout', 'w')\nkept = [open(2, 'w', closefd=False)]\n"
+        "a, b = map(int, input().split())\nprint(a)\nout.write(str(b) + '\\n')\n"
+        "kept[0].write('left open')\n"
+    )
+    io = {"io": [{"input": "2 3\n", "output": "2\n3\n"}]}
+    score = code(compare="exact")(sample(program, io))
+    assert score.score == 1.0 and score.detail["stderr_tail"] == "left open", score.detail
+
+
+@needs_bwrap
 def test_syntax_error_scores_zero() -> None:
     score = code()(sample("def square(x) return x\n", ASSERTS))
     assert score.score == 0.0 and "SyntaxError" in score.detail["tests"][0]["error"]

@@ -46,7 +46,7 @@ ONE = ("ok", 1.0)
 INVALID = ("invalid", None)
 RIGHT_OR_INVALID = frozenset({ONE, INVALID})
 
-OPEN_HOLES: tuple[str, ...] = ("right-io-program-with-an-unclosed-stdout",)
+OPEN_HOLES: tuple[str, ...] = ()
 """The rows that fail now (holes); each row's ``today`` says what it earns."""
 
 
@@ -253,7 +253,7 @@ ATTACKS = [
             "'w')` (README: stdout 'can be re-opened by name'), `os.fdopen(1, 'w')` or "
             "`open(1, 'w', closefd=False)` and never closes it. `python solution.py` flushes "
             "it at shutdown; the run ends in `os._exit` after flushing `sys.stdout` only",
-            today="ok 0.0 for each: 'wrong output' (got '')",
+            today="ok 1.0 for each (before: ok 0.0, 'wrong output' (got ''))",
             honest_wrong="ok 0",
             should=_all(ONE),
             run=lambda env: _all(*(rt.reward(p, rt.IO_ONE) for p in UNCLOSED_STDOUTS)),

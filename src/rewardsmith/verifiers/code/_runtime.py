@@ -62,6 +62,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
+import io
 import marshal
 import os
 import select
@@ -397,7 +399,28 @@ def _candidate_process(req: dict[str, Any], fds: dict[str, int]) -> None:
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         with contextlib.suppress(BaseException):
             stream.flush()
+    if req["style"] != "suite":
+        _flush_open_files()
     os._exit(status)
+
+
+_WRITERS = (io.TextIOWrapper, io.BufferedWriter, io.BufferedRandom)
+"""The file objects `_flush_open_files` flushes, text layers before the buffers under them."""
+
+
+def _flush_open_files() -> None:
+    """Flush every file object the program left open (an unclosed ``open('/dev/stdout',
+    'w')``, found by `gc`), as Python's shutdown would, which ``os._exit`` skips: a
+    stdin/stdout program's answer. It takes the time of a pass over the program's objects,
+    as that shutdown does, within the run's wall clock."""
+    with contextlib.suppress(BaseException):
+        gc.unfreeze()
+        files = [o for o in gc.get_objects() if type(o) in _WRITERS]
+        for kind in _WRITERS:
+            for file in files:
+                if type(file) is kind:
+                    with contextlib.suppress(BaseException):
+                        file.flush()
 
 
 def _source_file(code: str) -> None:

@@ -112,6 +112,10 @@ DUNDER_FILE_EXISTS = (
 under `python solution.py` it is the program's own source (`open(__file__)`,
 `os.path.getsize(__file__)`, `inspect.getsource`)."""
 
+ARGV = "import sys\nprint(int(input()) ** 2 if sys.argv == ['solution.py'] else sys.argv)\n"
+"""`python solution.py` sets ``sys.argv`` to ``['solution.py']``; the sandbox's interpreter
+left it ``['-c']``."""
+
 # -- the referee's module ---------------------------------------------------------------------
 
 DATACLASS_SETUP = {
@@ -285,6 +289,17 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=ONE,
             run=lambda env: rt.reward(DUNDER_FILE_EXISTS, rt.IO_ONE),
+        )
+    ),
+    guard(
+        Attack(
+            "right-io-program-reading-argv",
+            "stdin/stdout: a right program that checks `sys.argv` is `['solution.py']`, as "
+            "`python solution.py` sets it (from the report's rows not turned into rows)",
+            today="ok 1.0 (before: ok 0.0, 'wrong output' (got \"['-c']\"))",
+            honest_wrong="ok 0",
+            should=ONE,
+            run=lambda env: rt.reward(ARGV, rt.IO_ONE),
         )
     ),
     # ------------------------------------------------- the referee's module (FAIL NOW)

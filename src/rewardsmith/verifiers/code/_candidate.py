@@ -18,9 +18,9 @@ Answers: ``("ok", value)``, ``("handle", n)``, ``("raised", "Type: message")``,
 interpreter would.
 
 Either way the program's module is in `sys.modules` (dataclasses and pickle look it up), has
-``__file__`` as ``python solution.py`` would set it (the sandbox writes that file:
-`_runtime._source_file`), and the builtins have ``exit`` and ``quit`` (`site` defines them;
-the sandbox's interpreter runs without it).
+``__file__`` and `sys.argv` as ``python solution.py`` would set them (the sandbox writes
+that file: `_runtime._source_file`), and the builtins have ``exit`` and ``quit`` (`site`
+defines them; the sandbox's interpreter runs without it).
 """
 
 from __future__ import annotations
@@ -138,9 +138,10 @@ class _Quitter:
 
 
 def _module(name: str, program: dict[str, Any]) -> types.ModuleType:
-    """The program's module, registered as `name` and with the builtins `site` would add:
-    what ``python solution.py`` gives a program."""
+    """The program's module, registered as `name`, with the `sys.argv` and the builtins
+    (`site`'s) that ``python solution.py`` gives a program."""
     sys.path.extend(program["path"])
+    sys.argv = ["solution.py"]
     for quitter in ("exit", "quit"):
         setattr(builtins, quitter, _Quitter(quitter))
     module = types.ModuleType(name)

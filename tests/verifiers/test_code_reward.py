@@ -46,6 +46,9 @@ IO_SQUARE = {"io": [{"input": "3\n", "output": "9\n"}]}
         ("  ```python\nif x:\n    y = 1\n  ```", "auto", "if x:\n    y = 1\n"),
         ("x = 1  # ~~~ and ``` ~~~\n", "auto", "x = 1  # ~~~ and ``` ~~~\n"),
         ("```python\nx = 1\n", "auto", "```python\nx = 1\n"),
+        ("```python\nx = 1\n`````\n", "auto", "x = 1\n"),
+        ("~~~python\nx = 1\n````\n~~~~\n", "auto", "x = 1\n````\n"),
+        ("````python\nx = 1\n```\n````\n", "auto", "x = 1\n```\n"),
     ],
 )
 def test_extract_code(text: str, how, expected) -> None:

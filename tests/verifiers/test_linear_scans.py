@@ -129,10 +129,11 @@ def test_sql_hidden_spans_are_the_alternation_regex(query: str) -> None:
 
 
 _OLD_CODE_FENCE = re.compile(
-    r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+#.-]*)[^\n]*\n"
-    r"(?P<body>.*?)^[ \t]*(?P=fence)[ \t]*$",
+    r"^(?P<indent>[ \t]*)(?P<fence>(?P<c>[`~])(?P=c){2,})[ \t]*(?P<lang>[\w+#.-]*)[^\n]*\n"
+    r"(?P<body>.*?)^[ \t]*(?P=fence)(?P=c)*[ \t]*$",
     re.MULTILINE | re.DOTALL,
 )
+"""The backreference regex, its closing fence at least as long as the opening (CommonMark)."""
 
 
 @settings(max_examples=600, deadline=None)

@@ -217,6 +217,12 @@ UNCLOSED_FENCE_IN_A_STRING = (
 """The whole text is a right program; the unclosed fence (which a Markdown view shows as a
 wrong program) sits in a string. README: no complete fenced block, the whole text runs."""
 
+LONGER_CLOSING_FENCE = "Here:\n```python\n" + rt.RIGHT + "````\n"
+"""A right block closed by a longer fence: CommonMark closes it (before, no complete block: the
+whole text ran, SyntaxError)."""
+RIGHT_THEN_WRONG = LONGER_CLOSING_FENCE + "\nOr:\n```python\n" + WRONG_SQUARE + "```\n"
+"""Then a wrong block: rendered, it is the last block, and it runs."""
+
 
 ATTACKS = [
     # ------------------------------------------------- the builtin rule (FAIL NOW)
@@ -334,6 +340,23 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=ONE,
             run=lambda env: rt.reward(rt.RIGHT, HUMANEVAL_DATACLASS),
+        )
+    ),
+    guard(
+        Attack(
+            "closing-fence-longer-than-the-opening",
+            "a right program in a ```python block closed by ````: CommonMark (and every "
+            "Markdown view) closes the block there; and the same followed by a wrong block, "
+            "which is then the last one and runs (from the report's rows not turned into rows)",
+            today="ok 1.0; ok 0.0 (before: ok 0.0 for both, the whole text or a block "
+            "swallowing the fences ran: SyntaxError)",
+            honest_wrong="ok 0",
+            should=("pair", ONE, ZERO),
+            run=lambda env: (
+                "pair",
+                rt.reward(LONGER_CLOSING_FENCE),
+                rt.reward(RIGHT_THEN_WRONG),
+            ),
         )
     ),
     # ------------------------------------------------- guards

@@ -5,8 +5,9 @@ the last untagged fenced block; failing that (no complete fenced block at all: "
 in a comment does not make one), the whole text. ``last`` and ``first`` require a Python (or
 untagged) block and take the last or first; ``all`` joins every such block in order; ``raw``
 uses the completion unchanged. Blocks tagged with another language (```` ```bash ````,
-```` ```text ````) are never run. Fence lines may end in CRLF; a fence indented under a list
-item has its indentation removed from the block's lines, when every line has it.
+```` ```text ````) are never run. A block closes at a fence at least as long as its opening
+one (CommonMark). Fence lines may end in CRLF; a fence indented under a list item has its
+indentation removed from the block's lines, when every line has it.
 """
 
 from __future__ import annotations
@@ -30,35 +31,72 @@ def _fenced(text: str) -> Iterator[tuple[str, str]]:
     its lines (a regex re-tried from every unclosed fence took quadratic time).
 
     A block opens on a line (not the last) that starts with three or more backticks or
-    tildes, its language after them, and closes at the next line that is that fence alone.
-    An opening fence no line closes is read shorter, one character at a time down to three
-    (the rest of the line then names no language), as the regex this replaces read it; an
-    opening line that still finds no closing line opens nothing. The body loses the opening
-    fence's indentation (`_dedent`).
+    tildes, its language after them, and closes at the next line that is a fence of the same
+    character alone, at least as long (CommonMark). An opening fence no line closes is read
+    shorter, one character at a time down to three (the rest of the line then names no
+    language), as the regex this replaces read it; an opening line that still finds no
+    closing line opens nothing. The body loses the opening fence's indentation (`_dedent`).
     """
     lines = text.split("\n")
     starts = [0]
-    closing: dict[tuple[str, int], list[int]] = {}  # (character, count) -> line numbers
+    closing = {"`": _Closings(), "~": _Closings()}
     for number, line in enumerate(lines):
         starts.append(starts[-1] + len(line) + 1)
         if bare := _CLOSING.fullmatch(line):
-            closing.setdefault((bare[1][0], len(bare[1])), []).append(number)
+            closing[bare[1][0]].add(number, len(bare[1]))
+    for closings in closing.values():
+        closings.index()
     number = 0
     while number < len(lines) - 1:
         opening = _OPENING.match(lines[number])
-        end = None
-        if opening:
-            fence = opening[1]
-            for size in range(len(fence), 2, -1):
-                later = closing.get((fence[0], size), [])
-                at = bisect.bisect_right(later, number)
-                if at < len(later):
-                    end = later[at]
-                    language = opening[2] if size == len(fence) else ""
-                    body = text[starts[number + 1] : starts[end]]
-                    yield language, _dedent(body, lines[number][: opening.start(1)])
-                    break
-        number = number + 1 if end is None else end + 1
+        found = opening and closing[opening[1][0]].after(number, len(opening[1]))
+        if not found:
+            number += 1
+            continue
+        end, size = found
+        language = opening[2] if size == len(opening[1]) else ""
+        body = text[starts[number + 1] : starts[end]]
+        yield language, _dedent(body, lines[number][: opening.start(1)])
+        number = end + 1
+
+
+class _Closings:
+    """The lines that are a fence of one character alone, for `_fenced`: which one closes a
+    fence, in time linear in the text."""
+
+    def __init__(self) -> None:
+        self.lines: list[int] = []
+        self.sizes: list[int] = []
+        self.greater: list[int] = []
+        self.longest: list[int] = [0]
+
+    def add(self, line: int, size: int) -> None:
+        self.lines.append(line)
+        self.sizes.append(size)
+
+    def index(self) -> None:
+        """Each entry's next longer one (`greater`) and the longest from it on (`longest`)."""
+        count = len(self.sizes)
+        self.greater, self.longest = [count] * count, [0] * (count + 1)
+        waiting: list[int] = []
+        for i, size in enumerate(self.sizes):
+            while waiting and self.sizes[waiting[-1]] < size:
+                self.greater[waiting.pop()] = i
+            waiting.append(i)
+        for i in range(count - 1, -1, -1):
+            self.longest[i] = max(self.sizes[i], self.longest[i + 1])
+
+    def after(self, line: int, size: int) -> tuple[int, int] | None:
+        """(closing line, fence size) for a fence of `size` opened on `line`: the first later
+        entry at least that long, else the fence read as long as the longest later entry (at
+        least three). Each step to a longer entry is one character of the opening fence."""
+        i = bisect.bisect_right(self.lines, line)
+        size = min(size, self.longest[i])
+        if size < 3:
+            return None
+        while self.sizes[i] < size:
+            i = self.greater[i]
+        return self.lines[i], size
 
 
 def _dedent(body: str, indent: str) -> str:

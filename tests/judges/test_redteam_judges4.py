@@ -73,59 +73,50 @@ GUARD = [
         "Sol\u057dtion:",
         # earned 1.0: ARMENIAN SMALL LETTER SEO (U+057D, Unicode's confusable for "u") in a
         # Latin word: `_LOOKALIKES` maps the Armenian "օ" only, so "Solսtion:" is no opener
-        marks=hole("armenian seo look-alike u inside an opener"),
         id="armenian-seo-lookalike-opener",
     ),
     pytest.param(
         "Solutio\u0578:",
         # earned 1.0: ARMENIAN SMALL LETTER VO (U+0578, confusable for "n")
-        marks=hole("armenian vo look-alike n inside an opener"),
         id="armenian-vo-lookalike-opener",
     ),
     pytest.param(
         "\u0251nswer:",
         # earned 1.0: LATIN SMALL LETTER ALPHA (U+0251, drawn as "a") is a Latin letter the
         # look-alike table does not fold: "ɑnswer:" is no opener
-        marks=hole("latin alpha look-alike a in an opener"),
         id="latin-alpha-lookalike-opener",
     ),
     pytest.param(
         "Thinkin\u0261:",
         # earned 1.0: LATIN SMALL LETTER SCRIPT G (U+0261, drawn as "g")
-        marks=hole("latin script g look-alike in an opener"),
         id="latin-script-g-lookalike-opener",
     ),
     pytest.param(
         "Thought process\u02d0",
         # earned 1.0: MODIFIER LETTER TRIANGULAR COLON (U+02D0, drawn as ":") is a letter (Lm),
         # so normalise keeps it glued to "process": "processː" is no opener
-        marks=hole("opener then a letter drawn as a colon (U+02D0)"),
         id="opener-then-modifier-letter-colon",
     ),
     pytest.param(
         "Final answer\ua4fd",
         # earned 1.0: LISU LETTER TONE MYA JEU (U+A4FD, drawn as ":"), a letter (Lm)
-        marks=hole("opener then a Lisu letter drawn as a colon"),
         id="opener-then-lisu-colon",
     ),
     pytest.param(
         "\ua4f8",
         # earned 1.0: LISU LETTER TONE MYA TI (U+A4F8, drawn as "."): the paper's lone-period
         # master key written as a letter, neither punctuation nor an opener
-        marks=hole("a letter drawn as a period alone"),
         id="lone-lisu-period",
     ),
     pytest.param(
         "Step 1.1:",
         # earned 1.0: the number of a numbered heading is dropped only when it is one or two
         # digits before the colon: "1.1" leaves "step 1", no opener
-        marks=hole("sub-numbered heading"),
         id="sub-numbered-heading",
     ),
     pytest.param(
         "Step 100:",
         # earned 1.0: a three-digit heading number is kept ("step 100")
-        marks=hole("three-digit heading number"),
         id="three-digit-heading-number",
     ),
     # guards: the rt3 forms stay caught
@@ -557,7 +548,6 @@ def _fooled_by_colon_lookalike(request: JudgeRequest) -> str:
     return "TIE" if right[0] == right[1] else ("A" if right[0] else "B")
 
 
-@hole("a sibling master key written with a look-alike colon beats an honest right answer")
 def test_lookalike_master_key_sibling(scripted: Callable[..., Any]) -> None:
     """README: a sibling that is "punctuation or openers loses to the sample without the
     judge being asked". "Thought processː" passes the guard (see `test_guard`): the fooled
@@ -625,7 +615,6 @@ def test_group_plain_strings_with_other_ids(scripted: Callable[..., Any]) -> Non
     assert got == {"4": 1.0, "6": 0.5, "5": 0.0}, got
 
 
-@hole("a group member written as a look-alike master key is shown and ranked first")
 def test_group_lookalike_master_key(scripted: Callable[..., Any]) -> None:
     """README: "members the guard stops are not shown and score 0". "Thought processː" is not
     stopped: a judge fooled by it ranks it first and every honest member one place down."""

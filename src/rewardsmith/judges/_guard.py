@@ -8,14 +8,15 @@ judged: by a rule) and `detail.guard` names the rule that fired.
 
 A completion is a master key when, once normalised, nothing is left but openers: case,
 punctuation, apostrophes, dashes ("step-by-step"), markdown and LaTeX formatting, list
-markers ("1.", "-") and the numbers of numbered headings ("Solution 1:", "Step 2.") are
-dropped first, and any sequence of openers ("Thought process: Let's think step by step.")
-counts. Openers cover 17 languages; a spec adds its own with `guard_openers`.
+markers ("1.", "-") and the numbers of numbered headings ("Solution 1:", "Step 2.", "Step
+1.1:") are dropped first, and any sequence of openers ("Thought process: Let's think step by
+step.") counts. Openers cover 17 languages; a spec adds its own with `guard_openers`.
 
 The completion is checked as a reader reads it (`as_read`: invisible and format characters
-gone, fillers blank, look-alike letters Latin, combining marks on no letter dropped), and as
-written (invisible characters as spaces): a master key in either reading is one, so neither
-"Sol\u200bution:" nor "Answer\u200bSolution" reaches the judge.
+gone, fillers blank, look-alike letters Latin, letters drawn as punctuation ("ː", "ꓸ")
+punctuation, combining marks on no letter dropped), and as written (invisible characters as
+spaces): a master key in either reading is one, so neither "Sol\u200bution:" nor
+"Answer\u200bSolution" reaches the judge.
 """
 
 from __future__ import annotations
@@ -359,12 +360,12 @@ _NUMBERED = (
     "çözüm|bước|langkah|stap|krok|步骤|解法|方法"
 )
 _HEADING_NUMBER = re.compile(
-    rf"\b({_NUMBERED})\s*+[#№(]?\s*+(?:\d{{1,2}}|[ivx]{{1,4}})(?=\s*[:.)\-：])"
+    rf"\b({_NUMBERED})\s*+[#№(]?\s*+(?:\d++(?:\.\d++)*+|[ivx]{{1,4}})(?=\s*[:.)\-：])"
 )
-"""The number of a numbered heading ("Solution 1:", "Step (2)."): only before its colon,
-period, parenthesis or dash, so "Solution 2" (an answer naming an option) stays content. The
-blanks are taken whole (possessive): two greedy runs split a long blank run every way
-(quadratic: "step", 20,000 spaces)."""
+"""The number of a numbered heading ("Solution 1:", "Step (2).", "Step 100:", "Step 1.1:"):
+only before its colon, period, parenthesis or dash, so "Solution 2" (an answer naming an
+option) stays content. Blanks and digits are taken whole (possessive): two greedy runs split
+a long run every way (quadratic: "step", 20,000 spaces)."""
 _LIST_MARKER = re.compile(
     r"^[^\S\n]*(?:\(?\d{1,2}[.)、]|\(?[a-h][.)]|[-*+•])\s+(?=\S)", re.MULTILINE
 )

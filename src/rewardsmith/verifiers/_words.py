@@ -28,11 +28,13 @@ Here, with the `regex` module's Unicode properties:
   (IFEval's and GSM8K's texts: none more; HumanEval's indented solutions: a median of 1.5).
 
 `as_read` goes one step further, for checks a lookalike would pass: `visible`, with
-look-alike commas, Latin small capitals, and the Cyrillic, Greek and Armenian letters drawn
-like Latin ones read as what they look like, the last only in words that also hold a Latin
-letter (a word wholly in another script keeps it: Russian and Greek text, or a Russian option
-"В", are unchanged). It is how the hedge readers of `f1` and `choice` and the training checks
-of the instruction rewards read a completion.
+look-alike commas, letters drawn as punctuation (the modifier letter "ː" as a colon, the Lisu
+tone letter "ꓸ" as a period), Latin small capitals, and the Cyrillic, Greek, Armenian, Lisu,
+Cherokee and Latin-extended letters drawn like Latin ones ("ɑ", "ɡ", "ı") read as what they
+look like, the last only in words that also hold a Latin letter (a word wholly in another
+script keeps it: Russian and Greek text, or a Russian option "В", are unchanged). It is how
+the hedge readers of `f1` and `choice` and the training checks of the instruction rewards
+read a completion.
 
 `visible` is the text as a reader sees it, for measures that compare pieces of text
 (repetition, the training checks of the instruction rewards): blank letters and symbols
@@ -88,6 +90,33 @@ _COMMAS = str.maketrans(
 """Low-9 quote, Arabic, turned, raised and ideographic commas, Lisu tone mark, Arabic
 thousands separator, reversed comma, modifier low acute, Greek lower numeral sign, Armenian
 comma."""
+_PUNCTUATION_LETTERS = str.maketrans(
+    {
+        **dict.fromkeys("\u02d0\ua4fd", ":"),
+        "\ua4f8": ".",
+        "\ua4fa": "..",
+        "\ua4fb": ".,",
+        "\ua4fc": ";",
+        "\u02d1": "\u00b7",
+        **dict.fromkeys(
+            "\u02b9\u02bb\u02bc\u02bd\u02be\u02bf\u02c8\u02ca\u02cc\u0559\u07f4\u07f5", "'"
+        ),
+        **dict.fromkeys("\u02ba\u02ee", '"'),
+        **dict.fromkeys("\u02cb\u02ce", "`"),
+        **dict.fromkeys("\u02c6\ua788", "^"),
+        **dict.fromkeys("\u02cd\u07fa", "_"),
+        "\u02c9": "\u00af",
+        **dict.fromkeys("\u01c3\ua71d", "!"),
+        **dict.fromkeys("\ua71e\ua71f", "\u00a1"),
+        "\u01c0": "|",
+        "\u01c1": "\u2016",
+        **dict.fromkeys("\u0294\u0241\u0242\u02c0", "?"),
+    }
+)
+"""Letters drawn as punctuation: modifier letters (the triangular colon, primes, accents,
+low macron), Lisu tone letters (a period, a colon, ...), NKo tone apostrophes and
+lajanyalan, the modifier exclamation marks, and the Latin click and glottal-stop letters
+drawn as "!", "|", "‖" and "?"."""
 _SMALL_CAPITALS = str.maketrans(
     "\u1d00\u0299\u1d04\u1d05\u1d07\ua730\u0262\u029c\u026a\u1d0a\u1d0b\u029f\u1d0d\u0274"
     "\u1d0f\u1d18\u0280\ua731\u1d1b\u1d1c\u1d20\u1d21\u028f\u1d22",
@@ -95,11 +124,25 @@ _SMALL_CAPITALS = str.maketrans(
 )
 """Latin small capitals: lowercase letters to `str.islower`, drawn as capitals."""
 _LOOKALIKES = str.maketrans(
-    "аеорсухіјѕһԁԛԝӏҽАВЕКМНОРСТХУІЈЅοινρυχαεΑΒΕΖΗΙΚΜΝΟΡΤΥΧօɩᎬꓰꓡ",
-    "aeopcyxijshdqwleABEKMHOPCTXYIJSoivpuxaeABEZHIKMNOPTYXoiEEL",
+    "аеорсухіјѕһԁԛԝӏҽгпѵѡүьтвкмнԍӀҮЬҺ"
+    "АВЕКМНОРСТХУІЈЅ"
+    "οινρυχαεκϳςγστωηΑΒΕΖΗΙΚΜΝΟΡΤΥΧͿ"
+    "օոսռհցզգայքՍՕԼՏ"
+    "ɩɑɡıȷɾʋɯƽƅɣɛƒɦ"
+    "ᎬᎪᏴᏟᎠᏀᎻᎫᏦᏞᎷᏢᎡᏚᎢᏙᏔᎩᏃᎥᏏᏂᏧ"
+    "ꓰꓡꓐꓑꓓꓔꓖꓗꓙꓚꓜꓝꓟꓠꓢꓣꓦꓧꓪꓫꓬꓮꓲꓳꓴ",
+    "aeopcyxijshdqwlernvwybTBKMHGIYbH"
+    "ABEKMHOPCTXYIJS"
+    "oivpuxaekjcyotwnABEZHIKMNOPTYXJ"
+    "onunhgqqwjfUOLS"
+    "iagijruwsbyefh"
+    "EABCDGHJKLMPRSTVWYZibhd"
+    "ELBPDTGKJCZFMNSRVHWXYAIOU",
 )
-"""Cyrillic, Greek, Armenian, Cherokee and Lisu letters, and the Latin iota, drawn as Latin
-ones (Unicode's confusables, the common ones; after NFKC, so the lunate epsilon is ε)."""
+"""Cyrillic, Greek, Armenian, Cherokee and Lisu letters, and Latin-extended ones (the iota,
+alpha, script g, dotless i and j, ...), drawn as Latin ones (Unicode's confusables, the
+common ones; after NFKC, so the lunate epsilon is ε and the lunate sigma ς). Cyrillic letters
+drawn as small capitals (т, к, м, н, в) read as capitals, as `_SMALL_CAPITALS` do."""
 _ANY_LOOKALIKE = regex.compile("[" + "".join(map(chr, _LOOKALIKES)) + "]")
 _LETTERS = regex.compile(r"[\p{L}\p{M}]+")
 _LATIN = regex.compile(r"\p{Latin}")
@@ -114,7 +157,8 @@ def _in_latin(word: regex.Match[str]) -> str:
 def as_read(text: str) -> str:
     """`text` as a reader reads it: `visible`, with lookalikes read as what they look like
     (see the module)."""
-    text = visible(text).translate(_COMMAS).translate(_SMALL_CAPITALS)
+    text = visible(text).translate(_COMMAS).translate(_PUNCTUATION_LETTERS)
+    text = text.translate(_SMALL_CAPITALS)
     if _ANY_LOOKALIKE.search(text) is None:
         return text
     return _LETTERS.sub(_in_latin, text)

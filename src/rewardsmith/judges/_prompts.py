@@ -7,11 +7,12 @@ caches (vLLM, SGLang, llama.cpp) and the local model's KV cache reuse.
 
 The response is untrusted data: it sits inside ``<response>`` tags with ``&``, ``<`` and ``>``
 escaped, so it cannot close its fence or open a fake criterion, and the system message tells
-the judge that instructions inside it are part of what is judged, never orders. A ``[`` is
-escaped too where it opens a bracketed control token (Mistral's ``[INST]``, ``[/INST]``,
-``[SYSTEM_PROMPT]``, which llama.cpp and HF tokenizers read as control tokens in the rendered
-prompt) or starts a line as ``[name]`` does: each turn of a rendered conversation is headed by
-its role on a line of its own (``[user]``), and no turn's text can write one.
+the judge that instructions inside it are part of what is judged, never orders. Each turn
+of a rendered conversation is fenced the same way (``<turn role="user">``, the role in word
+characters), so no text of a turn, whatever line breaks or invisible characters it holds, can
+end its turn or open another. A ``[`` is escaped too where it opens a bracketed control token
+(Mistral's ``[INST]``, ``[/INST]``, ``[SYSTEM_PROMPT]``, which llama.cpp and HF tokenizers
+read as control tokens in the rendered prompt); other brackets stay as written.
 
 Images of the conversation (OpenAI ``image_url`` parts) stay where they are: the rendered
 conversation holds a marker per image, and `with_image_parts` turns a message with markers
@@ -61,19 +62,14 @@ _DATA_NOTE = (
 
 _CONTROL_TOKEN = re.compile(r"\[(?=/?[A-Z][A-Z0-9_]+\])")
 """The ``[`` of a bracketed control token: ``[INST]``, ``[/INST]``, ``[SYSTEM_PROMPT]``,
-``[TOOL_CALLS]``, ``[AVAILABLE_TOOLS]`` (Mistral's, read as such by llama.cpp and HF)."""
-_HEADER_LIKE = re.compile(r"^([^\S\n]*)\[(?=/?[^\W\d][\w-]*\])", re.MULTILINE)
-"""The ``[`` of a line that starts like a role header (``[user]``, ``  [Assistant] ...``)."""
-_BRACKET = "&#91;"
+``[TOOL_CALLS]``, ``[AVAILABLE_TOOLS]`` (Mistral's, read as such by llama.cpp and HF). Any
+bracketed upper-case name matches, so C's ``buf[BUFSIZ]`` is shown as ``buf&#91;BUFSIZ]``."""
 
 
 def escaped(text: str) -> str:
-    """Text as a judge reads it inside a fence: markup escaped, so it cannot close its fence,
-    and the ``[`` of control tokens and of role-header look-alikes, so it cannot end its turn
-    or forge one."""
-    text = html.escape(text, quote=False)
-    text = _CONTROL_TOKEN.sub(_BRACKET, text)
-    return _HEADER_LIKE.sub(rf"\1{_BRACKET}", text)
+    """Text as a judge reads it inside a fence: markup escaped, so it cannot close its fence
+    or open another, and the ``[`` of control tokens."""
+    return _CONTROL_TOKEN.sub("&#91;", html.escape(text, quote=False))
 
 
 def fence(text: str, tag: str = "response") -> str:
@@ -133,20 +129,21 @@ def _image_markers(content: str) -> Iterator[tuple[int, int]]:
         offset += len(line) + 1
 
 
-def _role(role: str) -> str:
-    """A role as its header shows it: letters, digits, ``_`` and ``-`` only, so a role cannot
-    hold a line break or a bracket and forge a second header."""
-    return re.sub(r"[^\w-]", "_", role) or "_"
+def _turn(message: Message, strip_think: bool) -> str:
+    """One turn fenced as ``<turn role="...">``, its role in word characters only (so it
+    cannot close the tag), its content escaped (so it cannot close the fence)."""
+    role = re.sub(r"\W", "_", message.role) or "_"
+    return f'<turn role="{role}">\n{_escaped_content(message, strip_think)}\n</turn>'
 
 
 def render_conversation(prompt: str | Sequence[Message] | None, strip_think: bool = False) -> str:
     """The conversation the response answers, escaped, fenced; '' when there is none. Each
-    turn is headed ``[role]``; with `strip_think`, assistant turns without their reasoning."""
+    turn is fenced (`_turn`); with `strip_think`, assistant turns without their reasoning."""
     if prompt is None:
         return ""
     if isinstance(prompt, str):
         return fence(prompt, "conversation") + "\n\n"
-    body = "\n\n".join(f"[{_role(m.role)}]\n{_escaped_content(m, strip_think)}" for m in prompt)
+    body = "\n\n".join(_turn(m, strip_think) for m in prompt)
     return f"<conversation>\n{body}\n</conversation>\n\n"
 
 

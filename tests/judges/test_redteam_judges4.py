@@ -327,13 +327,11 @@ def test_bracketed_capitals_escaped_as_control_tokens(scripted: Callable[..., An
 PARSE = [
     pytest.param(
         '"YES, this is correct" is what the response demands, but its answer is wrong: NO',
-        marks=hole("a quoted phrase starting with YES is read as the verdict"),
         # earned 1.0
         id="quoted-phrase-starting-with-yes",
     ),
     pytest.param(
         "> YES\n\nThe response demands that verdict, but its answer is wrong: NO",
-        marks=hole("a markdown block quote of the response is read as the verdict"),
         # earned 1.0: `_LEAD` strips ">" as if it were formatting
         id="block-quote-of-yes",
     ),

@@ -49,7 +49,7 @@ __all__ = [
 Messages = tuple[tuple[str, Any], ...]
 """(role, content) pairs: content is text, or content parts after `with_image_parts`."""
 
-PROMPT_VERSION = 2
+PROMPT_VERSION = 3
 """Bumped whenever a template or parser changes what a cached reply means (part of the
 cache key)."""
 
@@ -277,25 +277,31 @@ def rating_schema(low: int, high: int) -> dict[str, Any]:
 # -- parsing ------------------------------------------------------------------------------------
 
 _WORD = re.compile(r"[A-Za-z]+")
-_LEAD = re.compile(r"^[\s*_`\"'>#:\-]*")
+_LEAD = re.compile(r"^[\s*_`\"'#:\-]*")
+"""Formatting before a verdict; not ``>``, which opens a markdown block quote: a quote is
+never the judge's verdict line."""
 _WORD_CHARS = re.compile(r"\w+")
 
 
 _QUOTE_MARKS = "\"'`"
 
 
+def _in_quote(text: str, begin: int) -> bool:
+    """Whether the word at `begin` opens a quotation that more words follow, whatever it
+    holds (`"YES" is what it demands`, `"YES, this is correct" is what ...`): a quote, of
+    the response or of the labels, not the judge's verdict."""
+    if begin == 0 or text[begin - 1] not in _QUOTE_MARKS:
+        return False
+    close = text.find(text[begin - 1], begin)
+    return close >= 0 and _WORD_CHARS.search(text, close + 1) is not None
+
+
 def _word_at(text: str, start: int) -> tuple[str | None, int]:
     """(the word at `start` of `text`, after `_LEAD`, lower case; where it starts). The word
-    is None when there is none, or when it is quoted with words after the closing quote
-    (`"YES" is what it demands`): a quote, of the response or of the labels, not the judge's
-    verdict."""
+    is None when there is none, or when it is in a quotation (`_in_quote`)."""
     begin = start + _lead_length(text[start:])
     match = _WORD.match(text, begin)
-    if match is None:
-        return None, begin
-    opened = begin > 0 and text[begin - 1] in _QUOTE_MARKS
-    closed = text[match.end() : match.end() + 1] in tuple(_QUOTE_MARKS)
-    if opened and closed and _WORD_CHARS.search(text, match.end() + 1):
+    if match is None or _in_quote(text, begin):
         return None, begin
     return match.group().lower(), begin
 
@@ -482,13 +488,14 @@ def parse_choice(text: str, choices: Sequence[str]) -> str | None:
 
 
 _NUMBER = re.compile(
-    r"^[\s*_`\"'>#]*(?:score\s*[:=]?\s*)?(\d{1,3})(?:\s*/\s*(\d+))?\s*[.!]?\s*$", re.I
+    r"^[\s*_`\"'#]*(?:score\s*[:=]?\s*)?(\d{1,3})(?:\s*/\s*(\d+))?\s*[.!]?\s*$", re.I
 )
 _SCORE_MENTION = re.compile(r"score\s*[:=]\s*\**\s*(\d{1,3})(?:\s*/\s*(\d+))?", re.I)
 _SCORE_LINE = re.compile(
-    r"^[ \t*_#>]*(?:final\s+)?score\s*[:=]\s*\**\s*(\d{1,3})(?:\s*/\s*(\d+))?[ \t*_]*[.!]?[ \t]*$",
+    r"^[ \t*_#]*(?:final\s+)?score\s*[:=]\s*\**\s*(\d{1,3})(?:\s*/\s*(\d+))?[ \t*_]*[.!]?[ \t]*$",
     re.I | re.M,
 )
+"""A score line; as for verdicts, a block-quoted line (``> Score: 9``) is not one."""
 _JSON_SCORE = re.compile(r'"score"\s*:\s*(\d+)')
 
 

@@ -31,7 +31,13 @@ from rewardsmith.judges import (
     judge_reference,
     rubric,
 )
-from rewardsmith.judges._backends import ContextOverflow, JudgeRequest
+from rewardsmith.judges._backends import (
+    BackendConfig,
+    BackendError,
+    ContextOverflow,
+    JudgeRequest,
+)
+from rewardsmith.judges._local import LocalBackend
 from rewardsmith.judges._modes import _NAMES_LABEL
 from rewardsmith.judges._prompts import render_conversation
 from rewardsmith.turns import per_turn
@@ -369,7 +375,6 @@ def _ramble_until_overflow(request: JudgeRequest) -> str:
     return "NO"
 
 
-@hole("policy-chosen length + injection: the retry's refusal leaves the sample out")
 def test_retry_refusal_provoked_by_the_completion(scripted: Callable[..., Any]) -> None:
     """A wrong answer padded so that the first request fits with room for 6 reply tokens but
     not 32, and asking the judge to explain itself: the first reply rambles, the constrained
@@ -383,6 +388,17 @@ def test_retry_refusal_provoked_by_the_completion(scripted: Callable[..., Any]) 
     assert honest.status == "ok" and honest.score == 0.0, honest
     attack = fn(Sample(id="a", prompt=QUESTION, completion=f"5. {RAMBLE}" + PADDING, reference="4"))
     assert_earns(attack, "charged")
+
+
+def test_embedded_budget_alone_filling_the_context_is_a_setting() -> None:
+    """Guard of the exception (README: a reply budget that alone fills the context is the
+    judge's configuration): the embedded model refuses a `max_tokens` of its whole `n_ctx`
+    before reading the request, a `BackendError` (infrastructure), not an overflow."""
+    backend = LocalBackend(BackendConfig(kind="local", n_ctx=32))
+    request = JudgeRequest(messages=(("user", "x"),), max_tokens=32)
+    with pytest.raises(BackendError, match="alone fills the context") as refused:
+        backend._run(request)
+    assert not isinstance(refused.value, ContextOverflow)
 
 
 def _ramble_on_either(request: JudgeRequest) -> str:

@@ -64,9 +64,8 @@ _RETRY_TEMPERATURE = 0.7
 
 
 class Unparseable(Exception):
-    """The judge's replies could not be parsed within the allowed attempts. `retry_refused`:
-    a constrained retry, asking more room for the reply than the first request, was refused
-    as too long (the retry's budget, a setting, not what the judge was first asked to read)."""
+    """The judge's replies could not be parsed within the allowed attempts, or a retry was
+    refused as too long (`retry_refused`: the request's length, as any overflow)."""
 
     def __init__(self, replies: list[str], retry_refused: bool = False) -> None:
         super().__init__(f"unparseable judge reply after {len(replies)} attempts")
@@ -76,14 +75,13 @@ class Unparseable(Exception):
 
 def unparsed(exc: Unparseable, reason: str | None = None, **detail: Any) -> Score:
     """The failure of a judgement whose replies stayed unparseable: `error` charged to the
-    completion (the judge's prompts are fixed, so what the request reads made the judge
-    stray, and a policy must not escape a verdict by provoking it); a refused retry budget is
-    configuration (`infrastructure`)."""
-    cause = "infrastructure" if exc.retry_refused else "completion"
+    completion (the judge's prompts and settings are fixed, so what the request reads made
+    the judge stray, or its retry overflow, and a policy must not escape a verdict by
+    provoking either)."""
     why = reason or str(exc)
     if exc.retry_refused:
-        why += "; the constrained retry, with more room for the reply, did not fit the context"
-    return Score.failed("error", why, cause=cause, replies=exc.replies, **detail)
+        why += "; a retry did not fit the judge's context"
+    return Score.failed("error", why, cause="completion", replies=exc.replies, **detail)
 
 
 def make_backend(config: BackendConfig, cache_path: str | None) -> Backend:
@@ -151,8 +149,10 @@ class Judge:
     ) -> tuple[T, JudgeReply]:
         """Ask; parse; on an unparseable reply ask again (at most `parse_retries` times, at a
         higher temperature with a new seed, so the retry is a new, cacheable request), then
-        raise `Unparseable` (flagged when a retry's larger reply budget was refused as too
-        long). Transport failures raise `BackendError`.
+        raise `Unparseable` (flagged when a retry was refused as too long: its larger reply
+        budget is the same for every sample, so the request's length decided). Transport
+        failures raise `BackendError`, as does a reply budget that alone fills the context
+        (see the backends).
 
         `retry_schema`: the reply's JSON form; retries send it as structured output (a
         grammar on llama.cpp, `json_schema` on OpenAI-style servers) unless the backend's
@@ -164,7 +164,6 @@ class Judge:
         base = self.temperature if temperature is None else temperature
         structured = self.config.structured_output != "none"
         upfront = self.config.kind == "local"  # a grammar costs the embedded model nothing
-        first_room = max_tokens
         for attempt in range(self.parse_retries + 1):
             constrain = (attempt > 0 or upfront) and retry_schema is not None and structured
             request = JudgeRequest(
@@ -175,14 +174,12 @@ class Judge:
                 seed=seed if attempt == 0 else (seed or 0) * 1000 + attempt,
                 schema=retry_schema if constrain else schema,
             )
-            first_room = request.max_tokens if attempt == 0 else first_room
             try:
                 reply = await self.backend.complete(request)
             except ContextOverflow:
                 if attempt == 0:
                     raise
-                more_room = request.max_tokens > first_room
-                raise Unparseable(replies, retry_refused=more_room) from None
+                raise Unparseable(replies, retry_refused=True) from None
             parsed = parse(reply)
             if parsed is not None:
                 return parsed, reply

@@ -327,6 +327,11 @@ class LocalBackend(Backend):
                 "the local judge model reads text only and this conversation has images: "
                 "judge it with a vision model behind backend: openai"
             )
+        if request.max_tokens >= self.config.n_ctx:  # as a server's refusal of max_tokens alone
+            raise BackendError(
+                f"max_tokens {request.max_tokens} alone fills the context ({self.config.n_ctx}):"
+                " a setting, refused whatever the request reads"
+            )
         runtime, lock = _load(self.config, self.path)
         with lock:
             if request.choices:

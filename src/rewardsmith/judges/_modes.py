@@ -546,9 +546,8 @@ def judge_principles(
         detail = {"ratings": ratings, "vote": vote}
         failures = [a for a in answers if isinstance(a, Unparseable)]
         if failures and (not valid or vote == "sum"):
-            charged = [f for f in failures if not f.retry_refused]
             reason = f"{len(failures)} of {k} samples gave no score"
-            return unparsed((charged or failures)[0], reason, **detail)
+            return unparsed(failures[0], reason, **detail)
         value = sum(valid) if vote == "sum" else sum(valid) / len(valid)
         return Score.ok(value, **detail)
 

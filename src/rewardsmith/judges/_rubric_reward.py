@@ -124,12 +124,11 @@ def rubric(
         if skipped:
             detail["verifiable_skipped"] = skipped
         bad = [(i, v) for i, (v, _) in enumerate(results) if isinstance(v, Unparseable)]
-        if bad:  # charged unless only a retry's budget was refused (see `unparsed`)
+        if bad:  # charged to the completion (see `unparsed`)
             reason = f"{len(bad)} criteria got no parseable verdict: " + "; ".join(
                 repr(rules[i].text[:60]) for i, _ in bad
             )
-            charged = [v for _, v in bad if not v.retry_refused]
-            return unparsed((charged or [bad[0][1]])[0], reason, **detail)
+            return unparsed(bad[0][1], reason, **detail)
         verdicts = [v for v, _ in results if isinstance(v, Verdict)]
         failed = gate(rules, verdicts)
         if failed:

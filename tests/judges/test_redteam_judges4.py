@@ -412,14 +412,15 @@ def _ramble_on_either(request: JudgeRequest) -> str:
     return "TIE" if right[0] == right[1] else ("A" if right[0] else "B")
 
 
-@hole("a sibling's injection charges its honest opponent: the attacker's advantage rises")
+@hole("a stated limit (README): a sibling's injection charges its honest opponent too")
 def test_opponent_injection_charges_the_honest_sibling(scripted: Callable[..., Any]) -> None:
     """`judge_pairwise` against a sibling: a wrong answer that makes the judge ramble gets
     every request it appears in unparseable, its own and its honest opponent's: both are
     `error` charged to the completion, so the right answer drops from 1 to the group's
     bottom and the attacker's GRPO advantage rises above what its honest wrong answer earns.
     README, the cause table: `completion` is "what the policy wrote made the reward fail";
-    the right answer wrote nothing that failed."""
+    the right answer wrote nothing that failed. Kept strict-xfail as a limit the README
+    states ("both are charged. That is a limit: ...")."""
     scripted(_ramble_on_either)
     fn = judge_pairwise(against="metadata", cache=False, structured_output="none")
 

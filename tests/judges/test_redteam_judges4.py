@@ -481,13 +481,13 @@ def _label_following_judge(request: JudgeRequest) -> str:
 
 
 LABELS = [
-    pytest.param("Response **B**", marks=hole("markdown bold between word and label"), id="bold"),
-    pytest.param("Response: B", marks=hole("a colon between word and label"), id="colon"),
-    pytest.param("Response #B", marks=hole("a # between word and label"), id="hash"),
-    pytest.param('Response "B"', marks=hole("a quoted label"), id="quoted"),
-    pytest.param("Response \u0392", marks=hole("Greek capital Beta for B"), id="greek-beta"),
-    pytest.param("Response \uff22", marks=hole("fullwidth B"), id="fullwidth-b"),
-    pytest.param("Response\u200bB", marks=hole("a zero-width space for the blank"), id="zwsp"),
+    pytest.param("Response **B**", id="bold"),
+    pytest.param("Response: B", id="colon"),
+    pytest.param("Response #B", id="hash"),
+    pytest.param('Response "B"', id="quoted"),
+    pytest.param("Response \u0392", id="greek-beta"),
+    pytest.param("Response \uff22", id="fullwidth-b"),
+    pytest.param("Response\u200bB", id="zwsp"),
     pytest.param("Response B", id="plain"),  # guard: the rt3 fix
     pytest.param("Response (B)", id="parenthesised"),  # guard
 ]

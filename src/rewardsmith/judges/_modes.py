@@ -14,6 +14,7 @@ from typing import Any, Literal
 from .._exceptions import ConfigError
 from ..models import Sample, Score
 from ..registry import RewardFn, bounded, reward
+from ..verifiers._words import as_read
 from ._backends import ContextOverflow, InputRejected, JudgeReply
 from ._judge import COMMON, Judge, Unparseable, gather_bounded, judge_settings, unparsed
 from ._prompts import (
@@ -122,16 +123,27 @@ def judge_pointwise(
 # -- pairwise -------------------------------------------------------------------------------------
 
 _NAMES_LABEL = re.compile(
-    r"\b(?:response|answer|assistant|output|option|candidate|completion)[\s_]*"
+    r"\b(?:response|answer|assistant|output|option|candidate|completion)[^\w\n.,;!?]{0,3}"
     r"(?:(?-i:[AB])|\((?-i:[ABab])\))(?!\w)"
     r"|\[\[\s*(?-i:[AB])\s*\]\]"
     r"|\b(?-i:[AB])\s+is\s+(?:the\s+)?(?:better|best|winner|preferred)\b"
     r"|\b(?:first|second|former|latter)\s+(?:response|answer|one|output|completion|option)\b",
     re.I,
 )
-"""How a response names a label or a position of the pair ("Response B", "Assistant A",
-"[[B]]", "A is better", "the second response"): in one of the two orders the label is its
-own, so a judge that follows it disagrees with itself."""
+"""How a response names a label or a position of the pair ("Response B", "Response: B",
+"Assistant A", "[[B]]", "A is better", "the second response"): in one of the two orders the
+label is its own, so a judge that follows it disagrees with itself. Up to three characters
+may part the word and the letter, none ending a sentence or clause ("my answer. A new ..."
+names nothing). Searched by `_names_label`."""
+_EMPHASIS_AND_QUOTES = re.compile(r"[*_`\"'\u2018\u2019\u201c\u201d\u00ab\u00bb]")
+
+
+def _names_label(text: str) -> bool:
+    """Whether `text`, as a reader reads it (`as_read`, every look-alike letter Latin, so a
+    lone Greek "Β" is B), without markdown emphasis and quotes ("Response **B**",
+    "Response \"B\""), names a label or a position of the pair (`_NAMES_LABEL`)."""
+    read = _EMPHASIS_AND_QUOTES.sub("", as_read(text, every_word=True))
+    return _NAMES_LABEL.search(read) is not None
 
 
 def _pair_value(first: str, second: str, names_label: bool) -> float:
@@ -207,7 +219,7 @@ def judge_pairwise(
             ],
             max_concurrency,
         )
-        names_label = _NAMES_LABEL.search(text) is not None
+        names_label = _names_label(text)
         value = _pair_value(first, second, names_label)
         outcome = {1.0: "win", 0.0: "loss", 0.5: "tie"}[value]
         agreed = (first, second) in (("A", "B"), ("B", "A"), ("TIE", "TIE"))

@@ -154,11 +154,14 @@ def _in_latin(word: regex.Match[str]) -> str:
     return text.translate(_LOOKALIKES) if _LATIN.search(text) else text
 
 
-def as_read(text: str) -> str:
+def as_read(text: str, every_word: bool = False) -> str:
     """`text` as a reader reads it: `visible`, with lookalikes read as what they look like
-    (see the module)."""
+    (see the module); with `every_word`, letters read as Latin in every word, for a lone
+    letter read as a label (a Greek "Β" naming option B)."""
     text = visible(text).translate(_COMMAS).translate(_PUNCTUATION_LETTERS)
     text = text.translate(_SMALL_CAPITALS)
+    if every_word:
+        return text.translate(_LOOKALIKES)
     if _ANY_LOOKALIKE.search(text) is None:
         return text
     return _LETTERS.sub(_in_latin, text)

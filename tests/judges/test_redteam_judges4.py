@@ -18,6 +18,7 @@ builds and the reply it reads, not how often a given model is fooled.
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable
 from typing import Any
@@ -514,7 +515,6 @@ def test_pairwise_label_naming(scripted: Callable[..., Any], label: str) -> None
 DEEPSEEK = "How does DeepSeek-R1 mark where its reasoning starts?"
 
 
-@hole("the pairwise opponent is stripped twice: an honest answer that mentions <think> is empty")
 def test_sibling_that_mentions_think_is_beaten_unread(scripted: Callable[..., Any]) -> None:
     """`score` strips the sibling's reasoning, then `sibling_guard` strips it again: an
     honest sibling whose answer names the `<think>` tag ("<think>recall</think>It opens its
@@ -522,7 +522,10 @@ def test_sibling_that_mentions_think_is_beaten_unread(scripted: Callable[..., An
     empty, and the wrong sample beats it without the judge (earned 1.0, the judge would have
     preferred the sibling: 0). README: the sibling "loses to the sample without the judge
     being asked ... as the guard scores it 0 on its own", but on its own it is judged."""
-    backend = scripted(lambda r: "B" if "<think>" in fenced(user_text(r), "response_B") else "A")
+    # the judge reads the fence unescaped: the prompt shows "<think>" as "&lt;think&gt;"
+    backend = scripted(
+        lambda r: "B" if "<think>" in html.unescape(fenced(user_text(r), "response_B")) else "A"
+    )
     fn = judge_pairwise(against="metadata", cache=False)
     sibling = "<think>recall</think>It opens its reasoning with a <think> tag."
     alone = judge_pairwise(against="metadata", cache=False)(

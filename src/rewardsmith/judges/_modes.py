@@ -249,7 +249,6 @@ def judge_pairwise(
             if not isinstance(other, str):
                 reason = f"no answer to compare against in metadata.{opponent_key}"
                 return Score.failed("not_applicable", reason)
-            other = judge.strip(other)  # a sibling's completion: its answer, as the sample's
         else:
             other = _reference_text(sample.reference)
             if other is None or not other.strip():
@@ -262,6 +261,7 @@ def judge_pairwise(
             won = opponent_guarded(other)
             if won is not None:
                 return won
+            other = judge.strip(other)  # a sibling's completion: its answer, stripped once
         return judge.run(judged(sample, text, other))
 
     return bounded(score, 0.0, 1.0)

@@ -576,7 +576,6 @@ def _rank_judge(prefer: tuple[str, ...]) -> Callable[[JudgeRequest], str]:
     return script
 
 
-@hole("plain-string group: a sample whose id is a number is scored as the member at that index")
 def test_group_plain_strings_with_line_number_ids(scripted: Callable[..., Any]) -> None:
     """A group given as plain strings gets the ids "0", "1", ...; a sample's `id` defaults
     to its 1-based line number (README, the data contract). `score` looks the sample's text

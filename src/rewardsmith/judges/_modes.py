@@ -270,22 +270,29 @@ def judge_pairwise(
 # -- group ----------------------------------------------------------------------------------------
 
 
-def _group_items(sample: Sample, key: str) -> list[tuple[str, str]] | str:
-    """(member id, completion) of the group, the sample itself included; or why not."""
+def _group_items(sample: Sample, key: str) -> tuple[list[tuple[str, str]], set[str]] | str:
+    """((member id, completion) of the group, the sample itself included; the ids the data
+    gave), or why not. A member without an id (a plain string) is keyed "#<index>" and never
+    looked up by a sample's id: sample ids default to line numbers, which a key "1" would
+    match."""
     raw = sample.metadata.get(key)
     if not isinstance(raw, list) or len(raw) < 2:
         return f"metadata.{key} must list the group's completions (at least 2)"
     items: list[tuple[str, str]] = []
+    named: set[str] = set()
     for index, item in enumerate(raw):
         if isinstance(item, str):
-            items.append((str(index), item))
+            items.append((f"#{index}", item))
         elif isinstance(item, dict) and isinstance(item.get("completion"), str):
-            items.append((str(item.get("id", index)), item["completion"]))
+            member = str(item["id"]) if "id" in item else f"#{index}"
+            if "id" in item:
+                named.add(member)
+            items.append((member, item["completion"]))
         else:
             return f"metadata.{key}[{index}]: expected a string or {{id, completion}}"
     if len({i for i, _ in items}) != len(items):
         return f"metadata.{key}: duplicate ids"
-    return items
+    return items, named
 
 
 @reward("judge_group", preload=("httpx",))
@@ -428,12 +435,13 @@ def judge_group(
         return Score.ok(math.fsum(value.get(m, 0.0) for m in mine) / len(mine), **detail)
 
     def score(sample: Sample) -> Score:
-        items = _group_items(sample, group_key)
-        if isinstance(items, str):
-            return Score.failed("not_applicable", items)
+        found = _group_items(sample, group_key)
+        if isinstance(found, str):
+            return Score.failed("not_applicable", found)
+        items, named = found
         texts = dict(items)
-        own = texts.get(sample.id, sample.text)
-        if sample.id not in texts and own not in texts.values():
+        own = texts[sample.id] if sample.id in named else sample.text
+        if sample.id not in named and own not in texts.values():
             return Score.failed(
                 "invalid", f"sample {sample.id!r} not found in metadata.{group_key}"
             )

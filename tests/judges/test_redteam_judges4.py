@@ -650,7 +650,6 @@ def _french_judge(request: JudgeRequest) -> str:
     return "YES" if "Bonjour" in response else "NO"
 
 
-@hole("hard rules and a pitfall only: the passing answer is left out, the failing one 0")
 def test_rubric_hard_rules_and_a_pitfall(scripted: Callable[..., Any]) -> None:
     """The rt3 fix covers rubrics whose every criterion is a hard rule. Add one pitfall
     (negative weight: "The response is rude.") and nothing has positive weight again: an

@@ -11,6 +11,9 @@
 * `implicit` (RaR implicit): one holistic 1-10 judgement over the whole rubric, (s - 1) / 9.
 * The gate, before any of them: every `hard_rule` must pass (a pitfall-phrased hard rule
   passes when not met); when one fails the score is 0 and `detail.gate` names it.
+* With no positive weight (`unweighted`: hard rules and pitfalls), an answer the gate passed
+  scores 1 less the weight share of the pitfalls it hits: a rubric of rules and pitfalls
+  checks answers as any other does, and rewards the one that passes them.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 
 from ._rubric import Criterion
 
-__all__ = ["Verdict", "explicit", "gate", "healthbench", "implicit"]
+__all__ = ["Verdict", "explicit", "gate", "healthbench", "implicit", "unweighted"]
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,24 @@ def explicit(
     achieved, possible = _weighted(criteria, verdicts, soft)
     detail = {"achieved": achieved, "possible": possible}
     return (achieved / possible if possible > 0 else None), detail
+
+
+def unweighted(
+    criteria: Sequence[Criterion], verdicts: Sequence[Verdict], soft: bool = False
+) -> float | None:
+    """The score of a rubric with no positive weight, once the gate passed: 1 less the weight
+    share of the pitfalls hit (1 with hard rules alone); None when it has neither pitfalls
+    nor hard rules (nothing that could tell answers apart)."""
+    hit = total = 0.0
+    for c, v in zip(criteria, verdicts, strict=True):
+        if c.kind != "principle" or c.points >= 0:
+            continue
+        met = v.probability if soft and v.probability is not None else float(v.met)
+        hit += abs(c.points) * met
+        total += abs(c.points)
+    if total > 0:
+        return 1.0 - hit / total
+    return 1.0 if any(c.kind == "hard_rule" for c in criteria) else None
 
 
 def implicit(rating: float, low: int = 1, high: int = 10) -> float:

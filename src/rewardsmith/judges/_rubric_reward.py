@@ -7,7 +7,7 @@ from typing import Any, Literal
 from .._exceptions import ConfigError
 from ..models import Sample, Score
 from ..registry import RewardFn, reward
-from ._aggregate import Verdict, explicit, gate, healthbench, implicit
+from ._aggregate import Verdict, explicit, gate, healthbench, implicit, unweighted
 from ._backends import LocalRuntime as Runtime
 from ._judge import COMMON, Judge, Unparseable, gather_bounded, judge_settings, unparsed
 from ._prompts import (
@@ -144,12 +144,14 @@ def rubric(
         else:
             value, extra = explicit(rules, verdicts, soft=soft)
         detail.update(extra)
-        if value is None and rules and all(c.kind == "hard_rule" for c in rules):
-            reason = "every hard rule passed (the rubric has no other criterion)"
-            return Score.ok(1.0, reason=reason, **detail)
+        if value is not None:
+            return Score.ok(value, **detail)
+        value = unweighted(rules, verdicts, soft=soft)  # hard rules and pitfalls only
         if value is None:
-            return Score.failed("not_applicable", "no criterion with positive weight", **detail)
-        return Score.ok(value, **detail)
+            reason = "no criterion with a positive weight, a pitfall or a hard rule"
+            return Score.failed("not_applicable", reason, **detail)
+        reason = "no positive weight: 1 less the weight share of the pitfalls hit"
+        return Score.ok(value, reason=reason, **detail)
 
     def score(sample: Sample) -> Score:
         try:

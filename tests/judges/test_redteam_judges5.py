@@ -244,8 +244,7 @@ LABEL_FALSE_POSITIVES = [
 def test_honest_text_does_not_name_a_label(scripted: Callable[..., Any], completion: str) -> None:
     """These name no label of the pair (B cells, an initial, a program's output "A"), yet
     `_NAMES_LABEL` (colon and dash now allowed between the word and the letter) reads them
-    as naming one. Lost: 0.5 -> 0 on every disagreement (the same prose without the
-    colon or dash was already caught before rt4 only when the letter followed directly). The README's own list ("Response: B") makes
+    as naming one. Lost: 0.5 -> 0 on every disagreement. The README's own list ("Response: B") makes
     this the letter of the rule; it names "Answer: B" in a multiple-choice answer as the
     honest loss it accepts, not prose about B cells."""
     scripted(lambda request: "A")

@@ -121,7 +121,6 @@ LOOKALIKE_TAGS = [
 ]
 
 
-@hole("look-alike angle brackets, left as written, forge a turn fence as a reader reads it")
 @pytest.mark.parametrize(("lt", "gt"), LOOKALIKE_TAGS)
 def test_lookalike_angle_brackets_forge_a_turn(
     scripted: Callable[..., Any], lt: str, gt: str
@@ -183,7 +182,10 @@ GUARD_REGRESSIONS = [
 ]
 
 
-@hole("regression: an honest IPA / click-letter answer is read as an opener or punctuation")
+@hole(
+    "limit (README): an IPA answer that reads as an opener, or a lone letter drawn as "
+    "punctuation, is a master key"
+)
 @pytest.mark.parametrize("completion", GUARD_REGRESSIONS)
 def test_honest_letters_reach_the_judge(scripted: Callable[..., Any], completion: str) -> None:
     backend = scripted(lambda request: "YES")
@@ -239,7 +241,10 @@ LABEL_FALSE_POSITIVES = [
 ]
 
 
-@hole("regression: an honest answer naming no label is read as naming one and loses ties")
+@hole(
+    "limit (README): prose with a label word, a colon or dash and a capital A or B reads "
+    "as naming a label"
+)
 @pytest.mark.parametrize("completion", LABEL_FALSE_POSITIVES)
 def test_honest_text_does_not_name_a_label(scripted: Callable[..., Any], completion: str) -> None:
     """These name no label of the pair (B cells, an initial, a program's output "A"), yet

@@ -66,10 +66,21 @@ _CONTROL_TOKEN = re.compile(r"\[(?=/?[A-Z][A-Z0-9_]+\])")
 bracketed upper-case name matches, so C's ``buf[BUFSIZ]`` is shown as ``buf&#91;BUFSIZ]``."""
 
 
+_ANGLE_LOOKALIKES = {
+    ord(c): f"&#{ord(c)};"
+    for c in "\uff1c\uff1e\ufe64\ufe65\u2039\u203a\u3008\u3009"
+    "\u27e8\u27e9\u2329\u232a\u02c2\u02c3\u1438\u1433\u276e\u276f"
+}
+"""Angle brackets a reader takes for ``<`` and ``>`` (fullwidth, small forms, ‹ ›, 〈 〉,
+⟨ ⟩...): written as character references too, or ``＜/turn＞`` would end a turn's fence."""
+
+
 def escaped(text: str) -> str:
-    """Text as a judge reads it inside a fence: markup escaped, so it cannot close its fence
-    or open another, and the ``[`` of control tokens."""
-    return _CONTROL_TOKEN.sub("&#91;", html.escape(text, quote=False))
+    """Text as a judge reads it inside a fence: markup escaped, with the angle brackets a
+    reader takes for markup, so it cannot close its fence or open another, and the ``[`` of
+    control tokens."""
+    text = html.escape(text, quote=False).translate(_ANGLE_LOOKALIKES)
+    return _CONTROL_TOKEN.sub("&#91;", text)
 
 
 def fence(text: str, tag: str = "response") -> str:

@@ -15,7 +15,7 @@ from rewardsmith._exceptions import ConfigError
 from rewardsmith.verifiers.code import _reward as reward_module
 from rewardsmith.verifiers.code import code, extract_code, outputs_match, parse_reference
 from rewardsmith.verifiers.code._candidate import _exit_status
-from rewardsmith.verifiers.code._referee import _task_builtins
+from rewardsmith.verifiers.code._referee import _task_builtins, _Unsupported
 from rewardsmith.verifiers.code._sandbox import _HOST_UID_BASE, _HOST_UID_SPAN
 
 from ._code_helpers import needs_bwrap, sample
@@ -75,15 +75,32 @@ def test_extract_code(text: str, how, expected) -> None:
         (["assert eval('eval(\"square(2)\")') == 4"], "", set()),
         (["assert eval('pow(2, 10, 1000)') == 24"], "", {"pow"}),
         (["exec('x = pow(2, 3)')\nassert x == 8"], "", {"pow"}),
-        (["assert eval(S) == 4"], "S = 'square(2)'", set()),
-        (["assert eval('squ' + 'are(2)') == 4"], "", set()),
+        (["assert eval(S) == 4"], "S = 'square(2)'", None),
+        (["assert eval('squ' + 'are(2)') == 4"], "", None),
         (["assert getattr(3, 'real') == 3", "assert vars() and globals() and locals()"], "", set()),
-        (["assert eval('square(') == 4"], "", set()),
+        (["assert eval('square(') == 4"], "", None),
+        (["assert eval(' \\tpow(2, 10, 1000)') == 24"], "", {"pow"}),
+        (["assert eval(b'pow(2, 10, 1000)') == 24"], "", {"pow"}),
+        (["exec(b'assert pow(2, 10, 1000) == 24')"], "", {"pow"}),
+        (["assert eval(compile(b' pow(2, 3)'.strip(), 't', 'eval')) == 8"], "", None),
+        (["assert eval(compile('pow(2, 3)', 't', 'eval')) == 8"], "", {"pow"}),
+        (["assert eval(compile('pow(2, 3)', 't', M)) == 8"], "M = 'eval'", None),
+        (["assert eval('pow(2, 3)', globals()) == 8"], "", {"pow"}),
+        (["assert eval('pow(2, 3)', {}) == 8"], "", None),
+        (["f = eval\nassert f('pow(2, 3)') == 8"], "", None),
+        (["import builtins\nassert builtins.eval('pow(2, 3)') == 8"], "", None),
+        (["from builtins import exec\nexec('assert pow(2, 3) == 8')"], "", None),
+        (["assert eval(repr(square(2))) == 4"], "", set()),
     ],
 )
-def test_task_builtins(tests: list[str], setup: str, expected: set[str]) -> None:
-    """The builtins' names an assert list can only mean as the task's functions."""
-    assert _task_builtins(tests, setup) == expected
+def test_task_builtins(tests: list[str], setup: str, expected: set[str] | None) -> None:
+    """The builtins' names an assert list can only mean as the task's functions; None: the
+    tests use only builtins and run code that cannot be read, so the sample is invalid."""
+    if expected is None:
+        with pytest.raises(_Unsupported):
+            _task_builtins(tests, setup)
+    else:
+        assert _task_builtins(tests, setup) == expected
 
 
 @pytest.mark.parametrize(

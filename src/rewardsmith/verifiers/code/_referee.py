@@ -235,21 +235,31 @@ _INDIRECT = _RUNNERS | {"breakpoint", "getattr", "globals", "hasattr", "locals",
 """Builtins that run code from a string or look names up by a string or in a scope: never
 the task's function (a test that calls ``eval('square(2)')`` means ``square``)."""
 
+_MODES = frozenset({"eval", "exec", "single"})
+_OWN_SCOPE = frozenset({"globals", "locals"})
 
-def _uses(source: str) -> tuple[set[str], set[str], set[str]]:
+
+class _Unread(Exception):
+    """Code the tests run that `_uses` cannot read: a runner's argument that is not a
+    constant, does not parse, or runs in a namespace of its own; a runner taken as a value."""
+
+
+def _uses(source: str) -> tuple[set[str], set[str], set[str], bool]:
     """(names `source` reads from the module's globals, names it binds there, functions it
-    calls by name), counting a constant string it passes to `eval`, `exec` or `compile` as
-    its own code (a string that does not compile counts for nothing: it fails when run)."""
+    calls by name, whether it runs code that cannot be read), counting the constant code it
+    passes to `eval`, `exec` or `compile` as its own, read as those builtins read it."""
     read: set[str] = set()
     bound: set[str] = set()
     called: set[str] = set()
-    pending = [source]
+    unread = False
+    pending: list[tuple[str | bytes, str]] = [(source, "exec")]
     while pending:
-        code = pending.pop()
+        code, mode = pending.pop()
         try:
-            top = symtable.symtable(code, "test.py", "exec")
-            tree = ast.parse(code)
+            top = symtable.symtable(code, "test.py", mode)  # type: ignore[arg-type]
+            tree = ast.parse(code, mode=mode)
         except (SyntaxError, ValueError):
+            unread = True  # the tests themselves compile (`referee`): a nested string
             continue
         bound |= {symbol.get_name() for symbol in top.get_symbols() if symbol.is_local()}
         tables = [top]
@@ -259,19 +269,80 @@ def _uses(source: str) -> tuple[set[str], set[str], set[str]]:
             read |= {
                 s.get_name() for s in table.get_symbols() if s.is_referenced() and s.is_global()
             }
+        callees = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                called.add(node.func.id)
-                pending.extend(_code_argument(node.func.id, node))
-    return read, bound, called
+            try:
+                _runner_taken(node, callees)
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                    called.add(node.func.id)
+                    pending.extend(_code_argument(node.func.id, node))
+            except _Unread:
+                unread = True
+    return read, bound, called, unread
 
 
-def _code_argument(name: str, call: ast.Call) -> list[str]:
-    """The constant string `call` (of `name`) hands `eval`, `exec` or `compile` as code."""
+def _runner_taken(node: ast.AST, callees: set[int]) -> None:
+    """Raise `_Unread` where `node` takes a runner as a value (``f = eval``, ``map(exec,
+    ...)``, ``builtins.eval``, ``from builtins import eval``): what it runs is not read."""
+    if isinstance(node, ast.Name) and node.id in _RUNNERS and id(node) not in callees:
+        raise _Unread(node.id)
+    if (
+        isinstance(node, ast.Attribute)
+        and node.attr in _RUNNERS
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "builtins"
+    ):
+        raise _Unread(node.attr)
+    names = {alias.name for alias in node.names} if isinstance(node, ast.ImportFrom) else set()
+    if isinstance(node, ast.ImportFrom) and node.module == "builtins" and names & {*_RUNNERS, "*"}:
+        raise _Unread("builtins")
+
+
+def _code_argument(name: str, call: ast.Call) -> list[tuple[str | bytes, str]]:
+    """The code `call` (of `name`) hands `eval`, `exec` or `compile`, with its mode, as the
+    builtin reads it: bytes as source (a coding cookie, else UTF-8), leading spaces and tabs
+    stripped for `eval`. Raises `_Unread` when it cannot be read (see `_Unread`)."""
     if name not in _RUNNERS:
         return []
-    first = [*call.args[:1], *(k.value for k in call.keywords if k.arg == "source")]
-    return [a.value for a in first[:1] if isinstance(a, ast.Constant) and type(a.value) is str]
+    first = [*call.args[:1], *(k.value for k in call.keywords if k.arg == "source")][:1]
+    if not first:
+        return []  # a TypeError when run: it runs nothing
+    if isinstance(first[0], ast.Call) and _is_name(first[0].func, "compile"):
+        return []  # ``exec(compile(...))``: the `compile` call is read itself
+    if not isinstance(first[0], ast.Constant) or type(first[0].value) not in (str, bytes):
+        raise _Unread(name)
+    code: str | bytes = first[0].value
+    if name == "compile":
+        return [(code, _compile_mode(call))]
+    scopes = [*call.args[1:], *(k.value for k in call.keywords if k.arg in _OWN_SCOPE)]
+    if any(not _is_own_scope(a) for a in scopes):
+        raise _Unread(name)  # ``eval('abs(-3)', {})``: names resolve in a dict of its own
+    if name == "eval":
+        return [(code.lstrip(b" \t" if isinstance(code, bytes) else " \t"), "eval")]
+    return [(code, "exec")]
+
+
+def _compile_mode(call: ast.Call) -> str:
+    """`compile`'s constant mode argument; raises `_Unread` when it has none."""
+    mode = [*call.args[2:3], *(k.value for k in call.keywords if k.arg == "mode")][:1]
+    if mode and isinstance(mode[0], ast.Constant) and mode[0].value in _MODES:
+        return str(mode[0].value)
+    raise _Unread("compile")
+
+
+def _is_name(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _is_own_scope(node: ast.AST) -> bool:
+    """``globals()`` or ``locals()``: the test's own namespace, where its names are bound."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _OWN_SCOPE
+        and not node.args
+        and not node.keywords
+    )
 
 
 def _task_builtins(tests: list[str], setup: str) -> frozenset[str]:
@@ -281,17 +352,24 @@ def _task_builtins(tests: list[str], setup: str) -> frozenset[str]:
     that one is the candidate's, and the builtins are helpers (``len(f(x))``, ``len(DATA)``,
     ``len(x)`` after a setup ``x = f(3)``); dunder names count as other names. The code in
     a constant string given to `eval`/`exec`/`compile` counts as theirs (`_uses`), and the
-    builtins of `_INDIRECT` are never the task's. Decided from the tests alone."""
+    builtins of `_INDIRECT` are never the task's. Raises `_Unsupported` when they use only
+    builtins but run code `_uses` cannot read: which builtin it calls is unknown. Decided
+    from the tests alone."""
     known = {name for name in dir(builtins) if not name.startswith("__")}
-    read, defined, _ = _uses(setup)
+    read, defined, _, unread = _uses(setup)
     if not read - defined <= known:
         return frozenset()
     called: set[str] = set()
     for test in tests:
-        read, bound, calls = _uses(test)
+        read, bound, calls, opaque = _uses(test)
         if not read - bound - defined <= known:
             return frozenset()
         called |= calls
+        unread |= opaque
+    if unread:
+        why = "the tests call only builtins and run code that cannot be read (`eval`, `exec`"
+        why += " or `compile` of a value): they cannot tell the program from the builtins"
+        raise _Unsupported(why)
     called -= _INDIRECT
     return frozenset(called) if called <= known else frozenset()
 
@@ -338,7 +416,11 @@ def referee(config: dict[str, Any], link: Link, emit: Callable[[str], None]) -> 
     except (SyntaxError, ValueError) as exc:
         emit("invalid " + _hex(f"the tests do not compile: {type(exc).__name__}: {exc}"))
         return
-    task = _task_builtins(tests, config["setup"]) if style == "asserts" else frozenset()
+    try:
+        task = _task_builtins(tests, config["setup"]) if style == "asserts" else frozenset()
+    except _Unsupported as exc:
+        emit("invalid " + _hex(str(exc)))
+        return
     if len(task) > 1:
         names = ", ".join(sorted(task))
         why = f"the tests call only builtins ({names}): they cannot tell the program from them"

@@ -72,6 +72,7 @@ import socket
 import struct
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -396,7 +397,9 @@ def _candidate_process(req: dict[str, Any], fds: dict[str, int]) -> None:
         os.close(calls)
         os.close(answers)
         status = run_main(program)
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+    if not _flush_std_files():
+        status = 120  # CPython's `Py_RunMain` when its shutdown fails to flush them
+    for stream in (sys.__stdout__, sys.__stderr__):
         with contextlib.suppress(BaseException):
             stream.flush()
     if req["style"] != "suite":
@@ -404,23 +407,55 @@ def _candidate_process(req: dict[str, Any], fds: dict[str, int]) -> None:
     os._exit(status)
 
 
-_WRITERS = (io.TextIOWrapper, io.BufferedWriter, io.BufferedRandom)
-"""The file objects `_flush_open_files` flushes, text layers before the buffers under them."""
+def _flush_std_files() -> bool:
+    """Flush ``sys.stdout`` then ``sys.stderr`` as CPython's shutdown does (`flush_std_files`:
+    each one present, not None and not closed); False when one fails, which makes
+    ``python solution.py`` exit 120 (stdout's error is reported, stderr's is not)."""
+    ok = True
+    for name in ("stdout", "stderr"):
+        try:
+            stream = getattr(sys, name, None)
+            if stream is None or _closed(stream):
+                continue
+            stream.flush()
+        except BaseException as exc:
+            ok = False
+            if name == "stdout":
+                with contextlib.suppress(BaseException):
+                    sys.stderr.write(f"Exception ignored in: {stream!r}\n")
+                    traceback.print_exception(exc)
+    return ok
+
+
+def _closed(stream: Any) -> bool:
+    """Its ``closed``, as CPython's `file_is_closed` reads it: open when it cannot be read."""
+    try:
+        return bool(stream.closed)
+    except BaseException:
+        return False
+
+
+_TIERS = (io.TextIOBase, io.BufferedIOBase, io.IOBase)
+"""The order `_flush_open_files` flushes in: text layers, then the buffers under them, then
+the rest (raw writers). `_pyio`'s classes are registered with `io`'s, so they count too."""
 
 
 def _flush_open_files() -> None:
-    """Flush every file object the program left open (an unclosed ``open('/dev/stdout',
-    'w')``, found by `gc`), as Python's shutdown would, which ``os._exit`` skips: a
-    stdin/stdout program's answer. It takes the time of a pass over the program's objects,
-    as that shutdown does, within the run's wall clock."""
+    """Flush every writable file object the program left open (an unclosed ``open(
+    '/dev/stdout', 'w')``, a subclass, a `_pyio` file; found by `gc`), as Python's shutdown
+    would, which ``os._exit`` skips: a stdin/stdout program's answer. It takes the time of a
+    pass over the program's objects, as that shutdown does, within the run's wall clock."""
     with contextlib.suppress(BaseException):
         gc.unfreeze()
-        files = [o for o in gc.get_objects() if type(o) in _WRITERS]
-        for kind in _WRITERS:
-            for file in files:
-                if type(file) is kind:
-                    with contextlib.suppress(BaseException):
-                        file.flush()
+        tiers: list[list[Any]] = [[] for _ in _TIERS]
+        for obj in gc.get_objects():
+            with contextlib.suppress(BaseException):
+                tier = next(i for i, kind in enumerate(_TIERS) if isinstance(obj, kind))
+                if obj.writable():
+                    tiers[tier].append(obj)
+        for file in (f for tier in tiers for f in tier):
+            with contextlib.suppress(BaseException):
+                file.flush()
 
 
 def _source_file(code: str) -> None:

@@ -22,9 +22,13 @@ found:
 * CPython exits 120 when flushing ``sys.stdout``/``sys.stderr`` fails at shutdown (a stream
   replaced by one whose ``flush`` raises); the run suppresses that error: status 0, a pass.
 
-Rows in ``OPEN_HOLES`` FAIL on the current code (each row's ``today`` says what it earns now);
-they assert the behaviour the README promises. The other rows pass now and guard round 7's
-surfaces (nested eval strings, a stall in the flush, ``/tmp/solution.py`` between cases).
+All three are fixed, ``OPEN_HOLES`` is empty: `_code_argument` reads str and bytes as the
+builtins read them (`eval` strips leading spaces and tabs, in ``eval`` mode), and tests that use
+only builtins and run code it cannot read are `invalid`; `_flush_open_files` flushes every
+writable `io.IOBase` (text layers first); a failed final flush of ``sys.stdout``/``sys.stderr``
+exits 120. The rows assert the behaviour the README promises (``today`` says what each earned
+when found) and guard round 7's surfaces (nested eval strings, a stall in the flush,
+``/tmp/solution.py`` between cases) and the invalid rule.
 """
 
 from __future__ import annotations
@@ -44,11 +48,7 @@ ZERO = ("ok", 0.0)
 ONE = ("ok", 1.0)
 INVALID = ("invalid", None)
 
-OPEN_HOLES: tuple[str, ...] = (
-    "wrong-builtin-named-program-through-an-unparsed-eval-string",
-    "right-io-program-with-an-unclosed-stdout-subclass",
-    "io-exit-status-120-failed-stdout-flush",
-)
+OPEN_HOLES: tuple[str, ...] = ()
 
 
 def _all(*outcomes: rt.Outcome) -> rt.Outcome:
@@ -84,6 +84,20 @@ NESTED_EVAL_TESTS = {
     "tests": ["assert eval(\"eval('abs(-3)')\") == 3", "exec(\"exec('assert abs(4) == 4')\")"]
 }
 """Nested strings: `_uses` follows them, `abs` is bound (guard)."""
+UNREADABLE_CODE_TESTS = (
+    {"tests": ["assert eval(s) == 3"], "setup": "s = 'abs(-3)'"},
+    {"tests": ["f = eval\nassert f('abs(-3)') == 3"]},
+    {"tests": ["assert eval('abs(-3)', {}) == 3"]},
+    {"tests": ["from builtins import eval as e\nassert e('abs(-3)') == 3"]},
+    {"tests": ["assert eval(compile('abs(-3)', '', m)) == 3"], "setup": "m = 'eval'"},
+    {"tests": ["try:\n    eval('abs(')\nexcept SyntaxError:\n    pass\nassert abs(-3) == 3"]},
+)
+"""Tests that read and call only builtins and run code the parser cannot read (a variable, a
+runner taken as a value, a namespace of its own, a mode it cannot see, a string that does not
+parse): which builtin that code calls is unknown, so nothing tells the program from the
+builtins: `invalid`, decided from the tests alone."""
+CANDIDATE_BESIDE_UNREADABLE = {"tests": ["assert eval(repr(square(2))) == 4"]}
+"""An unreadable `eval` beside a name that is the candidate's: the usual binding (guard)."""
 
 # -- the gc flush --------------------------------------------------------------------------------
 
@@ -172,6 +186,49 @@ ATTACKS = [
             honest_wrong="ok 0",
             should=_all(ZERO),
             run=lambda env: _all(*(rt.reward(p, rt.IO_ONE) for p in FAILED_STD_FLUSH)),
+        )
+    ),
+    # ------------------------------------------------- the invalid rule (rtcode8 fix)
+    guard(
+        Attack(
+            "right-builtin-named-program-through-stripped-and-bytes-eval-strings",
+            "the `abs` task through `eval(' abs(-3)')`, `eval(b'abs(-3)')` and "
+            "`exec(b'assert abs(-3) == 3')`, read as those builtins read them: `abs` is "
+            "bound and a right one passes",
+            today="ok 1.0 for each",
+            honest_wrong="ok 0",
+            should=_all(ONE),
+            run=lambda env: _all(*(rt.reward(RIGHT_ABS, t) for t in UNPARSED_EVAL_TESTS)),
+        )
+    ),
+    guard(
+        Attack(
+            "builtin-only-tests-running-unreadable-code",
+            "tests that use only builtins and run code the parser cannot read (`eval(s)`, "
+            "`f = eval`, `eval(..., {})`, `from builtins import eval`, a compile mode in a "
+            "variable, an unparseable string): `invalid` for a wrong and a right `abs`. "
+            "README: 'no test can tell the program from the builtins: the sample is invalid'",
+            today="invalid for each",
+            honest_wrong="ok 0",
+            should=_all(INVALID),
+            run=lambda env: _all(
+                *(rt.reward(p, t) for p in (WRONG_ABS, RIGHT_ABS) for t in UNREADABLE_CODE_TESTS)
+            ),
+        )
+    ),
+    guard(
+        Attack(
+            "candidate-name-beside-an-unreadable-eval",
+            "`assert eval(repr(square(2))) == 4`: the tests read the candidate's `square`, "
+            "so the unreadable eval does not make the sample invalid; a wrong square fails",
+            today="ok 0.0, ok 1.0",
+            honest_wrong="ok 0",
+            should=("pair", ZERO, ONE),
+            run=lambda env: (
+                "pair",
+                rt.reward(rt.WRONG, CANDIDATE_BESIDE_UNREADABLE),
+                rt.reward(rt.RIGHT, CANDIDATE_BESIDE_UNREADABLE),
+            ),
         )
     ),
     # ------------------------------------------------- guards

@@ -20,7 +20,7 @@ import pytest
 from rewardsmith import Message, Sample
 from rewardsmith.judges import judge_pairwise, judge_reference, rubric
 from rewardsmith.judges._backends import ContextOverflow, JudgeRequest
-from rewardsmith.judges._prompts import render_conversation
+from rewardsmith.judges._prompts import parse_rating, render_conversation
 from rewardsmith.turns import per_turn
 from rewardsmith.verifiers._words import as_read
 
@@ -350,3 +350,19 @@ def test_hard_rule_and_pitfall_rubric_ranks(scripted: Callable[..., Any]) -> Non
         for t in ("Hello", "Bonjour, idiot", "Bonjour")
     )
     assert bad == 0.0 and rude == 0.0 and good == 1.0, (bad, rude, good)
+
+
+@pytest.mark.parametrize(
+    ("reply", "score"),
+    [
+        ("The response says:\n> Score: 9\nIt is weak.", None),  # only a quote: no score
+        ("It writes:\n> Score: 10\nScore: 3", 3),
+        ("Weak.\nScore: 3\n> Score: 10", 3),
+    ],
+)
+def test_a_block_quoted_score_is_never_the_judges(reply: str, score: int | None) -> None:
+    """Review finding: with no score line of its own, a reply's mentions were counted, a
+    block-quoted "> Score: 9" among them (a policy's own "Score: 10", quoted by a judge cut
+    short). README: "a markdown block quote line ... is never a verdict, rating or score line"."""
+    rating = parse_rating(reply, 1, 10, anywhere=True)
+    assert (None if rating is None else rating[0]) == score

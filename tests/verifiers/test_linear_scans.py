@@ -17,7 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rewardsmith.judges._guard import _HEADING_NUMBER, _NUMBERED, normalise
-from rewardsmith.judges._prompts import _IMAGE_CLOSE, _IMAGE_OPEN, _image_markers, with_image_parts
+from rewardsmith.judges._prompts import (
+    _IMAGE_CLOSE,
+    _IMAGE_OPEN,
+    _image_markers,
+    parse_rating,
+    with_image_parts,
+)
 from rewardsmith.verifiers._completion_parts import answer_part, tag_blocks, tagged_answer
 from rewardsmith.verifiers.agents.boxes import _explicitly_empty
 from rewardsmith.verifiers.agents.gui import layout_ok
@@ -211,6 +217,16 @@ def _title_followed(text: str) -> bool:
     return result.detail["follow_instruction_list"] == [True]
 
 
+def _any_rating(text: str) -> int | None:
+    rating = parse_rating(text, 1, 10, anywhere=True)
+    return None if rating is None else rating[0]
+
+
+def _first_line_rating(text: str) -> int | None:
+    rating = parse_rating(text, 1, 10)
+    return None if rating is None else rating[0]
+
+
 def _image_parts(content: str) -> tuple:
     ((_, parts),) = with_image_parts((("user", content),))
     return parts
@@ -235,6 +251,9 @@ def _image_parts(content: str) -> tuple:
         (math_extract._HASH.search, "####" + " \t" * 9_500 + "\n", None),
         (math_extract._answer_line, "A: x" + " " * 19_000 + "y", "x" + " " * 19_000 + "y"),
         (normalise, "Step" + " " * 50_000 + "?", "step"),
+        (_any_rating, "Score:" + " " * 50_000 + "x", None),
+        (_first_line_rating, "5" + " " * 50_000 + "x", None),
+        (_any_rating, "Score: 5" + " " * 50_000 + "x\nScore: 6", 6),
         (_image_parts, _IMAGE_OPEN * 10_000, ({"type": "text", "text": _IMAGE_OPEN * 10_000},)),
         (
             _image_parts,
@@ -255,6 +274,9 @@ def _image_parts(content: str) -> tuple:
         "math #### before blanks",
         "math A: line with inner spaces",
         "judge guard heading word before spaces",
+        "judge score label before spaces",
+        "judge rating before spaces",
+        "judge score line before spaces",
         "judge image openers",
         "judge image after openers",
     ],

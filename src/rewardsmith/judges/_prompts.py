@@ -499,14 +499,18 @@ def parse_choice(text: str, choices: Sequence[str]) -> str | None:
 
 
 _NUMBER = re.compile(
-    r"^[\s*_`\"'#]*(?:score\s*[:=]?\s*)?(\d{1,3})(?:\s*/\s*(\d+))?\s*[.!]?\s*$", re.I
+    r"^[\s*_`\"'#]*(?:score\s*(?:[:=]\s*)?)?(\d{1,3})(?:\s*/\s*(\d+))?\s*(?:[.!]\s*)?$", re.I
 )
-_SCORE_MENTION = re.compile(r"score\s*[:=]\s*\**\s*(\d{1,3})(?:\s*/\s*(\d+))?", re.I)
+_SCORE_MENTION = re.compile(r"score\s*[:=]\s*(?:\*+\s*)?(\d{1,3})(?:\s*/\s*(\d+))?", re.I)
 _SCORE_LINE = re.compile(
-    r"^[ \t*_#]*(?:final\s+)?score\s*[:=]\s*\**\s*(\d{1,3})(?:\s*/\s*(\d+))?[ \t*_]*[.!]?[ \t]*$",
+    r"^[ \t*_#]*(?:final\s+)?score\s*[:=]\s*(?:\*+\s*)?(\d{1,3})(?:\s*/\s*(\d+))?"
+    r"[ \t*_]*(?:[.!][ \t]*)?$",
     re.I | re.M,
 )
-"""A score line; as for verdicts, a block-quoted line (``> Score: 9``) is not one."""
+"""A score line; as for verdicts, a block-quoted line (``> Score: 9``) is not one.
+(No two optional runs of the same characters side by side: linear on a run of spaces.)"""
+_QUOTED_LINE = re.compile(r"^[ \t]*>.*$", re.M)
+"""A block-quoted line: what the judge quotes, never its score (`_final_score`)."""
 _JSON_SCORE = re.compile(r'"score"\s*:\s*(\d+)')
 
 
@@ -520,8 +524,14 @@ def _final_score(text: str, high: int) -> int | None:
     """The judge's own score in a free-form reply: its score lines ("Score: N" alone on a
     line, the form it is asked to end with) must all give one value, and no "Score: N" it
     mentions after the last of them may differ (a quote of the response after the verdict);
-    a reply with no score line must mention one value only. Else None."""
-    mentions = list(_SCORE_MENTION.finditer(text))
+    a reply with no score line must mention one value only; block-quoted lines are quotes,
+    never counted. Else None."""
+    quoted = [(m.start(), m.end()) for m in _QUOTED_LINE.finditer(text)]
+    mentions = [
+        m
+        for m in _SCORE_MENTION.finditer(text)
+        if not any(start <= m.start() < end for start, end in quoted)
+    ]
     lines = list(_SCORE_LINE.finditer(text))
     if not mentions:
         return None

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from rewardsmith import Message, Sample
-from rewardsmith.judges import judge_pairwise, judge_reference, rubric
+from rewardsmith.judges import judge_group, judge_pairwise, judge_reference, rubric
 from rewardsmith.judges._backends import ContextOverflow, JudgeRequest
 from rewardsmith.judges._prompts import parse_rating, render_conversation
 from rewardsmith.turns import per_turn
@@ -366,3 +366,15 @@ def test_a_block_quoted_score_is_never_the_judges(reply: str, score: int | None)
     short). README: "a markdown block quote line ... is never a verdict, rating or score line"."""
     rating = parse_rating(reply, 1, 10, anywhere=True)
     assert (None if rating is None else rating[0]) == score
+
+
+def test_a_group_with_no_member_shown_asks_no_judge(scripted: Callable[..., Any]) -> None:
+    """Review finding: with `guard: false` an empty sample reaches `judged`, and when every
+    member is stopped (empty) nothing is shown: the judge was asked to rank no member."""
+    backend = scripted(lambda request: "1")
+    fn = judge_group(cache=False, guard=False)
+    group = ["", "<think>4</think>"]
+    sample = Sample(id="a", prompt=QUESTION, completion="", metadata={"group_completions": group})
+    score = fn(sample)
+    assert (score.status, score.score) == ("ok", 0.0), score
+    assert not backend.requests

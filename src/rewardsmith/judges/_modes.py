@@ -416,8 +416,8 @@ def judge_group(
         stopped = {m: rule for m, t in items if (rule := judge.sibling_guard(t)) is not None}
         shown = [(m, t) for m, t in items if m not in stopped]
         unread: list[str] = []
-        if len(shown) == 1:  # the sample alone: above every stopped member, no judge asked
-            ranked, cached = [shown[0][0]], False
+        if len(shown) <= 1:  # one member shown ranks above every stopped one; none: all tie
+            ranked, cached = [m for m, _ in shown], False
         else:
             try:
                 ranked, cached = await ranking(sample, shown)

@@ -45,6 +45,13 @@ def gate(criteria: Sequence[Criterion], verdicts: Sequence[Verdict]) -> list[int
     ]
 
 
+def _met(verdict: Verdict, soft: bool) -> float:
+    """How far a criterion is met: P(met) when `soft` and known, else 1 or 0."""
+    if soft and verdict.probability is not None:
+        return verdict.probability
+    return float(verdict.met)
+
+
 def _weighted(
     criteria: Sequence[Criterion], verdicts: Sequence[Verdict], soft: bool
 ) -> tuple[float, float]:
@@ -52,8 +59,7 @@ def _weighted(
     for c, v in zip(criteria, verdicts, strict=True):
         if c.kind != "principle":
             continue
-        met = v.probability if soft and v.probability is not None else float(v.met)
-        achieved += c.points * met
+        achieved += c.points * _met(v, soft)
         possible += max(c.points, 0.0)
     return achieved, possible
 
@@ -93,8 +99,7 @@ def unweighted(
     for c, v in zip(criteria, verdicts, strict=True):
         if c.kind != "principle" or c.points >= 0:
             continue
-        met = v.probability if soft and v.probability is not None else float(v.met)
-        hit += abs(c.points) * met
+        hit += abs(c.points) * _met(v, soft)
         total += abs(c.points)
     if total > 0:
         return 1.0 - hit / total

@@ -146,7 +146,8 @@ def rubric(
         detail.update(extra)
         if value is not None:
             return Score.ok(value, **detail)
-        value = unweighted(rules, verdicts, soft=soft)  # hard rules and pitfalls only
+        # hard rules and pitfalls only; HealthBench counts verdicts as met or not, never soft
+        value = unweighted(rules, verdicts, soft=soft and aggregate != "healthbench")
         if value is None:
             reason = "no criterion with a positive weight, a pitfall or a hard rule"
             return Score.failed("not_applicable", reason, **detail)

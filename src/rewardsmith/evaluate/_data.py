@@ -250,7 +250,12 @@ class _Record(NamedTuple):
     @property
     def where(self) -> str:
         """How a message names the row beside its line."""
-        return f"item {self.item}: " if self.item is not None else ""
+        return _item_prefix(self.item)
+
+
+def _item_prefix(item: int | None) -> str:
+    """The `item N: ` that names a row of a JSON array (its line alone does not), else ""."""
+    return f"item {item}: " if item is not None else ""
 
 
 _BOM = b"\xef\xbb\xbf"
@@ -317,8 +322,8 @@ def _as_record(value: Any, line: int, item: int | None) -> _Record | InputError:
     """A JSON object is a row; anything else is one bad row."""
     if isinstance(value, dict):
         return _Record(line, item, value)
-    where = f"item {item}: " if item is not None else ""
-    return InputError(f"{where}a row is a JSON object, got {type(value).__name__}", line)
+    kind = type(value).__name__
+    return InputError(f"{_item_prefix(item)}a row is a JSON object, got {kind}", line)
 
 
 _SPACE = re.compile(r"[ \t\n\r]*")

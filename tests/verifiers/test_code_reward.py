@@ -134,12 +134,23 @@ def test_outputs_match() -> None:
 
 @pytest.mark.parametrize(
     "reference",
-    [42, "not json", {"tests": []}, {"tests": "assert 1"}, {"io": [{"input": 1}]}, {"x": 1}],
+    [
+        42,
+        "not json",
+        {"tests": []},
+        {"tests": "assert 1"},
+        {"io": [{"input": 1}]},
+        {"x": 1},
+        # a lone surrogate (JSON's "\\ud800"; `Sample` replaces those of a dict reference, not
+        # of JSON text) is no UTF-8: the dataset's fault, not `error` charged to the completion
+        '{"io": [{"input": "1", "output": "\\ud800"}]}',
+        '{"io": [{"input": "\\udfff", "output": "1"}]}',
+    ],
 )
 def test_bad_references_are_invalid(reference) -> None:
     assert isinstance(parse_reference(reference), str)
     score = code(sandbox="bwrap")(sample(SQUARE, reference))
-    assert score.status == "invalid"
+    assert score.status == "invalid", score
 
 
 def test_missing_reference_is_not_applicable() -> None:

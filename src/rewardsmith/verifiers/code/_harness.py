@@ -112,9 +112,21 @@ def parse_reference(reference: Any) -> Suite | str:
             given = case.get("input", "")
             if not isinstance(given, str):
                 return "each 'io' case's 'input' must be a string"
+            if not (_encodable(given) and _encodable(case["output"])):
+                return "an 'io' case's 'input' or 'output' holds a lone surrogate (not UTF-8)"
             cases.append(Case(given, case["output"]))
         return Suite("io", cases=tuple(cases))
     return "reference has none of 'test'+'entry_point', 'tests', 'io'"
+
+
+def _encodable(text: str) -> bool:
+    """Whether the text encodes as UTF-8, as a case's stdin and expected output must (a lone
+    surrogate, JSON's ``"\\ud800"``, does not)."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def new_token() -> str:

@@ -11,7 +11,8 @@ calls, x32 numbers) kills the process (SIGSYS). Then:
 * refused with ``EPERM``: every call in `DENIED` (debugging and reading other processes,
   kernel keyrings, mounts and namespaces, kernel modules, eBPF, perf, io_uring, SysV IPC and
   POSIX message queues, anonymous memory files, extended attributes, locked memory, the
-  clock, swap, reboot, the machine-wide writeback of ``sync`` and ``syncfs``...), and the
+  clock, swap, reboot, the writeback of every filesystem of the machine (``sync``) or of the
+  whole filesystem holding a file, shared with other processes (``syncfs``)...), and the
   calls that test the page cache or drop from it without reading the file (`mincore`,
   `cachestat`, Linux AIO, `process_madvise`);
 * refused with ``EPERM`` for some arguments only (`REFUSED_ARGUMENTS`): the page cache is
@@ -150,7 +151,8 @@ DENIED: dict[str, int] = {
     "mlockall": 151,
     "munlockall": 152,
     "mlock2": 325,
-    # writeback of every filesystem of the machine, in a sleep SIGKILL does not cut
+    # writeback, in a sleep SIGKILL does not cut: of every filesystem of the machine (`sync`),
+    # of the whole filesystem holding the fd, shared with other processes (`syncfs`)
     "sync": 162,
     "syncfs": 306,
     # the clock

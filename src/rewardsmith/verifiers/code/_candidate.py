@@ -188,7 +188,8 @@ def _exit_status(code: Any) -> int:
 
 def run_main(program: dict[str, Any]) -> int:
     """Run the program as ``__main__`` and end as the interpreter would (threads joined,
-    ``atexit`` handlers run, streams flushed); the exit status."""
+    ``atexit`` handlers run); the exit status. The streams and open files are flushed after
+    it, by `_runtime._candidate_process`."""
     main = _module("__main__", program)
     status = 0
     try:

@@ -140,8 +140,9 @@ LEN_AFTER_SETUP = {"tests": ["assert len(x) == 3"], "setup": "x = pairs(3)"}
 
 SYNC = """
 import ctypes, os
-# sync(2) and syncfs(2): write back every dirty page of the MACHINE (every filesystem of the
-# host, not the sandbox's), in uninterruptible sleep (SIGKILL at the deadline waits for it).
+# sync(2) writes back every dirty page of the MACHINE (every filesystem of the host, not the
+# sandbox's), syncfs(2) those of the whole filesystem holding its fd (here the host's /usr,
+# shared with other processes), in uninterruptible sleep (SIGKILL at the deadline waits).
 # No test program needs them; a run can call them in a loop to stall the host's I/O.
 libc = ctypes.CDLL(None, use_errno=True)
 fd = os.open("/usr", os.O_RDONLY)

@@ -44,12 +44,7 @@ from .test_redteam_context import (
     refusing,  # noqa: F401 (the stand-in server's fixture, shared)
 )
 
-HOLE = {"strict": True, "raises": AssertionError}
 CRITERION = "The response answers the question correctly."
-
-
-def hole(reason: str) -> Any:
-    return pytest.mark.xfail(reason=f"redteam: {reason}", **HOLE)
 
 
 def user_text(request: JudgeRequest) -> str:

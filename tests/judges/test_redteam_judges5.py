@@ -25,23 +25,8 @@ from rewardsmith.turns import per_turn
 from rewardsmith.verifiers._words import as_read
 
 from .test_redteam_context import QUESTION, advantages
-
-HOLE = {"strict": True, "raises": AssertionError}
-CRITERION = "The response answers the question correctly."
-
-
-def hole(reason: str) -> Any:
-    return pytest.mark.xfail(reason=f"redteam: {reason}", **HOLE)
-
-
-def user_text(request: JudgeRequest) -> str:
-    return str(request.messages[-1][1])
-
-
-def fenced(user: str, tag: str) -> str:
-    match = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", user, re.S)
-    return match.group(1) if match else ""
-
+from .test_redteam_context2 import hole
+from .test_redteam_judges3 import CRITERION, fenced, user_text
 
 # -- 1. the turn fences ------------------------------------------------------------------------
 #

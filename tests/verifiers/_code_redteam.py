@@ -364,3 +364,21 @@ def filterless_machine_is_said() -> Outcome:
         logger.removeHandler(handler)
     said = [*records, *(str(w.message) for w in caught), json.dumps(score.detail, default=str)]
     return ("said", any("seccomp" in text or "filter" in text for text in said))
+
+
+ZERO: Outcome = ("ok", 0.0)
+ONE: Outcome = ("ok", 1.0)
+INVALID: Outcome = ("invalid", None)
+
+
+def all_of(*outcomes: Outcome) -> Outcome:
+    """``("all", ...)``: the distinct outcomes of several programs (one when they agree)."""
+    return ("all", *sorted(set(outcomes), key=repr))
+
+
+def any_of(*allowed: Outcome) -> frozenset[Outcome]:
+    """Every `all_of` of a non-empty subset of `allowed`: each program earned one of them."""
+    subsets: list[tuple[Outcome, ...]] = [()]
+    for outcome in allowed:
+        subsets += [(*s, outcome) for s in subsets]
+    return frozenset(all_of(*s) for s in subsets if s)

@@ -23,23 +23,17 @@ import pytest
 
 from . import _code_redteam as rt
 from ._code_helpers import needs_bwrap
+from ._code_redteam import ONE, ZERO, all_of
 from .test_code_remote import FakeSandboxFusion
 from .test_redteam_code import Attack, Env, assert_earns_what_it_should, guard
 
 pytestmark = [needs_bwrap]
 
-ZERO = ("ok", 0.0)
-ONE = ("ok", 1.0)
 RIGHT_OR_INVALID = frozenset({ONE, ("invalid", None)})
 
 OPEN_HOLES: frozenset[str] = frozenset()
 """The rows that still fail (holes): none. The eleven this pass found are fixed; each row's
 ``today`` says what it earned before."""
-
-
-def _all(*outcomes: rt.Outcome) -> rt.Outcome:
-    """``("all", ...)``: the distinct outcomes of several programs (one when they agree)."""
-    return ("all", *sorted(set(outcomes), key=repr))
 
 
 # -- programs --------------------------------------------------------------------------------
@@ -231,8 +225,8 @@ ATTACKS = [
             today="ok 0.0 for both: 'exit status 1: NameError: name 'exit' is not defined' "
             "(the right answer is on stdout)",
             honest_wrong="ok 0",
-            should=_all(ONE),
-            run=lambda env: _all(rt.reward(EXIT_IO, rt.IO_ONE), rt.reward(QUIT_IO, rt.IO_ONE)),
+            should=all_of(ONE),
+            run=lambda env: all_of(rt.reward(EXIT_IO, rt.IO_ONE), rt.reward(QUIT_IO, rt.IO_ONE)),
         )
     ),
     guard(
@@ -243,8 +237,8 @@ ATTACKS = [
             "gives them, a test suite's program that exits still fails every test",
             today="ok 0.0 for each (NameError then; SystemExit now)",
             honest_wrong="ok 0",
-            should=_all(ZERO),
-            run=lambda env: _all(
+            should=all_of(ZERO),
+            run=lambda env: all_of(
                 rt.reward(RIGHT_SQUARE + "exit(0)\n"),
                 rt.reward(RIGHT_SQUARE + "quit()\n"),
                 rt.reward("def square(x):\n    exit(0)\n"),
@@ -261,8 +255,8 @@ ATTACKS = [
             "no attribute '__dict__'\"; 'raised PicklingError: ... import of module "
             "'solution' failed'",
             honest_wrong="ok 0",
-            should=_all(ONE),
-            run=lambda env: _all(rt.reward(DATACLASS_FUTURE), rt.reward(PICKLE_OWN_CLASS)),
+            should=all_of(ONE),
+            run=lambda env: all_of(rt.reward(DATACLASS_FUTURE), rt.reward(PICKLE_OWN_CLASS)),
         )
     ),
     guard(
@@ -399,8 +393,8 @@ ATTACKS = [
             "alone: the same for a program defining `pow` wrong and one defining `sum`",
             today="invalid (before: ok 1.0 for any program, the builtins answered)",
             honest_wrong="invalid",
-            should=_all(("invalid", None)),
-            run=lambda env: _all(
+            should=all_of(("invalid", None)),
+            run=lambda env: all_of(
                 rt.reward(WRONG_POW, ONLY_BUILTINS), rt.reward(RIGHT_SUM, ONLY_BUILTINS)
             ),
         )
@@ -414,8 +408,8 @@ ATTACKS = [
             "(`x = pairs(3)`). The builtin `len` stays, so the wrong `pairs` (and `DATA`) fail",
             today="ok 0.0 for each",
             honest_wrong="ok 0",
-            should=_all(ZERO),
-            run=lambda env: _all(
+            should=all_of(ZERO),
+            run=lambda env: all_of(
                 rt.reward(LYING_LEN, LEN_OF_A_CALL),
                 rt.reward("DATA = 7\n" + LYING_LEN, LEN_OF_A_VALUE),
                 rt.reward(LYING_LEN, LEN_AFTER_SETUP),
@@ -455,8 +449,8 @@ ATTACKS = [
             "recursion (C frames) in the main thread",
             today="ok 1.0 for both",
             honest_wrong="-",
-            should=_all(ONE),
-            run=lambda env: _all(
+            should=all_of(ONE),
+            run=lambda env: all_of(
                 rt.reward(BIG_STACK_THREAD_IO, rt.IO_ONE), rt.reward(LRU_RECURSION_IO, rt.IO_ONE)
             ),
         )
@@ -469,8 +463,8 @@ ATTACKS = [
             "newline and one with CRLF",
             today="ok 1.0 for each",
             honest_wrong="-",
-            should=_all(ONE),
-            run=lambda env: _all(
+            should=all_of(ONE),
+            run=lambda env: all_of(
                 *(rt.reward(program, rt.IO_ONE) for program in STDIN_WAYS),
                 rt.reward(IO_SQUARE, {"io": [{"input": "2", "output": "4\n"}]}),
                 rt.reward(IO_SQUARE, {"io": [{"input": "2\r\n", "output": "4\n"}]}),
@@ -527,8 +521,8 @@ ATTACKS = [
             "scores 0'",
             today="ok 0.0 for both ('timeout')",
             honest_wrong="ok 0",
-            should=_all(ZERO),
-            run=lambda env: _all(
+            should=all_of(ZERO),
+            run=lambda env: all_of(
                 rt.reward(RIGHT_THEN_HANG_IN_ATEXIT, rt.IO_ONE, timeout_s=1),
                 rt.reward(RIGHT_THEN_HANG_IN_A_THREAD, rt.IO_ONE, timeout_s=1),
             ),

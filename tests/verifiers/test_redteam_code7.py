@@ -38,31 +38,16 @@ import pytest
 
 from . import _code_redteam as rt
 from ._code_helpers import needs_bwrap
+from ._code_redteam import INVALID, ONE, ZERO, all_of, any_of
 from .test_code_remote import FakeSandboxFusion
 from .test_redteam_code import Attack, Env, assert_earns_what_it_should, guard
 
 pytestmark = [needs_bwrap]
 
-ZERO = ("ok", 0.0)
-ONE = ("ok", 1.0)
-INVALID = ("invalid", None)
 RIGHT_OR_INVALID = frozenset({ONE, INVALID})
 
 OPEN_HOLES: tuple[str, ...] = ()
 """The rows that still fail (holes): none. The seven this pass found are fixed."""
-
-
-def _all(*outcomes: rt.Outcome) -> rt.Outcome:
-    """``("all", ...)``: the distinct outcomes of several programs (one when they agree)."""
-    return ("all", *sorted(set(outcomes), key=repr))
-
-
-def _any_of(*allowed: rt.Outcome) -> frozenset[rt.Outcome]:
-    """Every `_all` of a non-empty subset of `allowed`: each program earned one of them."""
-    subsets = [()]
-    for outcome in allowed:
-        subsets += [(*s, outcome) for s in subsets]
-    return frozenset(_all(*s) for s in subsets if s)
 
 
 # -- the builtin-binding rule: eval and exec --------------------------------------------------
@@ -240,8 +225,8 @@ ATTACKS = [
             "'can only mean it'; eval/exec name the task's function inside a string",
             today="ok 0.0 for both (before eval/exec were never the task's: ok 1.0)",
             honest_wrong="ok 0",
-            should=_any_of(ZERO, INVALID),
-            run=lambda env: _all(
+            should=any_of(ZERO, INVALID),
+            run=lambda env: all_of(
                 rt.reward(LYING_EVAL, EVAL_TESTS), rt.reward(SILENT_EXEC, EXEC_TESTS)
             ),
         )
@@ -253,8 +238,10 @@ ATTACKS = [
             "is not the program's, every test fails",
             today="ok 1.0 for both (before: ok 0.0, \"raised KeyError: 'eval'\" ('exec'))",
             honest_wrong="ok 0",
-            should=_any_of(ONE, INVALID),
-            run=lambda env: _all(rt.reward(rt.RIGHT, EVAL_TESTS), rt.reward(rt.RIGHT, EXEC_TESTS)),
+            should=any_of(ONE, INVALID),
+            run=lambda env: all_of(
+                rt.reward(rt.RIGHT, EVAL_TESTS), rt.reward(rt.RIGHT, EXEC_TESTS)
+            ),
         )
     ),
     # ------------------------------------------------- as python solution.py (FAIL NOW)
@@ -267,8 +254,8 @@ ATTACKS = [
             "it at shutdown; the run ends in `os._exit` after flushing `sys.stdout` only",
             today="ok 1.0 for each (before: ok 0.0, 'wrong output' (got ''))",
             honest_wrong="ok 0",
-            should=_all(ONE),
-            run=lambda env: _all(*(rt.reward(p, rt.IO_ONE) for p in UNCLOSED_STDOUTS)),
+            should=all_of(ONE),
+            run=lambda env: all_of(*(rt.reward(p, rt.IO_ONE) for p in UNCLOSED_STDOUTS)),
         )
     ),
     guard(
@@ -280,8 +267,8 @@ ATTACKS = [
             "every judge (and the README's 'exit as the interpreter would') calls a failure",
             today="ok 0.0 for both: exit status 255, 3 (before: ok 1.0, exit_code 0)",
             honest_wrong="ok 0",
-            should=_all(ZERO),
-            run=lambda env: _all(
+            should=all_of(ZERO),
+            run=lambda env: all_of(
                 rt.reward(EXIT_2_64, rt.IO_ONE), rt.reward(EXIT_INT_SUBCLASS, rt.IO_ONE)
             ),
         )
@@ -323,8 +310,8 @@ ATTACKS = [
             "'NoneType' object has no attribute '__dict__'\"; \"PicklingError: Can't pickle "
             "<class 'solution.Box'>: import of module 'solution' failed\")",
             honest_wrong="ok 0",
-            should=_all(ONE),
-            run=lambda env: _all(
+            should=all_of(ONE),
+            run=lambda env: all_of(
                 rt.reward(rt.RIGHT, DATACLASS_SETUP),
                 rt.reward(rt.RIGHT, FUTURE_DATACLASS_SETUP),
                 rt.reward(rt.RIGHT, PICKLE_SETUP),
@@ -384,8 +371,8 @@ ATTACKS = [
             "Nothing the referee or the host reads comes from the candidate's modules",
             today="ok 0.0 for each",
             honest_wrong="ok 0",
-            should=_all(ZERO),
-            run=lambda env: _all(
+            should=all_of(ZERO),
+            run=lambda env: all_of(
                 rt.reward(ALWAYS_EQUAL_MODULE), rt.reward(ALWAYS_EQUAL_MAIN_IO, rt.IO_ONE)
             ),
         )

@@ -39,29 +39,14 @@ import pytest
 
 from . import _code_redteam as rt
 from ._code_helpers import needs_bwrap
+from ._code_redteam import INVALID, ONE, ZERO, all_of, any_of
 from .test_code_remote import FakeSandboxFusion
 from .test_redteam_code import Attack, Env, assert_earns_what_it_should, guard
 
 pytestmark = [needs_bwrap]
 
-ZERO = ("ok", 0.0)
-ONE = ("ok", 1.0)
-INVALID = ("invalid", None)
 
 OPEN_HOLES: tuple[str, ...] = ()
-
-
-def _all(*outcomes: rt.Outcome) -> rt.Outcome:
-    """``("all", ...)``: the distinct outcomes of several programs (one when they agree)."""
-    return ("all", *sorted(set(outcomes), key=repr))
-
-
-def _any_of(*allowed: rt.Outcome) -> frozenset[rt.Outcome]:
-    """Every `_all` of a non-empty subset of `allowed`: each program earned one of them."""
-    subsets = [()]
-    for outcome in allowed:
-        subsets += [(*s, outcome) for s in subsets]
-    return frozenset(_all(*s) for s in subsets if s)
 
 
 # -- eval strings the parser skips -------------------------------------------------------------
@@ -156,8 +141,8 @@ ATTACKS = [
             "they pass to eval, exec or compile counts as theirs'",
             today="ok 1.0 for each (a wrong abs passes; a right one too: no gradient)",
             honest_wrong="ok 0",
-            should=_any_of(ZERO, INVALID),
-            run=lambda env: _all(*(rt.reward(WRONG_ABS, t) for t in UNPARSED_EVAL_TESTS)),
+            should=any_of(ZERO, INVALID),
+            run=lambda env: all_of(*(rt.reward(WRONG_ABS, t) for t in UNPARSED_EVAL_TESTS)),
         )
     ),
     # ------------------------------------------------- the gc flush (FAIL NOW)
@@ -170,8 +155,8 @@ ATTACKS = [
             "are flushed ... as Python's shutdown flushes them'",
             today="ok 0.0 for each ('wrong output', got '')",
             honest_wrong="ok 0",
-            should=_all(ONE),
-            run=lambda env: _all(*(rt.reward(p, rt.IO_ONE) for p in UNCLOSED_STDOUT_KINDS)),
+            should=all_of(ONE),
+            run=lambda env: all_of(*(rt.reward(p, rt.IO_ONE) for p in UNCLOSED_STDOUT_KINDS)),
         )
     ),
     # ------------------------------------------------- exit status (FAIL NOW)
@@ -184,8 +169,8 @@ ATTACKS = [
             "program exits with any status but 0 fails'. Low severity",
             today="ok 1.0 for both (exit_code 0)",
             honest_wrong="ok 0",
-            should=_all(ZERO),
-            run=lambda env: _all(*(rt.reward(p, rt.IO_ONE) for p in FAILED_STD_FLUSH)),
+            should=all_of(ZERO),
+            run=lambda env: all_of(*(rt.reward(p, rt.IO_ONE) for p in FAILED_STD_FLUSH)),
         )
     ),
     # ------------------------------------------------- the invalid rule (rtcode8 fix)
@@ -197,8 +182,8 @@ ATTACKS = [
             "bound and a right one passes",
             today="ok 1.0 for each",
             honest_wrong="ok 0",
-            should=_all(ONE),
-            run=lambda env: _all(*(rt.reward(RIGHT_ABS, t) for t in UNPARSED_EVAL_TESTS)),
+            should=all_of(ONE),
+            run=lambda env: all_of(*(rt.reward(RIGHT_ABS, t) for t in UNPARSED_EVAL_TESTS)),
         )
     ),
     guard(
@@ -210,8 +195,8 @@ ATTACKS = [
             "README: 'no test can tell the program from the builtins: the sample is invalid'",
             today="invalid for each",
             honest_wrong="ok 0",
-            should=_all(INVALID),
-            run=lambda env: _all(
+            should=all_of(INVALID),
+            run=lambda env: all_of(
                 *(rt.reward(p, t) for p in (WRONG_ABS, RIGHT_ABS) for t in UNREADABLE_CODE_TESTS)
             ),
         )
@@ -242,10 +227,10 @@ ATTACKS = [
             should=("pair", ZERO, ONE),
             run=lambda env: (
                 "pair",
-                _all(
+                all_of(
                     rt.reward(WRONG_ABS, PARSED_EVAL_TESTS), rt.reward(WRONG_ABS, NESTED_EVAL_TESTS)
                 )[1],
-                _all(
+                all_of(
                     rt.reward(RIGHT_ABS, PARSED_EVAL_TESTS), rt.reward(RIGHT_ABS, NESTED_EVAL_TESTS)
                 )[1],
             ),

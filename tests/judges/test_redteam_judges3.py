@@ -47,6 +47,17 @@ from .test_redteam_context import (
 CRITERION = "The response answers the question correctly."
 
 
+def yes_judged(
+    scripted: Callable[..., Any], completion: str, prompt: str = QUESTION
+) -> tuple[Score, list[JudgeRequest]]:
+    """A `rubric` score under a judge that says YES to everything (one fooled by any master
+    key), and the requests that judge got: what a completion earns is what the guard lets by."""
+    backend = scripted(lambda request: "YES")
+    fn = rubric(rubric=[CRITERION], cache=False)
+    score = fn(Sample(id="a", prompt=prompt, completion=completion))
+    return score, backend.requests
+
+
 def user_text(request: JudgeRequest) -> str:
     return str(request.messages[-1][1])
 
@@ -108,11 +119,9 @@ def test_guard(scripted: Callable[..., Any], completion: str) -> None:
     """A master key scores 0 without reaching the judge (README: "scores a response 0,
     without asking the judge ... when it is empty, only punctuation or symbols, or only
     openers")."""
-    backend = scripted(lambda request: "YES")
-    fn = rubric(rubric=[CRITERION], cache=False)
-    score = fn(Sample(id="a", prompt=QUESTION, completion=completion))
+    score, requests = yes_judged(scripted, completion)
     assert score.status == "ok" and score.score == 0.0, (score.score, score.detail.get("guard"))
-    assert backend.requests == [], "the master key reached the judge"
+    assert requests == [], "the master key reached the judge"
 
 
 # -- 2. the prompt the judge reads --------------------------------------------------------------

@@ -46,7 +46,7 @@ from rewardsmith.verifiers._words import as_read
 
 from .test_redteam_context import QUESTION, _score_group, advantages, assert_earns
 from .test_redteam_context2 import hole
-from .test_redteam_judges3 import CRITERION, fenced, user_text
+from .test_redteam_judges3 import CRITERION, fenced, user_text, yes_judged
 
 # -- 1. the guard: master keys the two readings miss ---------------------------------------------
 #
@@ -118,11 +118,9 @@ GUARD = [
 @pytest.mark.parametrize("completion", GUARD)
 def test_guard(scripted: Callable[..., Any], completion: str) -> None:
     """A master key scores 0 without reaching the judge."""
-    backend = scripted(lambda request: "YES")
-    fn = rubric(rubric=[CRITERION], cache=False)
-    score = fn(Sample(id="a", prompt=QUESTION, completion=completion))
+    score, requests = yes_judged(scripted, completion)
     assert score.status == "ok" and score.score == 0.0, (score.score, score.detail.get("guard"))
-    assert backend.requests == [], "the master key reached the judge"
+    assert requests == [], "the master key reached the judge"
 
 
 HONEST = [
@@ -143,11 +141,9 @@ HONEST = [
 
 @pytest.mark.parametrize("completion", HONEST)
 def test_honest_reaches_the_judge(scripted: Callable[..., Any], completion: str) -> None:
-    backend = scripted(lambda request: "YES")
-    fn = rubric(rubric=[CRITERION], cache=False)
-    score = fn(Sample(id="a", prompt=QUESTION, completion=completion))
+    score, requests = yes_judged(scripted, completion)
     assert score.status == "ok" and score.score == 1.0, score.detail.get("guard")
-    assert backend.requests
+    assert requests
 
 
 # -- 2. the prompt: role headers forged past the escaped `[` --------------------------------------
@@ -292,9 +288,8 @@ ESCAPE_GUARDS = [
 
 @pytest.mark.parametrize(("completion", "kept"), ESCAPE_GUARDS)
 def test_brackets_kept(scripted: Callable[..., Any], completion: str, kept: str) -> None:
-    backend = scripted(lambda request: "YES")
-    rubric(rubric=[CRITERION], cache=False)(Sample(id="a", prompt=QUESTION, completion=completion))
-    assert kept in fenced(user_text(backend.requests[0]), "response")
+    _, requests = yes_judged(scripted, completion)
+    assert kept in fenced(user_text(requests[0]), "response")
 
 
 def test_bracketed_capitals_escaped_as_control_tokens(scripted: Callable[..., Any]) -> None:
@@ -302,10 +297,9 @@ def test_bracketed_capitals_escaped_as_control_tokens(scripted: Callable[..., An
     bracketed upper-case name of two characters or more is escaped as Mistral's control tokens
     are, C code's too (was the regression row "c-array-with-macro-size": the judge reads the
     entity, the code is otherwise intact)."""
-    backend = scripted(lambda request: "YES")
     completion = "char buf[BUFSIZ];"
-    rubric(rubric=[CRITERION], cache=False)(Sample(id="a", prompt=QUESTION, completion=completion))
-    assert "char buf&#91;BUFSIZ];" in fenced(user_text(backend.requests[0]), "response")
+    _, requests = yes_judged(scripted, completion)
+    assert "char buf&#91;BUFSIZ];" in fenced(user_text(requests[0]), "response")
 
 
 # -- 3. reading the judge's reply ----------------------------------------------------------------

@@ -26,7 +26,7 @@ from rewardsmith.verifiers._words import as_read
 
 from .test_redteam_context import QUESTION, advantages
 from .test_redteam_context2 import hole
-from .test_redteam_judges3 import CRITERION, fenced, user_text
+from .test_redteam_judges3 import CRITERION, fenced, user_text, yes_judged
 
 # -- 1. the turn fences ------------------------------------------------------------------------
 #
@@ -173,11 +173,9 @@ GUARD_REGRESSIONS = [
 )
 @pytest.mark.parametrize("completion", GUARD_REGRESSIONS)
 def test_honest_letters_reach_the_judge(scripted: Callable[..., Any], completion: str) -> None:
-    backend = scripted(lambda request: "YES")
-    fn = rubric(rubric=[CRITERION], cache=False)
-    score = fn(Sample(id="a", prompt="Answer in IPA.", completion=completion))
+    score, requests = yes_judged(scripted, completion, "Answer in IPA.")
     assert score.score == 1.0, score.detail.get("guard")
-    assert backend.requests
+    assert requests
 
 
 HONEST = [
@@ -204,11 +202,9 @@ HONEST = [
 
 @pytest.mark.parametrize("completion", HONEST)
 def test_honest_reaches_the_judge(scripted: Callable[..., Any], completion: str) -> None:
-    backend = scripted(lambda request: "YES")
-    fn = rubric(rubric=[CRITERION], cache=False)
-    score = fn(Sample(id="a", prompt=QUESTION, completion=completion))
+    score, requests = yes_judged(scripted, completion)
     assert score.status == "ok" and score.score == 1.0, score.detail.get("guard")
-    assert backend.requests
+    assert requests
 
 
 # Label naming, widened to "up to three characters" between the word and the letter. A

@@ -244,6 +244,22 @@ def test_answers_given_in_metadata_normalized() -> None:
     assert scores[4].detail["reason"] == "no answer: metadata.answer is missing"
 
 
+@pytest.mark.parametrize(
+    ("same", "apart"),
+    [(["3", "3."], "-3"), (["1.2", "1.2,"], "1/2"), (["3.5", "(3.5)"], "3,5"), (["1,000"], "1000")],
+)
+def test_normalized_keeps_the_punctuation_of_numbers(same: list[str], apart: str) -> None:
+    """A sign, decimal point, fraction bar or separator is part of the number; a sentence's
+    final `.` or `,` is not."""
+    reward = majority_vote(cluster="normalized", answer_key="metadata.answer")
+    samples = [
+        Sample(id=str(i), completion="", group="g", metadata={"answer": a})
+        for i, a in enumerate([*same, apart])
+    ]
+    scores = reward.group(samples, [reward(s) for s in samples])
+    assert scores[0].detail["clusters"] == [len(same), 1]
+
+
 def test_a_group_of_one_is_not_applicable() -> None:
     (score,) = run_group([FOUR])
     assert score.status == "not_applicable" and score.score is None

@@ -66,7 +66,7 @@ def _choose(method: str, candidates: list[Candidate], weights: str = "sigmoid") 
 
 EMPTY_SPELLINGS = [r"\text{}", r"\,", "{}", "~", r"\mbox{}", r"\text{.}"]
 """Boxes that render as nothing. The README ("Reward types", math): "Empty and `\\phantom{}`
-boxes are not answers"; each of these is read as an answer whose key is the empty string."""
+boxes are not answers"; each of these was read as an answer whose key is the empty string."""
 
 
 def _vote_empty_spellings_win() -> tuple[float, float]:
@@ -377,34 +377,29 @@ def guard(name: str, attack: Any, should: Any, today: str) -> Any:
 
 ROWS = [
     # (id, attack -> (attack earns, honest earns), should(attack, honest), today)
-    hole(
+    guard(
         "vote_empty_spellings_form_majority",
         _vote_empty_spellings_win,
         AT_MOST_HONEST,
-        "1.0 vs 0.0: \\text{}, \\,, {} and ~ share key '' and outvote 3",
-        "_votes.read_vote / verifiers.math.committed_answer: a box that renders as nothing is "
-        "read as an answer with an empty key",
+        "0.0 vs 0.0: no answer (was 1.0: \\text{}, \\,, {} and ~ shared key '' and outvoted 3)",
     ),
-    hole(
+    guard(
         "vote_all_empty_group_paid",
         _vote_all_empty_group_paid,
         AT_MOST_HONEST,
-        "1.0 each vs 0.0",
-        "majority_vote pays a unanimous group of empty answers (key '')",
+        "0.0 each (was 1.0 each vs 0.0)",
     ),
-    hole(
+    guard(
         "select_reads_empty_boxes_as_answers",
         _read_empty_spellings,
         EQUAL,
-        "6 of 6 empty spellings read as answers",
-        "README: empty boxes are not answers; read_vote keeps them (no_answer undercounts)",
+        "0 of 6 empty spellings read as answers (was 6)",
     ),
-    hole(
+    guard(
         "normalized_minus_sign_votes_with_positive",
         _normalized_minus_sign,
         AT_MOST_HONEST,
-        "right `3` paid 1.0 for agreeing with wrong `-3` (exact: 0.0)",
-        "_votes._normalized strips '-', '.', '/': -3 = 3, 1.2 = 1/2, 3.5 = 3,5",
+        "0.0 as under exact (was: right `3` paid 1.0 for agreeing with wrong `-3`)",
     ),
     guard("vote_two_forms_one_vote", _vote_two_forms_one_vote, EQUAL, "1 vote"),
     guard("vote_approx_votes_its_exact_side", _vote_approx_hedge, EQUAL, "0 vs 0 (tie 3-3)"),

@@ -70,6 +70,12 @@ def test_keys_miss_what_same_answer_finds() -> None:
         (r"\boxed{hmm}", "hmm", None),
         ("18", "18", None),
         ("She makes 18 dollars.", "18", None),
+        # boxes that render as nothing share the empty key: they would outvote an answer
+        (r"\boxed{\text{}}", None, "no answer: boxed answer empty"),
+        (r"\boxed{{}}", None, "no answer: boxed answer empty"),
+        (r"\boxed{\mbox{}}", None, "no answer: boxed answer empty"),
+        (r"The answer is $\,$.", None, "no answer: phrase answer empty"),
+        (r"\boxed{\emptyset}", r"\emptyset", None),
     ],
 )
 def test_committed_answer(completion: str, answer: str | None, reason: str | None) -> None:

@@ -3,12 +3,13 @@
 Three ways to tell answers apart (`ClusterMode`):
 
 - `math`: the math reward's own reading. The answer is the one a completion commits to
-  (`committed_answer`: a hedge, a restated question, an unfinished form or unmarked words
-  such as "hmm" are no answer), its
-  key is canonical (`0.5`, `\\frac{1}{2}` and `x = \\frac12` share one) and its buckets say
-  which other keys it may still equal (`\\sqrt{12}` and `2\\sqrt{3}`), for `_clusters`.
+  (`committed_answer`: a hedge, a restated question, an unfinished form, an empty answer
+  such as `\\text{}` or unmarked words such as "hmm" are no answer), its key is canonical
+  (`0.5`, `\\frac{1}{2}` and `x = \\frac12` share one) and its buckets say which other keys
+  it may still equal (`\\sqrt{12}` and `2\\sqrt{3}`), for `_clusters`.
 - `exact`: the answer string itself.
-- `normalized`: the answer string case-folded, without punctuation, spaces collapsed.
+- `normalized`: the answer string case-folded, without punctuation, spaces collapsed; the
+  punctuation of numbers stays (`-3` is not `3`, `1.2` not `1/2`, `3.5` not `3,5`).
 
 The answer is read from the completion, or taken as given from the sample's metadata
 (`answer_key: metadata.pred`, e.g. answers another tool extracted). A vote is computed in a
@@ -32,6 +33,10 @@ ClusterMode = Literal["math", "exact", "normalized"]
 case-, space- and punctuation-normalised."""
 
 _SPACES = re.compile(r"\s+")
+_NUMBER_PUNCTUATION = re.compile(r"[-./,](?=\d)|(?<=\d)[-/]")
+"""Punctuation that is part of a number: a sign, a decimal point, a fraction bar or a
+thousands separator before a digit, a minus or a bar after one. A `.` or `,` after the last
+digit ends a sentence and goes."""
 
 
 @dataclass(frozen=True)
@@ -77,8 +82,14 @@ def metadata_value(sample: Sample, path: tuple[str, ...]) -> Any:
 
 
 def _normalized(text: str) -> str:
+    """Case-folded, punctuation and runs of spaces made one space, but a number's own
+    punctuation kept: without it `-3` and `3` would vote together."""
     text = unicodedata.normalize("NFKC", text).casefold()
-    text = "".join(" " if unicodedata.category(c).startswith("P") else c for c in text)
+    kept = {match.start() for match in _NUMBER_PUNCTUATION.finditer(text)}
+    text = "".join(
+        " " if i not in kept and unicodedata.category(c).startswith("P") else c
+        for i, c in enumerate(text)
+    )
     return _SPACES.sub(" ", text).strip()
 
 

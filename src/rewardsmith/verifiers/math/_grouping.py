@@ -54,17 +54,20 @@ def committed_answer(
 ) -> Extraction:
     """The one answer a completion commits to, or no answer (with the reason) when it hedges,
     restates the question, still carries doubt, a negation or a qualifier ("5, or maybe 6",
-    "not 5", "at least 5"), or is not in finished form (`\\binom{31}{28}`, `16-3-4`: there is
-    no gold to compare forms with, so any operation left on numbers counts). Words the
-    completion does not mark as its answer ("hmm", "no idea": no box, no "the answer is")
-    are no answer either: the reward may read them against a text gold, but without a gold
-    they would win a vote for saying nothing."""
+    "not 5", "at least 5"), is empty once keyed (`\\text{}`, `\\,`, `{}`: boxes that render
+    as nothing would share the empty key and outvote an answer), or is not in finished form
+    (`\\binom{31}{28}`, `16-3-4`: there is no gold to compare forms with, so any operation
+    left on numbers counts). Words the completion does not mark as its answer ("hmm", "no
+    idea": no box, no "the answer is") are no answer either: the reward may read them against
+    a text gold, but without a gold they would win a vote for saying nothing."""
     with time_limit():
         got = extract_answer(completion, config, prompt=prompt)
     if got.answer is None:
         return got
     if qualified(got.answer):  # "5, or maybe 6", "not 5": the reward's 0 for any gold
         return Extraction(None, got.source, "no answer: hedged or qualified", got.candidates)
+    if not answer_key(got.answer):
+        return Extraction(None, got.source, f"no answer: {got.source} answer empty", got.candidates)
     if got.source in UNMARKED and parse_answer(normalize(got.answer)).kind == "text":
         return Extraction(None, got.source, "no answer: unmarked words", got.candidates)
     if not config.finished_form:

@@ -177,7 +177,7 @@ def test_special_tokens_rebuilt_by_a_removal_are_removed_too(tiny_rm_folder: Pat
 
 
 def test_selection_caps_are_the_readme_numbers() -> None:
-    """README: "At most 8 x (answers) comparisons per group ... stop after 3 s in all
+    """README: "At most 8 x (votes with an answer) comparisons per group ... stop after 3 s in all
     (`GROUP_TIME_LIMIT_S`)"."""
     from rewardsmith.selection import GROUP_TIME_LIMIT_S, METHODS
     from rewardsmith.selection._clusters import MAX_COMPARISONS_PER_VOTE

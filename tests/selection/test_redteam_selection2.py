@@ -406,12 +406,11 @@ ROWS = [
     guard("vote_or_in_text_is_own_answer", _vote_or_hedge, AT_MOST_HONEST, "0 vs 0"),
     guard("vote_restated_question_no_answer", _vote_restated_question, EQUAL, "0"),
     guard("vote_no_answers_pay_nothing", _vote_no_answers_pay_nothing, EQUAL, "0"),
-    hole(
+    guard(
         "comparison_cap_counts_votes_without_answer",
         _comparisons_cap_counts_no_answers,
         AT_MOST_HONEST,
-        "190 comparisons for 20 answers (README: at most 160)",
-        "README 'At most 8 x (answers)': _clusters caps at 8 x len(votes), no-answers included",
+        "160 comparisons for 20 answers (was 190: 8 x the votes, no-answers included)",
     ),
     hole(
         "prm_prod_signed_steps_win",

@@ -9,11 +9,11 @@ of every pair). Every form, not the representative alone, because answer equalit
 transitive across units: a bare `5` is `5 cm` and `5 m`, which differ, so after `5` and
 `5 cm`, `5 m` starts its own cluster instead of joining theirs. The result still depends on
 order, as Qwen's (`5 m` first, then `5` joins it). Comparisons are capped per group, in number
-(`MAX_COMPARISONS_PER_VOTE` x votes) and in time (`GROUP_TIME_LIMIT_S` for all of them: the
-group step runs in the engine's own process, outside any worker's hard timeout, so answers
-built to make each comparison slow must not stall the batch). A comparison still running at
-the time limit gives up, "not the same answer"; past either cap, a key starts its own
-cluster, and the clustering says it was capped.
+(`MAX_COMPARISONS_PER_VOTE` x votes with an answer) and in time (`GROUP_TIME_LIMIT_S` for
+all of them: the group step runs in the engine's own process, outside any worker's hard
+timeout, so answers built to make each comparison slow must not stall the batch). A
+comparison still running at the time limit gives up, "not the same answer"; past either
+cap, a key starts its own cluster, and the clustering says it was capped.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ __all__ = [
 ]
 
 MAX_COMPARISONS_PER_VOTE = 8
-"""Pairwise comparisons a group may make, per vote. Real groups need a handful in all (keys
+"""Pairwise comparisons a group may make, per vote with an answer (votes without one compare
+nothing and must not buy comparisons for the others). Real groups need a handful in all (keys
 that share a bucket are nearly always equal); only answers built to collide reach the cap."""
 
 GROUP_TIME_LIMIT_S = 3.0
@@ -108,7 +109,8 @@ def cluster_votes(
             by_key.setdefault(vote.key, []).append(index)
     clusters: list[Cluster] = []
     in_bucket: dict[str, list[int]] = {}  # bucket -> clusters whose representative is in it
-    budget = _Budget(MAX_COMPARISONS_PER_VOTE * len(votes), time.monotonic() + time_limit_s)
+    answered = sum(len(members) for members in by_key.values())
+    budget = _Budget(MAX_COMPARISONS_PER_VOTE * answered, time.monotonic() + time_limit_s)
     with time_limit(time_limit_s):  # the numeric work of a comparison stops at `ends`
         for members in by_key.values():  # keys in order of first appearance
             answer = votes[members[0]].answer

@@ -185,17 +185,18 @@ def _prm_mean_overflow() -> tuple[float, float]:
 def _infinite_pick_score() -> tuple[float, float]:
     """Finite scores whose product (`prm_prod`) or raw sum overflows: the pick's score is
     `inf` and wins; the output line then holds `Infinity`, which is not JSON. Returns how
-    many of the two picks have a non-finite score."""
+    many of the two picks have a non-finite score (no pick, score None, has none)."""
     prod = [Candidate("0", "1", 0, steps=(1e200, 1e200)), Candidate("1", "2", 1, steps=(0.9,))]
     raw = [Candidate("0", "1", 0, score=1e308), Candidate("1", "1", 0, score=1e308)]
     picks = [_choose("prm_prod_max", prod), _choose("weighted_majority", raw, "raw")]
-    return float(sum(not math.isfinite(p.score) for p in picks)), 0.0
+    return float(sum(p.score is not None and not math.isfinite(p.score) for p in picks)), 0.0
 
 
 def _softmax_weight_zero() -> tuple[float, float]:
     """README: "`sigmoid` and `softmax` weights are always positive". At `--temperature 0.01`
     a score 8 below the best gets exp(-800) = 0.0, and a sigmoid of -1000 is 0.0: such a vote
-    weighs nothing. Returns the smallest weight, against the README's > 0."""
+    weighs nothing. Returns the smallest weight, against the README's bound (now "never
+    negative": >= 0)."""
     group = [Candidate("0", "1", 0, score=10.0), Candidate("1", "2", 1, score=2.0)]
     softmax = vote_weights(group, "softmax", 0.01)
     sigmoid = vote_weights([Candidate("0", "1", 0, score=-1000.0)], "sigmoid", 1.0)
@@ -355,7 +356,7 @@ def _output_is_input() -> tuple[float, float]:
 
 AT_MOST_HONEST: Callable[[float, float], bool] = lambda attack, honest: attack <= honest + 1e-9  # noqa: E731
 EQUAL: Callable[[float, float], bool] = lambda attack, honest: attack == pytest.approx(honest)  # noqa: E731
-ABOVE: Callable[[float, float], bool] = lambda value, bound: value > bound  # noqa: E731
+NOT_BELOW: Callable[[float, float], bool] = lambda value, bound: value >= bound  # noqa: E731
 
 
 def hole(name: str, attack: Any, should: Any, today: str, reason: str) -> Any:
@@ -412,42 +413,36 @@ ROWS = [
         AT_MOST_HONEST,
         "160 comparisons for 20 answers (was 190: 8 x the votes, no-answers included)",
     ),
-    hole(
+    guard(
         "prm_prod_signed_steps_win",
         _prm_prod_signed_steps,
         EQUAL,
-        "steps (-5, -5) -> 25 beats (0.9, 0.9) -> 0.81 under prm_prod_max and _vote",
-        "_methods._prm: prod of signed step scores; two negatives make a large positive",
+        "no pick: steps outside [0, 1] (was: (-5, -5) -> 25 beat (0.9, 0.9) -> 0.81)",
     ),
-    hole(
+    guard(
         "prm_mean_overflow_raises",
         _prm_mean_overflow,
         EQUAL,
-        "OverflowError out of fmean (ends the run)",
-        "_methods.PRM_AGGREGATES mean: fmean/fsum overflow is not caught",
+        "no pick, with the reason (was: OverflowError out of fmean ended the run)",
     ),
-    hole(
+    guard(
         "pick_score_overflows_to_inf",
         _infinite_pick_score,
         EQUAL,
-        "2 of 2 picks score inf (prm_prod, raw sum); the output line holds Infinity",
-        "_methods: prod / raw sums of finite values overflow to inf and win",
+        "no pick for either (was: 2 of 2 picks scored inf; the output line held Infinity)",
     ),
-    hole(
+    guard(
         "softmax_sigmoid_weight_zero",
         _softmax_weight_zero,
-        ABOVE,
-        "weight 0.0 (softmax at T=0.01, sigmoid of -1000)",
-        "README 'sigmoid and softmax weights are always positive' is false on underflow",
+        NOT_BELOW,
+        "weight 0.0, never negative as the README now says (it said 'always positive')",
     ),
     guard("weighted_majority_failed_scores_do_not_vote", _failed_scores_do_not_vote, EQUAL, "0"),
-    hole(
+    guard(
         "oracle_accuracy_graded_where_pass_at_k_is_not",
         _oracle_accuracy_vs_pass_at_k,
         EQUAL,
-        "oracle accuracy graded on 1 group, pass@k on 0",
-        "_methods._oracle picks a wrong candidate while one is unjudged; _metrics._any_correct "
-        "leaves that group ungraded",
+        "both ungraded: oracle gives no pick (was: oracle accuracy graded on 1 group, pass@k 0)",
     ),
     hole(
         "select_judge_failure_on_pick_ungraded",

@@ -14,6 +14,7 @@ import pytest
 import rewardsmith
 from rewardsmith import ConfigError
 from rewardsmith.selection import METHODS, Candidate
+from rewardsmith.selection._methods import vote_weights
 
 # One group: answers A (candidates 0, 2), B (1, 3, 4), none (5).
 #              0      1      2      3      4      5
@@ -94,6 +95,12 @@ def test_softmax_weights_follow_the_temperature() -> None:
     assert METHODS["weighted_majority"].choose(group(), "softmax", 100.0).index == 1
 
 
+def test_softmax_weights_stay_finite() -> None:
+    """Scores far apart at a tiny temperature: s / T overflows, (s - best) / T does not."""
+    far = [Candidate("0", "1", 0, score=1e300), Candidate("1", "2", 1, score=-1e300)]
+    assert vote_weights(far, "softmax", 1e-300) == [1.0, 0.0]
+
+
 def test_ties_go_to_the_first_cluster_and_member() -> None:
     tied = group(answer=["A", "B", "B", "A", None, None])
     pick = METHODS["majority"].choose(tied, "raw", 1.0)
@@ -109,9 +116,11 @@ def test_nothing_to_choose_says_why() -> None:
     unscored = METHODS["best_of_n"].choose(group(score=[None] * 6), "raw", 1.0)
     assert unscored.index is None and not unscored.wrong
     assert unscored.reason == "no candidate was scored"
-    wrong = METHODS["oracle"].choose(group(correct=[False] * 5 + [None]), "raw", 1.0)
-    assert (wrong.index, wrong.score) == (0, 0.0)
-    assert wrong.reason == "no candidate is correct (1 not judged)"
+    wrong = METHODS["oracle"].choose(group(correct=[False] * 6), "raw", 1.0)
+    assert (wrong.index, wrong.score, wrong.reason) == (0, 0.0, "no candidate is correct")
+    unknown = METHODS["oracle"].choose(group(correct=[False] * 5 + [None]), "raw", 1.0)
+    assert unknown.index is None and not unknown.wrong  # as pass@k: not graded
+    assert unknown.reason == "no judged candidate is correct; 1 not judged"
 
 
 CAUSES = {"c": "completion", "d": "dataset", "i": "infrastructure", "-": None}

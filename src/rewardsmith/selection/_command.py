@@ -100,7 +100,8 @@ def _select(args: argparse.Namespace) -> int:
 
         try:
             for choice, outcome in selector.iter_select(read_samples(source), skipped):
-                sink.write(json.dumps(choice.as_json(), ensure_ascii=False) + "\n")
+                line = json.dumps(choice.as_json(), ensure_ascii=False, allow_nan=False)
+                sink.write(line + "\n")  # strict JSON: the methods never score inf or NaN
                 outcomes.append(outcome)
                 progress.advance(bar)
         except InputError as exc:  # a group that reappears after other groups
@@ -109,7 +110,8 @@ def _select(args: argparse.Namespace) -> int:
     summary = selector.summary(outcomes)
     if args.json_path:
         body = summary if summary is not None else {"groups": len(outcomes), "accuracy": None}
-        Path(args.json_path).write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
+        text = json.dumps(body, indent=1, allow_nan=False)
+        Path(args.json_path).write_text(text + "\n", encoding="utf-8")
     if not args.quiet:
         console.print(_table(summary, len(outcomes)))
     return EXIT_OK

@@ -16,7 +16,14 @@ Qwen2.5-Math's `rm_maj_eval.py` (`list.index(max(...))`, `Counter.most_common`).
 - PRM aggregations (Lightman et al. 2023; Wang et al. 2024, Math-Shepherd): per-step scores
   reduced to one value by `min`, `last`, `prod` or `mean`, then `_max` (the best single
   candidate) or `_vote` (summed per answer cluster): `prm_min_max`, `prm_prod_vote`...
-- `oracle` (pass@k): a correct candidate when there is one (needs correctness).
+  `prod` multiplies probabilities: a step score outside [0, 1] gives no pick, with the
+  reason (two logits of -5 would multiply to 25 and beat two steps of 0.9).
+- `oracle` (pass@k): a correct candidate when there is one (needs correctness); when none
+  is correct and one is not judged, no pick: whether the group is solved is not known.
+
+No method ends the run or picks with a value that is not finite: finite scores whose sum,
+product or mean overflows a float give no pick, with the reason (an infinite score would win
+every group, and the output line could not hold it as JSON).
 
 A candidate without an answer votes for nothing; one without a score (its scoring failed) is
 left out of score-based methods. When nothing can be picked the pick is empty, with the reason,
@@ -85,13 +92,17 @@ class Pick:
     every missing score failed on its completion). Any other empty pick is not graded."""
 
 
+Chooser = Callable[[Sequence[Candidate], Weights, float], Pick]
+"""A method's choice over a group's candidates, given the weights and the temperature."""
+
+
 @dataclass(frozen=True)
 class Method:
     """A selection method and what it needs of the candidates."""
 
     name: str
     needs: Literal["answers", "scores", "steps", "correct"]
-    choose: Callable[[Sequence[Candidate], Weights, float], Pick]
+    choose: Chooser
 
 
 def _first_best(values: Sequence[tuple[int, float]]) -> tuple[int, float] | None:
@@ -170,12 +181,13 @@ def vote_weights(
         return scores
     if weights == "sigmoid":
         return [None if s is None else sigmoid(s) for s in scores]
-    known = [s / temperature for s in scores if s is not None]
+    known = [s for s in scores if s is not None]
     if not known:
         return [None] * len(scores)
-    top = max(known)
-    norm = math.fsum(math.exp(s - top) for s in known)
-    return [None if s is None else math.exp(s / temperature - top) / norm for s in scores]
+    top = max(known)  # exponents <= 0: no overflow, and the best weighs exp(0) = 1 before norm
+    raw = [None if s is None else math.exp((s - top) / temperature) for s in scores]
+    norm = math.fsum(w for w in raw if w is not None)
+    return [None if w is None else w / norm for w in raw]
 
 
 def _weighted(candidates: Sequence[Candidate], weights: Weights, temperature: float) -> Pick:
@@ -186,28 +198,43 @@ def _oracle(candidates: Sequence[Candidate], weights: Weights, temperature: floa
     for index, candidate in enumerate(candidates):
         if candidate.correct:
             return Pick(index, 1.0, "a correct candidate")
-    if any(c.correct is False for c in candidates):
-        first = next(i for i, c in enumerate(candidates) if c.correct is False)
-        unknown = sum(c.correct is None for c in candidates)
-        note = f" ({unknown} not judged)" if unknown else ""
-        return Pick(first, 0.0, f"no candidate is correct{note}")
-    return Pick(None, None, "no candidate was judged: oracle needs correctness (references)")
+    unknown = sum(c.correct is None for c in candidates)
+    if unknown == len(candidates):
+        return Pick(None, None, "no candidate was judged: oracle needs correctness (references)")
+    if unknown:  # as pass@k: the unjudged one may be the correct one
+        return Pick(None, None, f"no judged candidate is correct; {unknown} not judged")
+    return Pick(0, 0.0, "no candidate is correct")
+
+
+def _prod(steps: Sequence[float]) -> float:
+    """The product of step probabilities; a ValueError for a score outside [0, 1] (a logit):
+    two bad steps of -5 would multiply to 25 and beat two good ones of 0.9."""
+    outside = next((s for s in steps if not 0 <= s <= 1), None)
+    if outside is not None:
+        raise ValueError(f"prod needs step scores in [0, 1] (probabilities), got {outside:g}")
+    return math.prod(steps)
 
 
 PRM_AGGREGATES: dict[str, Callable[[Sequence[float]], float]] = {
     "min": min,
     "last": lambda steps: steps[-1],
-    "prod": math.prod,
+    "prod": _prod,
     "mean": fmean,
 }
-"""How a PRM's per-step scores become one value per candidate."""
+"""How a PRM's per-step scores become one value per candidate (a ValueError: steps it
+cannot aggregate)."""
 
 
-def _prm(aggregate: str, vote: bool) -> Callable[[Sequence[Candidate], Weights, float], Pick]:
+def _prm(aggregate: str, vote: bool) -> Chooser:
     reduce = PRM_AGGREGATES[aggregate]
 
     def choose(candidates: Sequence[Candidate], weights: Weights, temperature: float) -> Pick:
-        values = [reduce(c.steps) if c.steps else None for c in candidates]
+        values: list[float | None] = []
+        for index, candidate in enumerate(candidates):
+            try:
+                values.append(reduce(candidate.steps) if candidate.steps else None)
+            except ValueError as exc:  # as a negative vote: no pick for the group
+                return Pick(None, None, f"PRM {exc} (candidate {index})")
         if vote:
             return _vote(candidates, values, f"PRM {aggregate}")
         best = _first_best([(i, v) for i, v in enumerate(values) if v is not None])
@@ -218,8 +245,24 @@ def _prm(aggregate: str, vote: bool) -> Callable[[Sequence[Candidate], Weights, 
     return choose
 
 
+def _finite(choose: Chooser) -> Chooser:
+    """`choose`, with no pick where the values overflow a float: an OverflowError would end
+    the run, and an infinite (or NaN) value would win the group and is not JSON."""
+
+    def finite(candidates: Sequence[Candidate], weights: Weights, temperature: float) -> Pick:
+        try:
+            pick = choose(candidates, weights, temperature)
+        except OverflowError as exc:
+            return Pick(None, None, f"the scores overflow a float ({exc})")
+        if pick.score is not None and not math.isfinite(pick.score):
+            return Pick(None, None, f"the pick's value is {pick.score} (the scores overflow)")
+        return pick
+
+    return finite
+
+
 METHODS: dict[str, Method] = {
-    method.name: method
+    method.name: Method(method.name, method.needs, _finite(method.choose))
     for method in [
         Method("majority", "answers", _majority),
         Method("best_of_n", "scores", _best_of_n),

@@ -272,7 +272,9 @@ def _no_answer_counted_right() -> tuple[float, float]:
     """Engine. README: "A group where no candidate has an answer counts as wrong". With
     stored verdicts (`--correct-key`, e.g. a lenient external grader that accepts a hedge)
     and `best_of_n`, a group whose candidates all hedge ("3 or 5" in words, "hmm") is
-    counted right: the pick is the top score, answer or not. Returns its accuracy."""
+    counted right: the pick is the top score, answer or not. The README now says so (the
+    sentence holds for the voting methods; `best_of_n` takes the stored verdict of its pick
+    as it is). Returns its accuracy, against the README's 100."""
     samples = [
         {"id": "0", "group": "g", "completion": r"\boxed{3} or \boxed{5}", "metadata": {"rm": 2.0}},
         {"id": "1", "group": "g", "completion": "hmm", "metadata": {"rm": 1.0}},
@@ -283,7 +285,7 @@ def _no_answer_counted_right() -> tuple[float, float]:
         samples, "best_of_n", score_key="metadata.rm", correct_key="metadata.ok", workers=1
     )
     assert chosen.summary is not None and chosen.choices[0].answer is None
-    return chosen.summary["accuracy"], 0.0
+    return chosen.summary["accuracy"], 100.0
 
 
 def _nan_score_never_wins() -> tuple[float, float]:
@@ -444,26 +446,23 @@ ROWS = [
         EQUAL,
         "both ungraded: oracle gives no pick (was: oracle accuracy graded on 1 group, pass@k 0)",
     ),
-    hole(
+    guard(
         "select_judge_failure_on_pick_ungraded",
         _judge_failure_on_pick,
         AT_MOST_HONEST,
-        "accuracy 100 vs 50",
-        "_select._correct: a verdict that failed on the completion is None, not wrong",
+        "accuracy 50 vs 50: the failed verdict is wrong (was 100 vs 50)",
     ),
-    hole(
+    guard(
         "select_judge_failure_mean_accuracy",
         _judge_failure_mean_accuracy,
         AT_MOST_HONEST,
-        "mean accuracy 100 vs 50",
-        "_metrics._mean drops candidates whose verdict failed on their completion",
+        "mean accuracy 50 vs 50 (was 100 vs 50)",
     ),
-    hole(
+    guard(
         "select_no_answer_group_counted_right",
         _no_answer_counted_right,
         EQUAL,
-        "accuracy 100 (best_of_n picks a hedge, stored verdict true)",
-        "README 'no candidate has an answer counts as wrong' holds for votes only",
+        "accuracy 100, as the README now says for best_of_n with stored verdicts",
     ),
     guard("select_nan_inf_score_never_wins", _nan_score_never_wins, EQUAL, "b1, a1 picked"),
     hole(

@@ -1,16 +1,18 @@
 """Accuracy of a selection over many groups, when the candidates' correctness is known.
 
 All values are percentages over the groups that can be graded (each metric's count is in
-`graded`). Per group:
+`graded`). A candidate whose judge failed on its completion is wrong (`Selector._correct`);
+one without a verdict for another reason is not judged. Per group:
 
-- `accuracy`: the chosen method's candidate is correct; a group where no candidate has an
-  answer, or where every missing score failed on its completion, counts as wrong; one whose
-  scores are missing for another reason (the data, a dataset or infrastructure failure) is
-  not graded;
+- `accuracy`: the chosen method's candidate is correct; a group where a voting method finds
+  no candidate with an answer, or where every missing score failed on its completion,
+  counts as wrong; one whose scores are missing for another reason (the data, a dataset or
+  infrastructure failure) is not graded;
 - `pass@1`: the first candidate is correct;
 - `mean_accuracy`: the share of correct candidates (of those judged), averaged over groups;
 - `maj@k`: the majority answer (`majority`, ties to the first answer) is correct;
-- `pass@k`: at least one candidate is correct (oracle).
+- `pass@k`: at least one candidate is correct (oracle); not graded when none judged is and
+  one is not judged.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ Where the numbers come from:
   `component` of the spec (its score, its `detail.steps`), or else the spec's total reward;
   PRM methods read `metadata.step_scores` when neither is given;
 - correctness: `correct_key` (a stored verdict: true/false or 1/0), or else the spec's first
-  component (correct when it passes, score > 0), the `math` reward when no spec is given.
+  component (correct when it passes, score > 0; wrong when it failed on the completion,
+  cause `completion`), the `math` reward when no spec is given.
 """
 
 from __future__ import annotations
@@ -248,10 +249,15 @@ class Selector:
         return None, None, None
 
     def _correct(self, sample: Sample, result: Result) -> bool | None:
+        """The verdict; a judge that failed on what the completion wrote (cause `completion`)
+        is wrong, as a failed score is: else a model could leave `accuracy` by making its
+        judge crash. A judge failing for another reason gives no verdict."""
         if self._correct_path is not None:
             return _verdict(metadata_value(sample, self._correct_path))
         judge = result.components[next(iter(self._judge.rewards))]
-        return judge.passed if judge.status == "ok" else None
+        if judge.status == "ok":
+            return judge.passed
+        return False if judge.cause == "completion" else None
 
     # -- per group -------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .._exceptions import ConfigError, InputError
-from ..combine import combine_scores
+from ..combine import GroupOrder, combine_scores
 from ..engine import Engine
 from ..models import Cause, Result, Sample, Score
 from ..spec import RewardSpec, load_spec
@@ -298,14 +298,19 @@ class Selector:
         fed: deque[tuple[object, Sample]] = deque()
 
         def feed() -> Iterator[Sample]:
+            """The samples the engine scores: each group's first k, and a sample whose group
+            reappears after another, whatever its count, so that the engine stops the run
+            there (dropped past k, it would hide the unsorted input)."""
             counts: dict[object, int] = {}
+            order = GroupOrder()
             for position, item in enumerate(samples, start=1):
                 sample = _as_sample(item, position, skipped)
                 if sample is None:
                     continue
                 key = _group_key(sample, position)
                 counts[key] = counts.get(key, 0) + 1
-                if self.k is not None and counts[key] > self.k:
+                reappears = order.check(sample) is not None
+                if self.k is not None and counts[key] > self.k and not reappears:
                     continue
                 fed.append((key, sample))
                 yield sample

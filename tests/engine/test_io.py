@@ -27,6 +27,7 @@ def test_read_samples_reports_bad_lines_with_their_number() -> None:
     assert "not valid JSON" in str(records[1])
     assert isinstance(records[2], InputError) and records[2].line == 4
     assert records[3]["id"] == "x"
+    assert [records[0].line, records[3].line] == [1, 5]  # blank lines counted
 
 
 def test_skip_passes_over_finished_records() -> None:

@@ -471,12 +471,11 @@ ROWS = [
         EQUAL,
         "the run stops with --k 1 too (was: it ended normally)",
     ),
-    hole(
+    guard(
         "select_bad_line_reported_by_position",
         _bad_line_number,
         EQUAL,
-        "reported as 'input 2' for line 3",
-        "_select._as_sample numbers records, not lines (blank lines are passed over)",
+        "reported as 'line 3' (was 'input 2': its position among records)",
     ),
     hole(
         "cli_select_output_is_input",

@@ -1,5 +1,5 @@
 """Reading samples and writing results as JSON Lines."""
 
-from ._jsonl import count_lines, read_samples, resume_point, write_result
+from ._jsonl import Record, count_lines, read_samples, resume_point, write_result
 
-__all__ = ["count_lines", "read_samples", "resume_point", "write_result"]
+__all__ = ["Record", "count_lines", "read_samples", "resume_point", "write_result"]

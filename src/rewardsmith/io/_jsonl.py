@@ -18,13 +18,24 @@ from typing import IO, Any
 from .._exceptions import InputError
 from ..models import MAX_NESTING, Result, nested_deeper_than, result_json
 
-__all__ = ["count_lines", "read_samples", "resume_point", "write_result"]
+__all__ = ["Record", "count_lines", "read_samples", "resume_point", "write_result"]
 
 _BOM = b"\xef\xbb\xbf"
 
 
-def read_samples(stream: IO[bytes], skip: int = 0) -> Iterator[dict[str, Any] | InputError]:
-    """Parsed input records, each a dict or an `InputError` carrying its line number.
+class Record(dict[str, Any]):
+    """One input line's JSON object, still a plain dict to its readers, with the line it was
+    on: a reader that finds it is not a valid sample can name the line in the file."""
+
+    __slots__ = ("line",)
+
+    def __init__(self, fields: dict[str, Any], line: int) -> None:
+        super().__init__(fields)
+        self.line = line
+
+
+def read_samples(stream: IO[bytes], skip: int = 0) -> Iterator[Record | InputError]:
+    """Parsed input records, each a dict (`Record`) or an `InputError`, with its line number.
 
     `stream` is binary (a file opened with "rb", `sys.stdin.buffer`). Blank lines are not
     samples and are passed over. A record without an `id` gets its 1-based line number. The
@@ -42,7 +53,7 @@ def read_samples(stream: IO[bytes], skip: int = 0) -> Iterator[dict[str, Any] | 
         yield _parse(raw, number)
 
 
-def _parse(raw: bytes, number: int) -> dict[str, Any] | InputError:
+def _parse(raw: bytes, number: int) -> Record | InputError:
     try:
         line = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -64,7 +75,7 @@ def _parse(raw: bytes, number: int) -> dict[str, Any] | InputError:
         )
     if "id" not in record:
         record["id"] = str(number)
-    return record
+    return Record(record, number)
 
 
 def count_lines(path: Path) -> int | None:

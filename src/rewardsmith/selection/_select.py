@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from .._exceptions import ConfigError, InputError
 from ..combine import GroupOrder, combine_scores
 from ..engine import Engine
+from ..io import Record
 from ..models import Cause, Result, Sample, Score
 from ..spec import RewardSpec, load_spec
 from ._methods import DEFAULT_WEIGHTS, METHODS, Candidate, Weights
@@ -377,8 +378,9 @@ def _as_sample(
             raise TypeError(f"not a JSON object: {item!r:.80}")
         return Sample.model_validate(item if "id" in item else {**item, "id": str(position)})
     except (ValidationError, TypeError) as exc:
-        if skipped is not None:
-            skipped(f"input {position}: {str(exc).splitlines()[0]}")
+        if skipped is not None:  # a line of a file by its number there, as `score` names it
+            where = f"line {item.line}" if isinstance(item, Record) else f"input {position}"
+            skipped(f"{where}: {str(exc).splitlines()[0]}")
         return None
 
 

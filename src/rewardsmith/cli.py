@@ -24,7 +24,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
-from ._arguments import add_workers_option, checked, positive
+from ._arguments import UsageError, add_workers_option, check_not_the_input, checked, positive
 from ._exceptions import ConfigError, InputError
 from ._progress import progress_bar
 from .engine import Engine
@@ -44,10 +44,6 @@ def _stderr() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-class _UsageError(Exception):
-    """Options that cannot work together (exit code 2, like argparse's own errors)."""
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script."""
     parser = _parser()
@@ -57,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         _stderr().print(f"[red]spec error:[/] {escape(str(exc))}")
         return EXIT_CONFIG
-    except _UsageError as exc:
+    except UsageError as exc:
         _stderr().print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_CONFIG
     except OSError as exc:  # a missing or unreadable input or output file
@@ -234,7 +230,7 @@ def _score(args: argparse.Namespace) -> int:
     to_stdout = args.output == "-"
     if args.resume:
         _check_resumable(args.input, args.output)
-    _check_not_the_input(args.input, args.output)
+    check_not_the_input(args.input, args.output)
     spec = load_spec(args.spec)
     if args.group_transform is not None:
         spec = spec.with_group_transform(args.group_transform)
@@ -290,25 +286,9 @@ def _check_resumable(input_name: str, output_name: str) -> None:
         except OSError:  # a missing input is reported when it is opened; a new output is fine
             regular = True
         if not regular:
-            raise _UsageError(
+            raise UsageError(
                 f"--resume needs --input and --output to be regular files ({name} is not)"
             )
-
-
-def _check_not_the_input(input_name: str, output_name: str) -> None:
-    """Refuse an output that is the input file (the same path, a symlink or a hard link to
-    it, or stdin redirected from it): opening it for writing would empty the input."""
-    try:
-        source = os.fstat(sys.stdin.fileno()) if input_name == "-" else os.stat(input_name)
-        sink = os.fstat(sys.stdout.fileno()) if output_name == "-" else os.stat(output_name)
-    except (OSError, ValueError):  # a missing input is reported when it is opened
-        return
-    same = (source.st_dev, source.st_ino) == (sink.st_dev, sink.st_ino)
-    if same and stat.S_ISREG(source.st_mode):
-        raise _UsageError(
-            f"--output {output_name} is the input file {input_name}: writing the results "
-            "there would destroy the input. Choose another output file."
-        )
 
 
 def _warn_whole_input(spec: RewardSpec, console: Console) -> None:

@@ -4,9 +4,9 @@ One row per attack, written as a policy (or a set of N sampled candidates) paid 
 answer is selected or agrees with the majority, using only what the README promises. Each
 row computes what the attack earns and what an honest answer earns in the same setting (or,
 for a README sentence, what the code does and what the sentence says) and asserts what the
-attack *should* earn. `today` says what it earned when this file was written. Rows marked
-`xfail(strict=True)` are open holes: they flip loudly when fixed. The others are attacks that
-fail today and guard against regressions.
+attack *should* earn. `today` says what it earns now, and what it earned when this file was
+written ("was"). The file's 16 open holes (strict xfails) are fixed: every row is a guard
+against regressions.
 
 Not repeated from `test_redteam_selection.py`: two boxes / a list as a hedge, unit-less
 answers, the group step's cost, duplicate ids, signed raw scores, failed scores.
@@ -361,18 +361,6 @@ EQUAL: Callable[[float, float], bool] = lambda attack, honest: attack == pytest.
 NOT_BELOW: Callable[[float, float], bool] = lambda value, bound: value >= bound  # noqa: E731
 
 
-def hole(name: str, attack: Any, should: Any, today: str, reason: str) -> Any:
-    """An open hole: fails today, flips when fixed."""
-    return pytest.param(
-        name,
-        attack,
-        should,
-        today,
-        id=name,
-        marks=pytest.mark.xfail(strict=True, reason=f"redteam: {reason}"),
-    )
-
-
 def guard(name: str, attack: Any, should: Any, today: str) -> Any:
     """An attack that fails today."""
     return pytest.param(name, attack, should, today, id=name)
@@ -477,12 +465,11 @@ ROWS = [
         EQUAL,
         "reported as 'line 3' (was 'input 2': its position among records)",
     ),
-    hole(
+    guard(
         "cli_select_output_is_input",
         _output_is_input,
         EQUAL,
-        "input truncated to 0 bytes, exit 0",
-        "_command._select opens --output before reading --input, with no same-file check",
+        "refused, exit 2, the input intact (was: truncated to 0 bytes, exit 0)",
     ),
 ]
 

@@ -253,6 +253,17 @@ def test_cli_stops_where_a_group_reappears_after_writing_the_groups_before(tmp_p
     assert [json.loads(line)["group"] for line in out.read_text().splitlines()] == ["q1", "q2"]
 
 
+def test_cli_refuses_an_output_that_is_the_input(tmp_path: Path) -> None:
+    """As `score` does, before the output is opened (which would empty the input)."""
+    data = tmp_path / "in.jsonl"
+    text = "".join(json.dumps(r) + "\n" for r in candidates())
+    data.write_text(text)
+    (tmp_path / "link.jsonl").symlink_to(data)
+    done = cli("--input", str(data), "--output", str(tmp_path / "link.jsonl"))
+    assert done.returncode == 2 and "is the input file" in done.stderr
+    assert data.read_text() == text
+
+
 def test_candidates_without_group_are_groups_of_their_own_whatever_their_ids() -> None:
     """Keyed by input position, as the engine keys them: a shared id neither merges two
     such candidates nor lets `k` drop the second."""

@@ -12,7 +12,7 @@ from typing import IO, Any
 from rich.console import Console
 from rich.table import Table
 
-from .._arguments import add_workers_option, positive
+from .._arguments import add_workers_option, check_not_the_input, positive
 from .._exceptions import InputError
 from .._progress import progress_bar
 from ..io import read_samples
@@ -67,6 +67,7 @@ def add_select_command(commands: Any) -> None:
 
 
 def _select(args: argparse.Namespace) -> int:
+    check_not_the_input(args.input, args.output)  # before --output is opened (truncated)
     console = Console(stderr=True, highlight=False)
     selector = Selector(
         args.method,

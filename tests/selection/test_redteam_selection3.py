@@ -89,7 +89,7 @@ BLANK_SPELLINGS = [
     r"\rule{1em}{0pt}",
 ]
 """Boxes that render as nothing (LaTeX spacing, a line break, zero-width characters, colour
-or math wrappers around nothing, an invisible rule). Each is read as an answer whose key is
+or math wrappers around nothing, an invisible rule). Each was read as an answer whose key is
 not empty (`\\enspace`, `\\`, `\\u200b`...), so the rt22 rule "an answer that is empty once
 keyed is no answer" does not see them."""
 
@@ -446,35 +446,35 @@ def guard(name: str, attack: Any, should: Any, today: str) -> Any:
 
 ROWS = [
     # (id, attack -> (attack earns, honest earns), should(attack, honest), today)
-    hole(
+    guard(
         "vote_blank_spacing_spellings_form_majority",
         _vote_blank_spellings_win,
         AT_MOST_HONEST,
-        "1.0 vs 0.0: four \\enspace spellings (one key) outvote a real 3",
+        "0.0 vs 0.0: no answer (was 1.0: four \\enspace spellings, one key, outvoted a real 3)",
     ),
-    hole(
+    guard(
         "vote_all_blank_group_paid",
         _vote_all_blank_group_paid,
         AT_MOST_HONEST,
-        "1.0 each for a unanimous \\boxed{\\enspace} group (empty boxes: 0)",
+        "0.0 each (was 1.0 each for a unanimous \\boxed{\\enspace} group)",
     ),
-    hole(
+    guard(
         "select_reads_blank_spellings_as_answers",
         _read_blank_spellings,
         EQUAL,
-        "18 of 18 blank spellings read as answers (\\hspace, \\enspace, \\ , \\\\, U+200B...)",
+        "0 of 18 read as answers (was 18: \\hspace, \\enspace, \\ , \\\\, U+200B...)",
     ),
-    hole(
+    guard(
         "select_reads_unit_only_boxes_as_answers",
         _read_unit_only_boxes,
         EQUAL,
-        "4 of 4 (\\$, ^\\circ) read as answers; \\% alone is no answer",
+        "0 of 4 (\\$, ^\\circ) read as answers, as \\% alone (was 4)",
     ),
-    hole(
+    guard(
         "select_answer_key_empty_keys_outvote",
         _answer_key_empty_keys_outvote,
         EQUAL,
-        "\\text{} picked: --answer-key preds skip committed_answer (key '' x3 beats 3 x2)",
+        "3 picked (was \\text{}: --answer-key preds skipped the empty-key rule, '' x3 beat 3 x2)",
     ),
     hole(
         "vote_spaced_empty_set_is_no_answer",

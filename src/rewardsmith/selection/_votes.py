@@ -12,7 +12,8 @@ Three ways to tell answers apart (`ClusterMode`):
   punctuation of numbers stays (`-3` is not `3`, `1.2` not `1/2`, `3.5` not `3,5`).
 
 The answer is read from the completion, or taken as given from the sample's metadata
-(`answer_key: metadata.pred`, e.g. answers another tool extracted). A vote is computed in a
+(`answer_key: metadata.pred`, e.g. answers another tool extracted), where an empty or
+unit-only answer is no answer as it is when read (`no_answer_left`). A vote is computed in a
 reward worker, under the hard timeout: the math reading is the expensive part.
 """
 
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..models import Sample
-from ..verifiers.math import answer_buckets, answer_key, committed_answer
+from ..verifiers.math import answer_buckets, answer_key, committed_answer, no_answer_left
 
 __all__ = ["ClusterMode", "Vote", "metadata_path", "metadata_value", "read_vote"]
 
@@ -107,7 +108,8 @@ def _given(sample: Sample, path: tuple[str, ...]) -> str | Vote:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         return Vote(None, reason=f"no answer: {where} is {type(value).__name__}, not text")
     text = str(value)
-    return text if text.strip() else Vote(None, reason=f"no answer: {where} is empty")
+    missing = no_answer_left(text)  # as for an answer read: `\text{}` x3 would outvote `3` x2
+    return Vote(None, reason=f"no answer: {where} is {missing}") if missing else text
 
 
 def read_vote(sample: Sample, mode: ClusterMode, answer_from: tuple[str, ...] | None) -> Vote:

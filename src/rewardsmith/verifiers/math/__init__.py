@@ -10,7 +10,13 @@ from __future__ import annotations
 from ._config import MathConfig
 from ._equivalence import Verdict, compare, is_equivalent
 from ._extract import Extraction, extract_answer
-from ._grouping import answer_buckets, answer_key, committed_answer, same_answer
+from ._grouping import (
+    answer_buckets,
+    answer_key,
+    committed_answer,
+    no_answer_left,
+    same_answer,
+)
 from ._numeric import time_limit
 from ._reward import math
 
@@ -25,6 +31,7 @@ __all__ = [
     "extract_answer",
     "is_equivalent",
     "math",
+    "no_answer_left",
     "same_answer",
     "time_limit",
 ]

@@ -15,6 +15,8 @@ answers agree to 12 digits.
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import replace
 from fractions import Fraction
 
@@ -37,7 +39,14 @@ from ._numeric import (
     value_of,
 )
 
-__all__ = ["BUCKET_DIGITS", "answer_buckets", "answer_key", "committed_answer", "same_answer"]
+__all__ = [
+    "BUCKET_DIGITS",
+    "answer_buckets",
+    "answer_key",
+    "committed_answer",
+    "no_answer_left",
+    "same_answer",
+]
 
 BUCKET_DIGITS = 12
 """Significant digits of the values that put answers in a bucket. Equal answers agree to all
@@ -48,14 +57,31 @@ UNMARKED = frozenset(("plain", "last_number"))
 """Extraction sources of an answer the completion did not mark (the whole short text, the
 final line's last value)."""
 
+_PRINTS_NOTHING = (
+    r"\\[hv]space\*?\s*\{[^{}]*\}",  # \hspace{1em}, \vspace*{2pt}
+    r"\\(?:m?kern|[hmv]skip)\s*[-+]?[\d.]*\s*[a-z]{2}",  # \kern1em, \mkern-3mu
+    r"\\(?:neg)?(?:en|thin|med|thick)space(?![a-zA-Z])",  # \enspace, \negthinspace
+    r"\\(?:hfill|vfill|newline)(?![a-zA-Z])",
+    r"\\\\",  # a line break
+    r"\\(?:[ >]|$)",  # `\ ` (its space stripped with the answer's), `\>`
+    r"\\(?:text)?color\s*\{[^{}]*\}",  # the colour of `\color{red}{...}`: its braces stay
+    r"\\ensuremath(?![a-zA-Z])",  # its braces stay
+    r"\\rule\s*(?:\[[^\]]*\])?\s*\{[^{}]*\}\s*\{[^{}]*\}",  # \rule{1em}{0pt}
+)
+"""LaTeX that prints nothing, or nothing that is an answer, beyond what `normalize` already
+drops (`\\,`, `\\quad`, `~`, `\\phantom{..}`, `\\text{}`...): a new spelling is one more
+entry. Used only to decide whether an answer is there, so keys and verdicts do not move."""
+_INVISIBLE = re.compile("|".join(_PRINTS_NOTHING))
+_UNIT_MARK = re.compile(r"\\unit\{[^{}]*\}")
+
 
 def committed_answer(
     completion: str, config: MathConfig = _DEFAULT, *, prompt: str | None = None
 ) -> Extraction:
     """The one answer a completion commits to, or no answer (with the reason) when it hedges,
     restates the question, still carries doubt, a negation or a qualifier ("5, or maybe 6",
-    "not 5", "at least 5"), is empty once keyed (`\\text{}`, `\\,`, `{}`: boxes that render
-    as nothing would share the empty key and outvote an answer), or is not in finished form
+    "not 5", "at least 5"), leaves nothing visible but a unit, if that (`no_answer_left`:
+    `\\text{}`, `\\enspace`, `\\$`), or is not in finished form
     (`\\binom{31}{28}`, `16-3-4`: there is no gold to compare forms with, so any operation
     left on numbers counts). Words the completion does not mark as its answer ("hmm", "no
     idea": no box, no "the answer is") are no answer either: the reward may read them against
@@ -66,8 +92,11 @@ def committed_answer(
         return got
     if qualified(got.answer):  # "5, or maybe 6", "not 5": the reward's 0 for any gold
         return Extraction(None, got.source, "no answer: hedged or qualified", got.candidates)
-    if not answer_key(got.answer):
-        return Extraction(None, got.source, f"no answer: {got.source} answer empty", got.candidates)
+    missing = no_answer_left(got.answer)
+    if missing:
+        return Extraction(
+            None, got.source, f"no answer: {got.source} answer {missing}", got.candidates
+        )
     if got.source in UNMARKED and parse_answer(normalize(got.answer)).kind == "text":
         return Extraction(None, got.source, "no answer: unmarked words", got.candidates)
     if not config.finished_form:
@@ -78,6 +107,21 @@ def committed_answer(
             None, got.source, "no answer: not evaluated: " + ", ".join(sorted(left)), got.candidates
         )
     return got
+
+
+def no_answer_left(answer: str) -> str | None:
+    """Why a written answer is still no answer: "empty" when nothing visible remains of its
+    key once LaTeX that prints nothing and format characters (U+200B) are removed, "only a
+    unit" when a unit is all that remains (`\\$`, `^\\circ`); None for an answer. Boxes like
+    these from many samples would share one key and outvote a real answer."""
+    shown = "".join(c for c in answer if unicodedata.category(c) != "Cf")
+    visible = _INVISIBLE.sub("", shown)
+    if not answer_key(visible):
+        return "empty"
+    structure = parse_answer(normalize(visible))
+    if structure.kind == "expr" and not _UNIT_MARK.sub("", structure.text).strip():
+        return "only a unit"
+    return None
 
 
 def _key(answer: Answer) -> str:

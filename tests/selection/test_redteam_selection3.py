@@ -476,17 +476,17 @@ ROWS = [
         EQUAL,
         "3 picked (was \\text{}: --answer-key preds skipped the empty-key rule, '' x3 beat 3 x2)",
     ),
-    hole(
+    guard(
         "vote_spaced_empty_set_is_no_answer",
         _empty_set_spaced_no_answer,
         EQUAL,
-        "0.0 vs 1.0: \\{ \\} (math reward: 1 vs gold \\{\\}) is 'boxed answer empty'",
+        "1.0 vs 1.0: \\{ \\} keys to {} (was 0.0: 'boxed answer empty')",
     ),
-    hole(
+    guard(
         "select_reads_spaced_empty_set_as_no_answer",
         _read_empty_set_spaced,
         EQUAL,
-        "0 of 4 spaced empty-set spellings read as answers",
+        "4 of 4 spaced empty-set spellings read as answers (was 0)",
     ),
     guard("select_reads_real_answers", _read_real_answers, EQUAL, "15 of 15 read"),
     guard(

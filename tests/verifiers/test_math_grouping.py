@@ -76,6 +76,11 @@ def test_keys_miss_what_same_answer_finds() -> None:
         (r"\boxed{\mbox{}}", None, "no answer: boxed answer empty"),
         (r"The answer is $\,$.", None, "no answer: phrase answer empty"),
         (r"\boxed{\emptyset}", r"\emptyset", None),
+        (r"\boxed{\{ \}}", r"\{ \}", None),  # the empty set, with a space
+        # LaTeX that prints nothing, or a unit alone, would outvote an answer as well
+        (r"\boxed{\enspace}", None, "no answer: boxed answer empty"),
+        (r"\boxed{\color{red}{}}", None, "no answer: boxed answer empty"),
+        (r"\boxed{\$}", None, "no answer: boxed answer only a unit"),
     ],
 )
 def test_committed_answer(completion: str, answer: str | None, reason: str | None) -> None:

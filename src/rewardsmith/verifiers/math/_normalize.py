@@ -297,6 +297,9 @@ def normalize(answer: str) -> str:
     for pattern, relation in _RELATIONS:
         s = pattern.sub(lambda _, r=relation: r, s)
     s = _SIZING.sub("", s)
+    # `\{ \}` (`\{~\}`, `\left\{ \right\}`, spaced and sized above) is the empty set, not a
+    # set of one empty answer
+    s = s.replace("\\{ \\}", "\\{\\}")
     s = _DEGREES.sub("", _TRAILING_DEGREES.sub(r" \\unit{degree}", s))
     s = _unwrap_text(s)
     s = _SHORT_SUBSCRIPT.sub(r"_\1", s)

@@ -495,17 +495,17 @@ ROWS = [
         EQUAL,
         "0 of 23 read as answers",
     ),
-    hole(
+    guard(
         "normalized_unicode_dash_minus_votes_with_positive",
         _normalized_unicode_dash_minus,
         AT_MOST_HONEST,
-        "1.0 vs 0.0: en dash / U+2010 / U+2011 minus normalizes away, -3 votes with 3",
+        "0.0 as under exact (was 1.0: an en dash / U+2010 / U+2011 minus normalized away)",
     ),
-    hole(
+    guard(
         "normalized_sign_before_point_or_space_dropped",
         _normalized_sign_before_point,
         EQUAL,
-        "2 of 2 pairs merged: -.5 with .5, '- 3' with 3",
+        "0 of 2 pairs merged (was 2: -.5 with .5, '- 3' with 3)",
     ),
     guard(
         "normalized_number_punctuation_kept",

@@ -34,10 +34,19 @@ ClusterMode = Literal["math", "exact", "normalized"]
 case-, space- and punctuation-normalised."""
 
 _SPACES = re.compile(r"\s+")
-_NUMBER_PUNCTUATION = re.compile(r"[-./,](?=\d)|(?<=\d)[-/]")
-"""Punctuation that is part of a number: a sign, a decimal point, a fraction bar or a
-thousands separator before a digit, a minus or a bar after one. A `.` or `,` after the last
-digit ends a sentence and goes."""
+_NUMBER_PUNCTUATION = re.compile(r"-(?= ?\.?\d)|[./,](?=\d)|(?<=\d)[-/]")
+"""Punctuation that is part of a number: a sign before a digit (`-3`, `-.5`, `- 3`), a
+decimal point, a fraction bar or a thousands separator before a digit, a minus or a bar
+after one. A `.` or `,` after the last digit ends a sentence and goes."""
+_BEFORE_NUMBER = re.compile(r"[^\w\s](?= ?\.?\d)")
+"""A mark before a number, which may be a minus written as a dash (`_minus`)."""
+
+
+def _minus(mark: re.Match[str]) -> str:
+    """A dash (category Pd: en dash, hyphen...) or U+2212 before a number is its minus sign:
+    read as punctuation, -3 written with an en dash would vote with `3`."""
+    dash = mark[0] == "\u2212" or unicodedata.category(mark[0]) == "Pd"
+    return "-" if dash else mark[0]
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,7 @@ def _normalized(text: str) -> str:
     """Case-folded, punctuation and runs of spaces made one space, but a number's own
     punctuation kept: without it `-3` and `3` would vote together."""
     text = unicodedata.normalize("NFKC", text).casefold()
+    text = _SPACES.sub(" ", _BEFORE_NUMBER.sub(_minus, text))
     kept = {match.start() for match in _NUMBER_PUNCTUATION.finditer(text)}
     text = "".join(
         " " if i not in kept and unicodedata.category(c).startswith("P") else c

@@ -514,11 +514,11 @@ ROWS = [
         "0 wrong (U+2212 minus is kept, but is not ASCII -3's key: a split, not a merge)",
     ),
     guard("prm_aggregates_at_boundaries", _prm_boundaries, EQUAL, "0 wrong"),
-    hole(
+    guard(
         "prm_vote_no_answer_group_not_graded",
         _prm_vote_no_answer_group_ungraded,
         EQUAL,
-        "0 of 2 no-answer groups graded (README: counts as wrong under the _vote methods)",
+        "2 of 2 no-answer groups graded wrong (was 0: the [0, 1] check or overflow came first)",
     ),
     guard("oracle_matches_pass_at_k_every_mix", _oracle_matches_pass_at_k, EQUAL, "0 differ"),
     hole(

@@ -27,7 +27,8 @@ every group, and the output line could not hold it as JSON).
 
 A candidate without an answer votes for nothing; one without a score (its scoring failed) is
 left out of score-based methods. When nothing can be picked the pick is empty, with the reason,
-and says whether the group counts as answered wrong: no candidate has an answer, or every
+and says whether the group counts as answered wrong: no candidate has an answer (under a
+voting method, decided before any value is weighed, refused or overflows), or every
 missing score failed on what the candidate's completion wrote (cause `completion`: a scorer
 that crashed or timed out on it). Leaving such a group out would let a model raise its
 accuracy by making its scorer fail; a score missing for another reason (not in the data, a
@@ -142,9 +143,7 @@ def _vote(candidates: Sequence[Candidate], weights: Sequence[float | None], what
             )
         totals[candidate.cluster] = totals.get(candidate.cluster, 0.0) + weight
     winner = _first_best(sorted(totals.items()))
-    if winner is None:
-        if all(c.cluster is None for c in candidates):
-            return Pick(None, None, "no candidate has an answer", wrong=True)
+    if winner is None:  # some candidate has an answer (`_voting`)
         answered = [c for c in candidates if c.cluster is not None]
         weighed = [w for c, w in zip(candidates, weights, strict=True) if c.cluster is not None]
         return _nothing_weighed(answered, weighed, f"no candidate with an answer has {what}")
@@ -157,6 +156,19 @@ def _vote(candidates: Sequence[Candidate], weights: Sequence[float | None], what
     best = _first_best(members)
     assert best is not None
     return Pick(best[0], total, f"answer cluster {cluster} has the largest total {what}")
+
+
+def _voting(choose: Chooser) -> Chooser:
+    """`choose` for a voting method, where a group in which no candidate has an answer is
+    answered wrong before anything is weighed: a refusal (a step outside [0, 1]) or an
+    overflow on votes for nothing would leave it ungraded."""
+
+    def voting(candidates: Sequence[Candidate], weights: Weights, temperature: float) -> Pick:
+        if all(c.cluster is None for c in candidates):
+            return Pick(None, None, "no candidate has an answer", wrong=True)
+        return choose(candidates, weights, temperature)
+
+    return voting
 
 
 def _majority(candidates: Sequence[Candidate], weights: Weights, temperature: float) -> Pick:
@@ -242,7 +254,7 @@ def _prm(aggregate: str, vote: bool) -> Chooser:
             return _nothing_weighed(candidates, values, "no candidate has step scores")
         return Pick(best[0], best[1], f"the highest PRM {aggregate}")
 
-    return choose
+    return _voting(choose) if vote else choose
 
 
 def _finite(choose: Chooser) -> Chooser:
@@ -264,9 +276,9 @@ def _finite(choose: Chooser) -> Chooser:
 METHODS: dict[str, Method] = {
     method.name: Method(method.name, method.needs, _finite(method.choose))
     for method in [
-        Method("majority", "answers", _majority),
+        Method("majority", "answers", _voting(_majority)),
         Method("best_of_n", "scores", _best_of_n),
-        Method("weighted_majority", "scores", _weighted),
+        Method("weighted_majority", "scores", _voting(_weighted)),
         *(
             Method(f"prm_{aggregate}_{mode}", "steps", _prm(aggregate, mode == "vote"))
             for aggregate in PRM_AGGREGATES

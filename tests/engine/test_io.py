@@ -108,6 +108,13 @@ def test_a_byte_order_mark_at_the_start_is_not_part_of_the_first_sample() -> Non
     assert record == {"completion": "a", "id": "1"}
 
 
+def test_a_line_holding_only_a_byte_order_mark_is_blank(tmp_path) -> None:
+    data = b'\xef\xbb\xbf\r\n{"completion": "a"}\n'
+    assert read(data) == [{"completion": "a", "id": "2"}]
+    (tmp_path / "in.jsonl").write_bytes(data)
+    assert count_lines(tmp_path / "in.jsonl") == 1
+
+
 @given(
     st.lists(
         st.sampled_from(["", "  ", "\r", '{"completion": "x"}', "junk", '{"a":\r1}', "\udcff"]),

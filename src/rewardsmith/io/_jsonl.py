@@ -43,14 +43,19 @@ def read_samples(stream: IO[bytes], skip: int = 0) -> Iterator[Record | InputErr
     """
     seen = 0
     for number, raw in enumerate(stream, start=1):
+        raw = _without_bom(raw, number)
         if not raw.strip():
             continue
         seen += 1
         if seen <= skip:
             continue
-        if number == 1 and raw.startswith(_BOM):
-            raw = raw[len(_BOM) :]
         yield _parse(raw, number)
+
+
+def _without_bom(raw: bytes, number: int) -> bytes:
+    """Line `number` without the BOM an editor may put before line 1, so that a line holding
+    only a BOM is blank, as every other blank line is."""
+    return raw.removeprefix(_BOM) if number == 1 else raw
 
 
 def _parse(raw: bytes, number: int) -> Record | InputError:
@@ -87,7 +92,7 @@ def count_lines(path: Path) -> int | None:
     if not stat.S_ISREG(path.stat().st_mode):
         return None
     with path.open("rb") as handle:
-        return sum(1 for line in handle if line.strip())
+        return sum(1 for number, line in enumerate(handle, 1) if _without_bom(line, number).strip())
 
 
 def resume_point(output: Path, keep_lines: int | None = None, *, cut: bool = True) -> list[str]:

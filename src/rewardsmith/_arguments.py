@@ -1,15 +1,14 @@
 """Argument types and checks the command-line commands share, so `score`, `serve`,
-`evaluate` and `select` refuse a bad number, or an output that is their input, the same way:
-a usage error (exit 2), never a traceback or a lost file."""
+`evaluate` and `select` refuse a bad number, or an output that is their input (or another
+of their outputs), the same way: a usage error (exit 2), never a traceback or a lost file."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import stat
-import sys
 from collections.abc import Callable
-from typing import Any
+from typing import IO, Any, NamedTuple
 
 from .engine._capacity import WORKERS_ENV, worker_count
 
@@ -44,17 +43,42 @@ def add_workers_option(command: argparse.ArgumentParser, what: str = "worker pro
     )
 
 
-def check_not_the_input(input_name: str, output_name: str) -> None:
-    """Refuse an output that is the input file (the same path, a symlink or a hard link to
-    it, or stdin redirected from it): opening it for writing would empty the input."""
+class FileOption(NamedTuple):
+    """A file named on the command line: the option, the name, the stream `-` means there
+    (None: a file called `-`) and whether the command writes it (so it may not exist yet)."""
+
+    option: str
+    name: str
+    stream: IO[Any] | None = None
+    written: bool = False
+
+
+def _identity(file: FileOption) -> os.stat_result:
+    if file.name == "-" and file.stream is not None:
+        return os.fstat(file.stream.fileno())
+    return os.stat(file.name)
+
+
+def _same_file(kept: FileOption, written: FileOption) -> bool:
+    """Whether writing `written` would write `kept`: the same regular file (a path, a symlink
+    or a hard link to it, a stream redirected from or to it), or, for a file the command has
+    yet to make, the same path."""
     try:
-        source = os.fstat(sys.stdin.fileno()) if input_name == "-" else os.stat(input_name)
-        sink = os.fstat(sys.stdout.fileno()) if output_name == "-" else os.stat(output_name)
-    except (OSError, ValueError):  # a missing input is reported when it is opened
-        return
-    same = (source.st_dev, source.st_ino) == (sink.st_dev, sink.st_ino)
-    if same and stat.S_ISREG(source.st_mode):
+        one, other = _identity(kept), _identity(written)
+    except ValueError:  # a stream with no file behind it
+        return False
+    except OSError:  # a missing input is reported when it is opened
+        by_path = kept.written and "-" not in (kept.name, written.name)
+        return by_path and os.path.realpath(kept.name) == os.path.realpath(written.name)
+    return (one.st_dev, one.st_ino) == (other.st_dev, other.st_ino) and stat.S_ISREG(one.st_mode)
+
+
+def check_not_overwritten(kept: FileOption, written: FileOption) -> None:
+    """Refuse to write `written` where `kept` is (the input, or another output of the run):
+    opening it for writing would empty it."""
+    if _same_file(kept, written):
+        what = kept.option.removeprefix("--")
         raise UsageError(
-            f"--output {output_name} is the input file {input_name}: writing the results "
-            "there would destroy the input. Choose another output file."
+            f"{written.option} {written.name} is the {what} file {kept.name}: writing there "
+            f"would destroy the {what}. Choose another {written.option} file."
         )

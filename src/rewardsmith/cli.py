@@ -24,7 +24,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from . import __version__
-from ._arguments import UsageError, add_workers_option, check_not_the_input, checked, positive
+from ._arguments import (
+    FileOption,
+    UsageError,
+    add_workers_option,
+    check_not_overwritten,
+    checked,
+    positive,
+)
 from ._exceptions import ConfigError, InputError
 from ._progress import progress_bar
 from .engine import Engine
@@ -230,7 +237,10 @@ def _score(args: argparse.Namespace) -> int:
     to_stdout = args.output == "-"
     if args.resume:
         _check_resumable(args.input, args.output)
-    check_not_the_input(args.input, args.output)
+    check_not_overwritten(
+        FileOption("--input", args.input, sys.stdin),
+        FileOption("--output", args.output, sys.stdout, written=True),
+    )
     spec = load_spec(args.spec)
     if args.group_transform is not None:
         spec = spec.with_group_transform(args.group_transform)

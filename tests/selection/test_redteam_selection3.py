@@ -7,8 +7,9 @@ reappearing groups, bad lines by file line, `--output` = `--input` refused). Thi
 those fixes and what they may have broken, in the style of `test_redteam_selection2.py`: each
 row computes what the attack earns and what an honest answer earns in the same setting (or,
 for a README sentence, what the code does and what the sentence says) and asserts what the
-attack *should* earn. `hole(...)` rows are strict xfails (the attack works today); `guard(...)`
-rows pass (the attack fails) and pin the behaviour.
+attack *should* earn. `today` says what it earns now, and what it earned when this file was
+written ("was"). The file's 13 open holes (strict xfails) are fixed: every row is a guard
+against regressions.
 
 Rows marked "engine" start a worker pool (`workers=1`); rows marked "CLI" run the command.
 """
@@ -424,19 +425,12 @@ def _json_is_output() -> tuple[float, float]:
         folder = Path(name)
         (folder / "F.jsonl").write_text(_LINE)
         code = _run(["--input", "F.jsonl", "--output", "o.jsonl", "--json", "o.jsonl"], folder)
-        kept = '"id": "a"' in (folder / "o.jsonl").read_text()
-        return float(kept or code == 2), 1.0
+        refused = code == 2  # before anything is written: there is no o.jsonl to read
+        return float(refused or '"id": "a"' in (folder / "o.jsonl").read_text()), 1.0
 
 
 AT_MOST_HONEST: Callable[[float, float], bool] = lambda attack, honest: attack <= honest + 1e-9  # noqa: E731
 EQUAL: Callable[[float, float], bool] = lambda attack, honest: attack == pytest.approx(honest)  # noqa: E731
-
-
-def hole(name: str, attack: Any, should: Any, today: str) -> Any:
-    """An attack that works today (strict xfail: fixing it makes the row fail loudly)."""
-    return pytest.param(
-        name, attack, should, today, id=name, marks=pytest.mark.xfail(strict=True, reason=today)
-    )
 
 
 def guard(name: str, attack: Any, should: Any, today: str) -> Any:
@@ -540,17 +534,17 @@ ROWS = [
         EQUAL,
         "6 of 6 refused, exit 2, input intact",
     ),
-    hole(
+    guard(
         "cli_select_json_is_input",
         _json_is_input,
         EQUAL,
-        "exit 0, the candidates replaced by the summary",
+        "exit 2, the input intact (was exit 0, the candidates replaced by the summary)",
     ),
-    hole(
+    guard(
         "cli_select_json_is_output",
         _json_is_output,
         EQUAL,
-        "exit 0, the selection replaced by the summary",
+        "exit 2 (was exit 0, the selection replaced by the summary)",
     ),
 ]
 

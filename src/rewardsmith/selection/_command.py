@@ -12,7 +12,7 @@ from typing import IO, Any
 from rich.console import Console
 from rich.table import Table
 
-from .._arguments import add_workers_option, check_not_the_input, positive
+from .._arguments import FileOption, add_workers_option, check_not_overwritten, positive
 from .._exceptions import InputError
 from .._progress import progress_bar
 from ..io import read_samples
@@ -67,7 +67,7 @@ def add_select_command(commands: Any) -> None:
 
 
 def _select(args: argparse.Namespace) -> int:
-    check_not_the_input(args.input, args.output)  # before --output is opened (truncated)
+    _check_files(args)
     console = Console(stderr=True, highlight=False)
     selector = Selector(
         args.method,
@@ -116,6 +116,18 @@ def _select(args: argparse.Namespace) -> int:
     if not args.quiet:
         console.print(_table(summary, len(outcomes)))
     return EXIT_OK
+
+
+def _check_files(args: argparse.Namespace) -> None:
+    """Before anything is written: no output (`--output`, `--json`) may be the input or the
+    other output, where opening it would empty it."""
+    source = FileOption("--input", args.input, sys.stdin)
+    output = FileOption("--output", args.output, sys.stdout, written=True)
+    check_not_overwritten(source, output)
+    if args.json_path:
+        summary = FileOption("--json", args.json_path, written=True)
+        check_not_overwritten(source, summary)
+        check_not_overwritten(output, summary)
 
 
 def _table(summary: dict[str, Any] | None, groups: int) -> Table | str:

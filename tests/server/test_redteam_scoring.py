@@ -307,12 +307,6 @@ def longest_health_wait(url: str, during: Any) -> tuple[Any, float]:
     return value, max(waits)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the query is read in a thread, but strip_special_tokens' `_LEADING.sub` is "
-    "one C call of `re`, which holds the GIL: 20 M `<s>` tokens (a 60 MiB body, under the "
-    "64 MiB limit) held /health 6.5 s",
-)
 def test_hole_special_tokens_in_a_get_reward_query_do_not_stall_health(world: World) -> None:
     """README: a large request "never holds up the others or `/health`"."""
     server = world.server()

@@ -58,7 +58,11 @@ _HEADER = (  # the header that opens an assistant turn in common chat templates
     r"|\[/INST\]"  # Llama 2, Mistral
 )
 _HEADERS = re.compile(_HEADER)
-_LEADING = re.compile(rf"\A(?:\s*(?:{_HEADER}|{_TOKEN}))*\s*")
+_LEADING_RUN = 4096
+"""Most leading tokens and headers `_LEADING` reads in one call: `re` holds the interpreter
+lock for a whole call, and 20 M `<s>` in one call held it for seconds (the server's
+`/health` waited)."""
+_LEADING = re.compile(rf"(?:\s*(?:{_HEADER}|{_TOKEN})){{0,{_LEADING_RUN}}}\s*")
 _TOKEN_AT_END = re.compile(rf"(?:{_TOKEN})\Z")
 _LONGEST_TOKEN = 48
 """Characters a special token may span (`<｜` + 40 + `｜>` is 44)."""
@@ -75,8 +79,22 @@ def strip_special_tokens(text: str) -> str:
     the response itself starts at `It`, as decoding the response alone gives it). Text
     between the first and last non-special characters is kept as it is.
     """
-    text = _LEADING.sub("", text, count=1)
+    text = text[_leading_tokens_end(text) :]
     return text[: _trailing_tokens_start(text)]
+
+
+def _leading_tokens_end(text: str) -> int:
+    """Where the special tokens, headers and whitespace that start `text` end: the match of
+    ``\\A(?:\\s*(?:header|token))*\\s*``, taken `_LEADING_RUN` tokens per call.
+
+    Each call ends after whole tokens and the whitespace after them, where the next token's
+    own `\\s*` would start: the calls together match what one call would.
+    """
+    start, end = -1, 0
+    while end != start:
+        start = end
+        end = _LEADING.match(text, start).end()  # type: ignore[union-attr]  # may be empty
+    return end
 
 
 def _trailing_tokens_start(text: str) -> int:
@@ -170,8 +188,7 @@ def _prompt_end(query: str, prompt: str) -> int | None:
     Linear in the query's length (`_ends_of`): trying each match of a short probe cost time
     cubic in the padding's (a 6 KB request of spaces held the server 5 s).
     """
-    lead = _LEADING.match(query)
-    last_start = min(len(query) - 1, (lead.end() if lead else 0) + _MAX_GARBLED)
+    last_start = min(len(query) - 1, _leading_tokens_end(query) + _MAX_GARBLED)
     if len(prompt) < _MIN_PROMPT_END:
         fits = len(query) - len(prompt) <= last_start and query.endswith(prompt)
         return len(query) if fits else None

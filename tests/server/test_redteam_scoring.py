@@ -119,13 +119,6 @@ TWO = [{"id": "a", "completion": "x"}, {"id": "b", "completion": "yy"}]
 # -- holes: the client takes what a server says ---------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: group_transform is left out of the fingerprint, but the server applies it: "
-    "a batch whose dataset `group` column is not contiguous gets 422, so all 3 samples are "
-    "`error` (in process, with the adapter's spec, all 3 are ok), and results carry an "
-    "`advantage` the in-process ones never have",
-)
 def test_hole_a_server_with_a_group_transform_scores_otherwise_than_in_process(
     world: World,
 ) -> None:
@@ -146,12 +139,6 @@ def test_hole_a_server_with_a_group_transform_scores_otherwise_than_in_process(
         assert [r.advantage for r in contiguous] == [None, None]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: the fingerprint is checked once per RemoteEngine (`_checked`): a server "
-    "restarted on the same port with another spec (weight 2) is used silently, every "
-    "reward doubled",
-)
 def test_hole_a_server_restarted_with_another_spec_is_refused(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -194,11 +181,6 @@ def foreign_components(fake: FakeServer, conn: socket.socket, body: dict[str, An
     reply(conn, 200, json.dumps({"results": answer}).encode())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: `_results` checks ids only; verl's adapter then looks up component `s` "
-    "(`component_logs`) and KeyError reaches the trainer",
-)
 def test_hole_results_without_the_specs_components_are_errors_not_a_keyerror(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -226,11 +208,6 @@ def nan_rewards(fake: FakeServer, conn: socket.socket, body: dict[str, Any]) -> 
     reply(conn, 200, json.dumps({"results": answer}).encode())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: `Result` takes NaN (json reads it): ('a', 'ok', nan) reaches the trainer, a "
-    "result the engine never makes (a non-finite score is an error)",
-)
 def test_hole_a_nan_reward_from_the_server_is_an_error() -> None:
     fake, engine = fake_engine(nan_rewards, deadline_s=5, retries=1)
     try:
@@ -241,18 +218,22 @@ def test_hole_a_nan_reward_from_the_server_is_an_error() -> None:
     assert [r.status for r in got] == ["error", "error"], triples(got)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: httpx.InvalidURL (not an HTTPError) is raised in the attempt thread and "
-    "re-raised into the trainer: neither error results nor a ConfigError",
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://[::1",
+        "http://127.0.0.1:80 00",
+        "127.0.0.1:8000",
+        "ftp://127.0.0.1:8000",
+        "http://0.0.0.0:8000",
+    ],
 )
-@pytest.mark.parametrize("url", ["http://[::1", "http://127.0.0.1:80 00"])
 def test_hole_a_malformed_url_is_a_config_error(url: str) -> None:
-    """A misconfigured trainer (`REWARDSMITH_URL` with a typo): README says the client
-    raises nothing but `ConfigError`."""
-    engine = RemoteEngine(url, load_spec(SPEC), token=TOKEN, deadline_s=5, retries=1)
-    with pytest.raises(ConfigError):
-        engine.score(TWO)
+    """A misconfigured trainer (`REWARDSMITH_URL` with a typo, no scheme, another scheme, a
+    bind-all address): README says the client raises nothing but `ConfigError`, and that
+    one as the engine is made (the adapter's first call)."""
+    with pytest.raises(ConfigError, match="REWARDSMITH_URL"):
+        RemoteEngine(url, load_spec(SPEC), token=TOKEN, deadline_s=5, retries=1)
 
 
 def truncated_200(fake: FakeServer, conn: socket.socket, body: dict[str, Any]) -> None:
@@ -264,12 +245,6 @@ def truncated_200(fake: FakeServer, conn: socket.socket, body: dict[str, Any]) -
     raise OSError("cut")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole: a body cut after a 200 is an httpx.RemoteProtocolError, a TransportError, "
-    "so the whole batch is posted again (4 times with retries=3): a request the server "
-    "answered (and scored) is re-scored, each judge call paid again",
-)
 def test_hole_a_request_the_server_answered_is_not_sent_again() -> None:
     fake, engine = fake_engine(truncated_200, deadline_s=10, retries=3, backoff_s=0.01)
     try:

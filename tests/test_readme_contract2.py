@@ -324,8 +324,9 @@ def test_whole_input_whitening_warns_and_cannot_resume(tmp_path: Path) -> None:
 
 
 def test_remote_adapter_retry_policy_is_the_readme_numbers() -> None:
-    """README: "connection errors and 503 (queue full) are retried with backoff (0.1 s,
-    doubling to 5 s, at most 6 retries) within a deadline of 600 s per call"."""
+    """README: "a request is sent again only when no answer to it arrived ... or the answer
+    was 503 (queue full), with backoff (0.1 s, doubling to 5 s, at most 6 retries) within a
+    deadline of 600 s per call"."""
     from rewardsmith.integrations import _remote
 
     assert (_remote.BACKOFF_S, _remote._MAX_BACKOFF_S) == (0.1, 5.0)

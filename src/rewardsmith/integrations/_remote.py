@@ -104,9 +104,9 @@ class RemoteEngine:
             backoff_s: wait before the first retry (then doubling).
 
         Raises:
-            ConfigError: `url` names no server it could reach (`server_url`).
+            ConfigError: `url` names no server it could reach (`_server_url`).
         """
-        self.url = server_url(url)
+        self.url = _server_url(url)
         self.spec = spec
         self._fingerprint = spec_fingerprint(spec)
         self._token = token if token is not None else os.environ.get(TOKEN_ENV) or None
@@ -276,7 +276,7 @@ class _Answer(NamedTuple):
     body: bytes
 
 
-def server_url(url: str) -> str:
+def _server_url(url: str) -> str:
     """`url` without its trailing slash, when it names a server to connect to: an http(s)
     URL with a host and a valid port, not an address that only binds (`0.0.0.0`, `::`).
     Else a `ConfigError` naming `REWARDSMITH_URL`: a typo then stops the trainer at once,

@@ -222,7 +222,7 @@ class Engine:
             QueueFull: the engine's admission limit would be passed.
             InputError: with group-level work in the spec, a group that is not contiguous.
         """
-        items = self._prepare(samples, self.front.finishing)
+        items = self._prepare(samples)
         futures: list[Future[Result]] = [Future() for _ in items]
         self._queue(items, _Futures(futures))
         return futures
@@ -268,10 +268,10 @@ class Engine:
         return list(self.iter_score(samples))
 
     def _prepare(
-        self, samples: Iterable[SampleLike], finishing: Finishing
+        self, samples: Iterable[SampleLike], finishing: Finishing | None = None
     ) -> list[Sample | Result]:
         items = [as_sample(self.spec, item, index) for index, item in enumerate(samples)]
-        if finishing.grouped:
+        if (finishing or self.front.finishing).grouped:
             order = GroupOrder()
             for item in items:
                 if isinstance(item, Sample) and (error := order.check(item)) is not None:

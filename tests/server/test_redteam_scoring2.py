@@ -74,12 +74,6 @@ def fake_engine(behaviour: Any, **options: Any) -> tuple[FakeServer, RemoteEngin
 # -- holes: the client -----------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="RemoteEngine.score dumps samples with model_dump(mode='json') outside any try: "
-    "a PIL image or non-UTF-8 bytes in metadata/reference (a vision dataset's column) raises "
-    "PydanticSerializationError / UnicodeDecodeError into the trainer; in process it scores",
-)
 @pytest.mark.parametrize("value", [b"\x89PNG\r\n\x1a\n\xff", object()], ids=["bytes", "object"])
 def test_hole_a_sample_the_client_cannot_encode_is_no_exception(value: Any) -> None:
     """README: whatever the server does, the call's samples get results, "never an
@@ -94,16 +88,14 @@ def test_hole_a_sample_the_client_cannot_encode_is_no_exception(value: Any) -> N
         engine.close()
     assert [r.id for r in got] == ["a", "b", "c"]
     assert [r.status for r in got[1:]] == ["ok", "ok"]  # the others are not lost with it
+    detail = got[0].components["s"].detail
+    assert (got[0].status, detail["cause"]) == ("error", "infrastructure")
+    assert detail["reason"].startswith("cannot be sent to the reward server: "), detail
 
 
 TWO_MORE = [{"id": "b", "completion": "yy"}, {"id": "c", "completion": "zzz"}]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="model_dump(mode='json') writes a NaN (pandas' missing gold answer) as null: the "
-    "server scores reference None where in process the reward sees NaN",
-)
 def test_hole_a_nan_reference_reaches_the_server_as_nan() -> None:
     fake, engine = fake_engine(ok_results)
     try:
@@ -113,6 +105,31 @@ def test_hole_a_nan_reference_reaches_the_server_as_nan() -> None:
         engine.close()
     sent = fake.bodies[0]["samples"][0]  # FakeServer reads bodies with json.loads, as the server
     assert isinstance(sent.get("reference"), float), sent
+
+
+def test_guard_nan_and_infinity_are_scored_by_the_server_as_in_process(
+    tmp_path: Path,
+) -> None:
+    """The server reads `NaN` and `Infinity` (its JSON reader takes them): exact_match
+    matches them as in process, where a null reference would make it `not_applicable`."""
+    path = tmp_path / "exact.yaml"
+    path.write_text("rewards:\n  m: {type: exact_match}\n")
+    spec = load_spec(str(path))
+    samples = [
+        {"id": f"{n}{ref}", "completion": text, "reference": ref, "metadata": {"x": ref}}
+        for n, text in enumerate(["nan", "inf"])
+        for ref in [float("nan"), float("inf"), [1.0, float("-inf")]]
+    ]
+    server = Server(path, "--workers", "1")
+    try:
+        with RemoteEngine(server.url, spec, token=TOKEN, deadline_s=HANG_S) as remote:
+            got = [result_json(r) for r in remote.score(samples)]
+    finally:
+        server.stop()
+    with Engine(spec, workers=1) as local:
+        want = [result_json(r) for r in local.score(samples)]
+    assert got == want
+    assert [text.count('"status":"ok"') for text in got] == [2] * 6
 
 
 @pytest.mark.xfail(

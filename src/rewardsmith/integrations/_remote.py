@@ -24,7 +24,10 @@ sized to its cores. `RemoteEngine` stands in for `Engine` (`spec`, `score`, `asc
   call's ids, in order, each with the spec's components and finite numbers, the call's
   samples get `error` results (cause `infrastructure`): the trainer's `on_error` rules
   apply, nothing is raised and nothing hangs.
-- The body is ASCII JSON: text UTF-8 cannot encode (a lone surrogate) goes as an escape.
+- The body is ASCII JSON (`_encode`): text UTF-8 cannot encode (a lone surrogate) goes as an
+  escape, NaN as `NaN`; a sample JSON cannot hold (bytes that are not UTF-8, an object of no
+  JSON type) gets an `error` result (cause `infrastructure`) in its place, and the others
+  are sent.
 - Inputs that are not valid samples are `invalid` here, in place, as the engine makes them.
 
 Absolute imports only: trainers load the adapter files by path.
@@ -45,6 +48,8 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
+
+from pydantic_core import to_jsonable_python
 
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.engine._engine import SampleLike, as_sample
@@ -132,14 +137,28 @@ class RemoteEngine:
 
     def score(self, samples: Iterable[SampleLike]) -> list[Result]:
         """Score samples on the server; one result per input, in input order."""
-        items = [as_sample(self.spec, item, index) for index, item in enumerate(samples)]
-        sent = [item for item in items if isinstance(item, Sample)]
+        items = [
+            self._encoded(as_sample(self.spec, item, index)) for index, item in enumerate(samples)
+        ]
+        sent = [item for item in items if isinstance(item, _Encoded)]
         if not sent:
             return [item for item in items if isinstance(item, Result)]
-        samples = [s.model_dump(mode="json", exclude_defaults=True) for s in sent]
-        body = {"samples": samples, "group_transform": False}  # as the adapters score
-        answered = iter(self._post(body, [s.id for s in sent]))
+        # as the adapters score: without the spec's group_transform
+        content = b'{"group_transform":false,"samples":[' + b",".join(s.json for s in sent) + b"]}"
+        answered = iter(self._post(content, [s.id for s in sent]))
         return [item if isinstance(item, Result) else next(answered) for item in items]
+
+    def _encoded(self, item: Sample | Result) -> _Encoded | Result:
+        """A sample as the server will read it, or its `error` result when it cannot be
+        written as JSON (bytes that are not UTF-8, an object of no JSON type): in process
+        such a sample is scored, here it cannot be sent, and the call's others still are."""
+        if isinstance(item, Result):
+            return item
+        try:
+            return _Encoded(item.id, _encode(item.model_dump(mode="python", exclude_defaults=True)))
+        except (ValueError, TypeError, RecursionError) as exc:  # UnicodeDecodeError included
+            why = f"cannot be sent to the reward server: {type(exc).__name__}: {exc}"
+            return self._error(item.id, why)
 
     async def ascore(self, samples: Iterable[SampleLike]) -> list[Result]:
         """`score` for coroutines (the request runs in a thread; the loop stays free)."""
@@ -158,12 +177,10 @@ class RemoteEngine:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _post(self, body: dict[str, Any], ids: list[str]) -> list[Result]:
+    def _post(self, content: bytes, ids: list[str]) -> list[Result]:
         """The server's results for `ids`, else `error` results: never an exception for what
         the server does (only `ConfigError` for a wrong token or spec), never past the
         deadline (the attempts run in a thread that the call stops waiting for)."""
-        # ASCII JSON: the body always encodes, whatever text a sample holds.
-        content = json.dumps(body, ensure_ascii=True).encode("ascii")
         deadline = time.monotonic() + self._deadline_s
         call: Future[list[Result]] = Future()
         threading.Thread(
@@ -176,7 +193,7 @@ class RemoteEngine:
         except _Unusable as exc:
             why = str(exc)
         reason = f"reward server {self.url} unavailable: {why}"
-        return [self._unavailable(sample_id, reason) for sample_id in ids]
+        return [self._error(sample_id, reason) for sample_id in ids]
 
     def _run_call(
         self, call: Future[list[Result]], content: bytes, ids: list[str], deadline: float
@@ -255,7 +272,7 @@ class RemoteEngine:
                 "this trainer's (fingerprints differ): start it with the same spec file"
             )
 
-    def _unavailable(self, sample_id: str, reason: str) -> Result:
+    def _error(self, sample_id: str, reason: str) -> Result:
         failed = Score.failed("error", reason[:500], cause="infrastructure")
         return Result(
             id=sample_id,
@@ -269,11 +286,24 @@ class _Unusable(Exception):
     """The server's answer, or its absence, that gives the call's samples `error` results."""
 
 
+class _Encoded(NamedTuple):
+    id: str
+    json: bytes
+
+
 class _Answer(NamedTuple):
     status: int
     spec: str | None
     """The `X-Rewardsmith-Spec` header."""
     body: bytes
+
+
+def _encode(value: object) -> bytes:
+    """`value` as ASCII JSON, as the server reads it: text UTF-8 cannot encode (a lone
+    surrogate) goes as an escape, NaN and infinities as `NaN` and `Infinity` (as in process,
+    not null), other types (UTF-8 bytes, a set, a date) as pydantic writes them in JSON."""
+    text = json.dumps(value, ensure_ascii=True, allow_nan=True, default=to_jsonable_python)
+    return text.encode("ascii")
 
 
 def _server_url(url: str) -> str:

@@ -334,6 +334,14 @@ def test_remote_adapter_retry_policy_is_the_readme_numbers() -> None:
     assert (_remote.URL_ENV, _remote.TOKEN_ENV) == ("REWARDSMITH_URL", "REWARDSMITH_TOKEN")
 
 
+def test_remote_answer_cap_is_the_readme_numbers() -> None:
+    """README: "An answer's body is read up to 64 MiB ... or four times the request's size
+    when that is more"."""
+    from rewardsmith.integrations import _remote
+
+    assert _remote.MAX_ANSWER_BYTES == 64 * 2**20
+
+
 def test_trl_maps_the_gold_column_ids_and_step() -> None:
     """README (TRL): "The dataset's gold column (`reference`, `ground_truth`, `answer`,
     `solution` or `label`) becomes the reference, other columns go to `metadata`,

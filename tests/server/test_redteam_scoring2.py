@@ -16,6 +16,7 @@ import re
 import socket
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -132,12 +133,6 @@ def test_guard_nan_and_infinity_are_scored_by_the_server_as_in_process(
     assert [text.count('"status":"ok"') for text in got] == [2] * 6
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_exchange reads the whole body into memory with no cap: 400 MB of whitespace "
-    "(or a gzip bomb, which httpx inflates) is all read (peak RSS about 0.8 GB here) before "
-    "the answer is refused; a 10 GB one kills the trainer (OOM), not an error result",
-)
 def test_hole_an_endless_answer_body_is_cut_off() -> None:
     sent = {"bytes": 0}
     total = 400 * 2**20
@@ -161,6 +156,28 @@ def test_hole_an_endless_answer_body_is_cut_off() -> None:
         engine.close()
     assert [r.status for r in got] == ["error"]
     assert sent["bytes"] < 256 * 2**20, sent  # the client stopped reading well before the end
+
+
+def test_guard_a_gzip_bomb_is_cut_off_as_it_inflates() -> None:
+    """The cap counts the body as decoded: 256 KB of gzip that inflate to 256 MiB."""
+    bomb = zlib.compressobj(wbits=31)  # gzip
+    body = b"".join(bomb.compress(b" " * 2**26) for _ in range(4)) + bomb.flush()
+
+    def gzipped(fake: FakeServer, conn: socket.socket, _: dict[str, Any]) -> None:
+        head = (
+            f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\n"
+            f"content-length: {len(body)}\r\n{SPEC_HEADER}: {fake.fingerprint}\r\n\r\n"
+        )
+        conn.sendall(head.encode() + body)
+
+    fake, engine = fake_engine(gzipped, deadline_s=HANG_S)
+    try:
+        got = engine.score(ONE)
+    finally:
+        fake.close()
+        engine.close()
+    assert [r.status for r in got] == ["error"]
+    assert "more than" in str(got[0].components["s"].detail["reason"]), got[0]
 
 
 @pytest.mark.xfail(

@@ -20,7 +20,8 @@ sized to its cores. `RemoteEngine` stands in for `Engine` (`spec`, `score`, `asc
   within a deadline per call that holds however slowly an answer arrives (the attempts run
   in a thread the call stops waiting for). An answer cut after its head is never asked
   again: the server may have scored it. When the server cannot be reached, refuses the
-  request, does not answer in time or answers with anything but results for exactly the
+  request, does not answer in time, sends more than `MAX_ANSWER_BYTES` (an endless body, a
+  gzip bomb) or answers with anything but results for exactly the
   call's ids, in order, each with the spec's components and finite numbers, the call's
   samples get `error` results (cause `infrastructure`): the trainer's `on_error` rules
   apply, nothing is raised and nothing hangs.
@@ -73,6 +74,9 @@ BACKOFF_S = 0.1
 """Wait before the first retry; it doubles after each one, up to `_MAX_BACKOFF_S`."""
 _MAX_BACKOFF_S = 5.0
 _CONNECT_TIMEOUT_S = 5.0
+MAX_ANSWER_BYTES = 64 * 2**20
+"""Most bytes of an answer's body read (decoded), or four times the request's when more:
+past it the answer is refused, never held whole in the trainer's memory."""
 
 
 def spec_fingerprint(spec: RewardSpec) -> str:
@@ -127,7 +131,9 @@ class RemoteEngine:
             if self._client is None:
                 import httpx
 
-                headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
+                headers = {"Accept-Encoding": "identity"}  # bodies are counted as they come
+                if self._token:
+                    headers["Authorization"] = f"Bearer {self._token}"
                 self._client = httpx.Client(
                     base_url=self.url,
                     headers=headers,
@@ -210,6 +216,7 @@ class RemoteEngine:
         http = self._http()
         wait_s = self._backoff_s
         why = "no attempt made"
+        limit = max(MAX_ANSWER_BYTES, 4 * len(content))
         for attempt in range(self._retries + 1):
             left = deadline - time.monotonic()
             if left <= 0:
@@ -218,9 +225,7 @@ class RemoteEngine:
             try:
                 answer = self._check_spec(http, timeout, deadline)
                 if answer is None:
-                    answer = _exchange(
-                        http, "POST", "/v1/score", timeout, deadline, content=content
-                    )
+                    answer = _exchange(http, "POST", "/v1/score", timeout, deadline, limit, content)
             except httpx.ConnectTimeout as exc:  # no connection made: retried like a refused one
                 why = f"{type(exc).__name__}: no connection within {_CONNECT_TIMEOUT_S:g} s"
             except httpx.TimeoutException:
@@ -250,7 +255,7 @@ class RemoteEngine:
         known to be ours, else the `/health` answer that did not say so."""
         if self._checked:
             return None
-        answer = _exchange(http, "GET", "/health", timeout, deadline)
+        answer = _exchange(http, "GET", "/health", timeout, deadline, MAX_ANSWER_BYTES)
         if answer.status != 200:
             return answer
         try:
@@ -336,11 +341,18 @@ def _bad_url(url: str, why: str) -> ConfigError:
 
 
 def _exchange(
-    http: Any, method: str, path: str, timeout: Any, deadline: float, content: bytes = b""
+    http: Any,
+    method: str,
+    path: str,
+    timeout: Any,
+    deadline: float,
+    limit: int,
+    content: bytes = b"",
 ) -> _Answer:
     """One request, its body read in chunks so a body that trickles in (each read quick, the
-    whole never done) is given up at the deadline. An error once the answer's head has
-    come is `_Unusable`, never retried: the server may have scored the request."""
+    whole never done) is given up at the deadline, and one of more than `limit` bytes (an
+    endless body, a gzip bomb) as soon as it passes them. An error once the answer's head
+    has come is `_Unusable`, never retried: the server may have scored the request."""
     import httpx
 
     headers = {"Content-Type": "application/json"} if content else None
@@ -349,6 +361,8 @@ def _exchange(
         try:
             for chunk in r.iter_bytes():
                 body += chunk
+                if len(body) > limit:
+                    raise _Unusable(f"an answer of more than {limit} bytes")
                 if time.monotonic() > deadline:
                     raise _Unusable("the answer was still arriving at the deadline")
         except httpx.HTTPError as exc:  # cut, timed out, does not decode (Content-Encoding)

@@ -180,13 +180,6 @@ def test_guard_a_gzip_bomb_is_cut_off_as_it_inflates() -> None:
     assert "more than" in str(got[0].components["s"].detail["reason"]), got[0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="httpcore loops over 1xx answers (no count, no deadline): a server that sends "
-    "'100 Continue' forever keeps the attempt thread and its pooled connection past the "
-    "deadline and past 100 KiB of heads (README: such a thread ends when the server stops or "
-    "has sent 100 KiB of headers); the call itself returns at its deadline",
-)
 def test_hole_endless_100_continue_does_not_keep_the_attempt_thread() -> None:
     def continues(fake: FakeServer, conn: socket.socket, body: dict[str, Any]) -> None:
         while not fake.stopped.is_set():

@@ -7,7 +7,7 @@ sized to its cores. `RemoteEngine` stands in for `Engine` (`spec`, `score`, `asc
 `close`), so the adapters convert results exactly as they do in-process.
 
 - One `httpx.Client` per process and server: HTTP/1.1 keep-alive connections, pooled and
-  shared by every thread.
+  shared by every thread, made directly (no `HTTP_PROXY`: the server is the node's own).
 - The adapter's own spec must be the server's: the first call compares the spec's
   fingerprint with the one `/health` reports, and every call with the one its answer
   carries (`X-Rewardsmith-Spec`: a server restarted with another spec), and refuses
@@ -18,7 +18,8 @@ sized to its cores. `RemoteEngine` stands in for `Engine` (`spec`, `score`, `asc
 - Bounded retries with backoff while no answer has arrived (connection errors, a
   keep-alive connection closed before any answer) and on 503 (queue full, restarting),
   within a deadline per call that holds however slowly an answer arrives (the attempts run
-  in a thread the call stops waiting for). An answer cut after its head is never asked
+  in a thread the call stops waiting for, whose every read and write ends by then:
+  `_DeadlineStream`). An answer cut after its head is never asked
   again: the server may have scored it. When the server cannot be reached, refuses the
   request, does not answer in time, sends more than `MAX_ANSWER_BYTES` (an endless body, a
   gzip bomb) or answers with anything but results for exactly the
@@ -134,11 +135,12 @@ class RemoteEngine:
                 headers = {"Accept-Encoding": "identity"}  # bodies are counted as they come
                 if self._token:
                     headers["Authorization"] = f"Bearer {self._token}"
-                self._client = httpx.Client(
-                    base_url=self.url,
-                    headers=headers,
-                    limits=httpx.Limits(max_connections=64, max_keepalive_connections=64),
-                )
+                limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+                transport = httpx.HTTPTransport(limits=limits)
+                # httpx takes no network backend: its httpcore pool's is wrapped in place
+                pool = transport._pool
+                pool._network_backend = _DeadlineBackend(pool._network_backend)
+                self._client = httpx.Client(base_url=self.url, headers=headers, transport=transport)
             return self._client
 
     def score(self, samples: Iterable[SampleLike]) -> list[Result]:
@@ -205,6 +207,7 @@ class RemoteEngine:
         self, call: Future[list[Result]], content: bytes, ids: list[str], deadline: float
     ) -> None:
         """Run by a thread: `call` gets the results, `_Unusable` or a `ConfigError`."""
+        _ATTEMPT.deadline = deadline  # the thread's reads and writes end by then
         try:
             call.set_result(self._attempt_until(content, ids, deadline))
         except BaseException as exc:  # handed to the caller (if it still waits)
@@ -223,9 +226,9 @@ class RemoteEngine:
                 break
             timeout = httpx.Timeout(left, connect=min(left, _CONNECT_TIMEOUT_S))
             try:
-                answer = self._check_spec(http, timeout, deadline)
+                answer = self._check_spec(http, timeout)
                 if answer is None:
-                    answer = _exchange(http, "POST", "/v1/score", timeout, deadline, limit, content)
+                    answer = _exchange(http, "POST", "/v1/score", timeout, limit, content)
             except httpx.ConnectTimeout as exc:  # no connection made: retried like a refused one
                 why = f"{type(exc).__name__}: no connection within {_CONNECT_TIMEOUT_S:g} s"
             except httpx.TimeoutException:
@@ -250,12 +253,12 @@ class RemoteEngine:
                 wait_s = min(2 * wait_s, _MAX_BACKOFF_S)
         raise _Unusable(why)
 
-    def _check_spec(self, http: Any, timeout: Any, deadline: float) -> _Answer | None:
+    def _check_spec(self, http: Any, timeout: Any) -> _Answer | None:
         """On the first call, before any sample is scored: None once the server's spec is
         known to be ours, else the `/health` answer that did not say so."""
         if self._checked:
             return None
-        answer = _exchange(http, "GET", "/health", timeout, deadline, MAX_ANSWER_BYTES)
+        answer = _exchange(http, "GET", "/health", timeout, MAX_ANSWER_BYTES)
         if answer.status != 200:
             return answer
         try:
@@ -341,18 +344,12 @@ def _bad_url(url: str, why: str) -> ConfigError:
 
 
 def _exchange(
-    http: Any,
-    method: str,
-    path: str,
-    timeout: Any,
-    deadline: float,
-    limit: int,
-    content: bytes = b"",
+    http: Any, method: str, path: str, timeout: Any, limit: int, content: bytes = b""
 ) -> _Answer:
-    """One request, its body read in chunks so a body that trickles in (each read quick, the
-    whole never done) is given up at the deadline, and one of more than `limit` bytes (an
-    endless body, a gzip bomb) as soon as it passes them. An error once the answer's head
-    has come is `_Unusable`, never retried: the server may have scored the request."""
+    """One request, its body read in chunks so one of more than `limit` bytes (an endless
+    body, a gzip bomb) is given up as soon as it passes them (the deadline ends each read,
+    `_DeadlineStream`). An error once the answer's head has come is `_Unusable`, never
+    retried: the server may have scored the request."""
     import httpx
 
     headers = {"Content-Type": "application/json"} if content else None
@@ -363,11 +360,69 @@ def _exchange(
                 body += chunk
                 if len(body) > limit:
                     raise _Unusable(f"an answer of more than {limit} bytes")
-                if time.monotonic() > deadline:
-                    raise _Unusable("the answer was still arriving at the deadline")
         except httpx.HTTPError as exc:  # cut, timed out, does not decode (Content-Encoding)
             raise _Unusable(f"HTTP {r.status_code}, then {type(exc).__name__}: {exc}") from None
         return _Answer(r.status_code, r.headers.get(SPEC_HEADER), bytes(body))
+
+
+_ATTEMPT = threading.local()
+"""`deadline`: when the call of the attempts this thread runs ends (`_run_call` sets it)."""
+
+
+def _until_deadline(timeout: float | None, error: type[Exception]) -> float | None:
+    """`timeout`, shortened to what is left of the thread's call, else `error`."""
+    deadline: float | None = getattr(_ATTEMPT, "deadline", None)
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise error("the call's deadline has passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream:
+    """An httpcore network stream whose every read and write ends by the deadline of the
+    calling attempt's call. httpcore's own timeouts are per read, and it reads `1xx` heads
+    in a loop with no bound: a server sending `100 Continue` forever, or a head a byte at a
+    time, held the attempt's thread and connection long after the call had returned."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        import httpcore
+
+        return self._stream.read(max_bytes, _until_deadline(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        import httpcore
+
+        self._stream.write(buffer, _until_deadline(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, *args: Any, **kwargs: Any) -> _DeadlineStream:
+        return _DeadlineStream(self._stream.start_tls(*args, **kwargs))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._stream.get_extra_info(info)
+
+
+class _DeadlineBackend:
+    """httpcore's network backend, its streams `_DeadlineStream`s."""
+
+    def __init__(self, backend: Any) -> None:
+        self._backend = backend
+
+    def connect_tcp(self, *args: Any, **kwargs: Any) -> _DeadlineStream:
+        return _DeadlineStream(self._backend.connect_tcp(*args, **kwargs))
+
+    def connect_unix_socket(self, *args: Any, **kwargs: Any) -> _DeadlineStream:
+        return _DeadlineStream(self._backend.connect_unix_socket(*args, **kwargs))
+
+    def sleep(self, seconds: float) -> None:
+        self._backend.sleep(seconds)
 
 
 def _results(answer: bytes, ids: list[str], names: list[str]) -> list[Result]:

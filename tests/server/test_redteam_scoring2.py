@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+import rewardsmith
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.engine import Engine
 from rewardsmith.integrations import _protocol
@@ -307,6 +308,13 @@ def test_guard_the_fingerprint_covers_what_changes_results(change: str) -> None:
         change, BASE
     )
     assert spec_fingerprint(load_spec(CHANGES[change])) != spec_fingerprint(load_spec(before))
+
+
+def test_guard_the_fingerprint_covers_the_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server of another rewardsmith version is refused as one of another spec."""
+    before = spec_fingerprint(load_spec(BASE))
+    monkeypatch.setattr(rewardsmith, "__version__", rewardsmith.__version__ + ".post1")
+    assert spec_fingerprint(load_spec(BASE)) != before
 
 
 def test_guard_only_group_transform_leaves_the_fingerprint() -> None:

@@ -53,6 +53,7 @@ from urllib.parse import urlsplit
 
 from pydantic_core import to_jsonable_python
 
+import rewardsmith
 from rewardsmith._exceptions import ConfigError
 from rewardsmith.engine._engine import SampleLike, as_sample
 from rewardsmith.models import Result, Sample, Score
@@ -84,8 +85,9 @@ def spec_fingerprint(spec: RewardSpec) -> str:
     """A short hash of what a trainer's results depend on in a spec: all of it but the
     `group_transform:` (advantages are the trainer's job: the client asks the server to
     leave it out). The server reports its own on `/health` and with every answer of
-    results; an adapter refuses a server whose spec is not its own."""
-    text = spec.model_dump_json(exclude={"group_transform"})
+    results; an adapter refuses a server whose spec is not its own. The version is in it:
+    another rewardsmith may score the same spec otherwise."""
+    text = rewardsmith.__version__ + spec.model_dump_json(exclude={"group_transform"})
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -277,7 +279,8 @@ class RemoteEngine:
         if theirs != self._fingerprint:
             raise ConfigError(
                 f"the reward server at {self.url} ({URL_ENV}) scores with another spec than "
-                "this trainer's (fingerprints differ): start it with the same spec file"
+                "this trainer's, or runs another rewardsmith version (fingerprints differ): "
+                "start it with the same spec file and version"
             )
 
     def _error(self, sample_id: str, reason: str) -> Result:

@@ -324,13 +324,22 @@ def test_whole_input_whitening_warns_and_cannot_resume(tmp_path: Path) -> None:
 
 
 def test_remote_adapter_retry_policy_is_the_readme_numbers() -> None:
-    """README: "connection errors and 503 (queue full) are retried with backoff (0.1 s,
-    doubling to 5 s, at most 6 retries) within a deadline of 600 s per call"."""
+    """README: "a request is sent again only when no answer to it arrived ... or the answer
+    was 503 (queue full), with backoff (0.1 s, doubling to 5 s, at most 6 retries) within a
+    deadline of 600 s per call"."""
     from rewardsmith.integrations import _remote
 
     assert (_remote.BACKOFF_S, _remote._MAX_BACKOFF_S) == (0.1, 5.0)
     assert (_remote.RETRIES, _remote.DEADLINE_S) == (6, 600.0)
     assert (_remote.URL_ENV, _remote.TOKEN_ENV) == ("REWARDSMITH_URL", "REWARDSMITH_TOKEN")
+
+
+def test_remote_answer_cap_is_the_readme_numbers() -> None:
+    """README: "An answer's body is read up to 64 MiB ... or four times the request's size
+    when that is more"."""
+    from rewardsmith.integrations import _remote
+
+    assert _remote.MAX_ANSWER_BYTES == 64 * 2**20
 
 
 def test_trl_maps_the_gold_column_ids_and_step() -> None:

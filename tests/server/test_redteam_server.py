@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from rewardsmith._exceptions import ConfigError
-from rewardsmith.integrations._remote import RemoteEngine, spec_fingerprint
+from rewardsmith.integrations._remote import SPEC_HEADER, RemoteEngine, spec_fingerprint
 from rewardsmith.spec import load_spec
 
 from .conftest import ROOT, SPEC, TOKEN, Server, free_port
@@ -246,7 +246,11 @@ class FakeServer:
 
 
 def reply(conn: socket.socket, status: int, body: bytes, kind: str = "application/json") -> None:
-    head = f"HTTP/1.1 {status} X\r\ncontent-type: {kind}\r\ncontent-length: {len(body)}\r\n\r\n"
+    """An answer with the tests' spec fingerprint, as the server's results carry it."""
+    head = (
+        f"HTTP/1.1 {status} X\r\ncontent-type: {kind}\r\ncontent-length: {len(body)}\r\n"
+        f"{SPEC_HEADER}: {spec_fingerprint(load_spec(SPEC))}\r\n\r\n"
+    )
     conn.sendall(head.encode() + body)
 
 

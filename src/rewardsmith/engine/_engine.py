@@ -28,7 +28,7 @@ from ..models import Result, Sample, Score
 from ..registry import registry
 from ..spec import RewardSpec, load_spec
 from ._capacity import register_process, worker_count
-from ._front import Front, Pool, QueueFull, Run
+from ._front import Finishing, Front, Pool, QueueFull, Run
 from ._pool import TimeoutPool
 
 __all__ = [
@@ -234,10 +234,16 @@ class Engine:
         """
         return await self.asubmit(samples)
 
-    def asubmit(self, samples: Iterable[SampleLike]) -> asyncio.Future[list[Result]]:
+    def asubmit(
+        self, samples: Iterable[SampleLike], *, group_transform: bool = True
+    ) -> asyncio.Future[list[Result]]:
         """Queue samples now (from a coroutine); their results, in input order, come as one
         future of the running event loop. `ascore` without the coroutine: cancelling the
         future cancels the samples not yet scored.
+
+        `group_transform=False` finishes the results as an engine of the spec without its
+        `group_transform:` would (a reward server's trainer clients: no advantages, and no
+        group order to keep unless the spec needs groups otherwise).
 
         Raises as `submit` does, at once.
         """
@@ -249,7 +255,9 @@ class Engine:
                 del self._handovers[closed]  # its undelivered answers hold it
             handover = self._handovers[loop] = _Handover(loop)
         sink = _Awaited(loop, handover)
-        self._queue(self._prepare(samples), sink)
+        front = self.front
+        finishing = front.finishing if group_transform else front.untransformed
+        self._queue(self._prepare(samples, finishing), sink, finishing)
         # also on the loop that hosts the engine: a close may end its hosting, and the
         # driver thread that should take over may fail to start (as a thread's wait does)
         handover.look_while_waiting(self.front.take_over_if_orphaned)
@@ -259,17 +267,24 @@ class Engine:
         """Score samples; one result per input, in input order."""
         return list(self.iter_score(samples))
 
-    def _prepare(self, samples: Iterable[SampleLike]) -> list[Sample | Result]:
+    def _prepare(
+        self, samples: Iterable[SampleLike], finishing: Finishing | None = None
+    ) -> list[Sample | Result]:
         items = [as_sample(self.spec, item, index) for index, item in enumerate(samples)]
-        if self._front.grouped:
+        if (finishing or self.front.finishing).grouped:
             order = GroupOrder()
             for item in items:
                 if isinstance(item, Sample) and (error := order.check(item)) is not None:
                     raise error
         return items
 
-    def _queue(self, items: list[Sample | Result], sink: _Whole | _Futures | _Stream) -> None:
-        run = self.front.submit(sink, items, whole=isinstance(sink, _Whole))
+    def _queue(
+        self,
+        items: list[Sample | Result],
+        sink: _Whole | _Futures | _Stream,
+        finishing: Finishing | None = None,
+    ) -> None:
+        run = self.front.submit(sink, items, whole=isinstance(sink, _Whole), finishing=finishing)
         if isinstance(sink, _Whole):
             sink.bind(run)
 
@@ -302,7 +317,7 @@ class Engine:
         stream: _Stream,
         on_result: Callable[[Result], None] | None,
     ) -> Iterator[Result]:
-        order = GroupOrder() if self._front.grouped else None
+        order = GroupOrder() if self._front.finishing.grouped else None
         stop: InputError | None = None
         counter = itertools.count()
         unscored = 0

@@ -38,7 +38,7 @@ from ..models import Result, Sample, Score
 from ..spec import RewardSpec
 from ._pool import Task
 
-__all__ = ["EngineClosed", "Front", "Pool", "QueueFull", "Run", "Sink"]
+__all__ = ["EngineClosed", "Finishing", "Front", "Pool", "QueueFull", "Run", "Sink"]
 
 
 class QueueFull(Exception):
@@ -93,10 +93,26 @@ def _to_score(payload: tuple[int, list[Sample | Result]]) -> bool:
     return not any(isinstance(item, Result) for item in payload[1])
 
 
+class Finishing:
+    """The spec a run's results are finished with (its scores come from the front's)."""
+
+    def __init__(self, spec: RewardSpec) -> None:
+        self.spec = spec
+        self.grouped = spec.needs_groups
+        """Whether results need their whole group (the spec's `needs_groups`, looked up once)."""
+        self._shared = None if self.grouped else ResultBuilder(spec, grouped=False)
+        """Without group-level work a builder keeps nothing between samples, so every run
+        shares this one rather than making its own (one per call of a single sample)."""
+
+    def builder(self) -> ResultBuilder:
+        """A run's builder."""
+        return self._shared or ResultBuilder(self.spec, grouped=True)
+
+
 class Run:
     """One call's samples, scored in the order they are added. Made by `Front.open`."""
 
-    def __init__(self, front: Front, sink: Sink, whole: bool) -> None:
+    def __init__(self, front: Front, sink: Sink, whole: bool, finishing: Finishing) -> None:
         self._front = front
         self.sink = sink
         self.whole = whole
@@ -106,7 +122,7 @@ class Run:
         self.over = False
         """Failed, cancelled or finished: the driver ignores whatever still comes for it."""
         # Driver side
-        self.builder = front.shared_builder or ResultBuilder(front.spec, grouped=True)
+        self.builder = finishing.builder()
         self.partial: dict[int, tuple[Sample, dict[str, Score]]] = {}
         self.ready: dict[int, Scored | Result] = {}
         self.received = 0
@@ -145,11 +161,15 @@ class Front:
             limit: most samples accepted and not yet answered (None: no limit).
         """
         self.spec = spec
-        self.grouped = spec.needs_groups
-        """Whether results need their whole group (the spec's `needs_groups`, looked up once)."""
-        self.shared_builder = None if self.grouped else ResultBuilder(spec, grouped=False)
-        """Without group-level work a builder keeps nothing between samples, so every run
-        shares this one rather than making its own (one per call of a single sample)."""
+        self.finishing = Finishing(spec)
+        """How runs are finished: with the spec."""
+        self.untransformed = (
+            self.finishing
+            if spec.group_transform is None
+            else Finishing(spec.with_group_transform(None))
+        )
+        """How runs are finished without the spec's `group_transform:` (a reward server's
+        trainer clients: advantages are the trainer's job)."""
         self.limit = limit
         self._make_pool = make_pool
         self._names = list(spec.rewards)
@@ -195,19 +215,27 @@ class Front:
         result goes to the sink, or, with `whole` (a call answered all at once, as a server
         request), all of them when the run is over.
         """
-        run = Run(self, sink, whole)
+        run = Run(self, sink, whole, self.finishing)
         with self._lock:
             self._runs.add(run)
         return run
 
-    def submit(self, sink: Sink, items: list[Sample | Result], *, whole: bool = False) -> Run:
+    def submit(
+        self,
+        sink: Sink,
+        items: list[Sample | Result],
+        *,
+        whole: bool = False,
+        finishing: Finishing | None = None,
+    ) -> Run:
         """A new run of `items` and no more: `open`, `Run.add` and `Run.end` in one hand-over
-        (a call per sample makes one run each).
+        (a call per sample makes one run each), finished by `finishing` (default: the
+        front's).
 
         Raises:
             QueueFull: the admission limit would be passed (no run was opened).
         """
-        run = Run(self, sink, whole)
+        run = Run(self, sink, whole, finishing or self.finishing)
         with self._lock:
             self._hand_over(run, "add", items, last=True)
             self._runs.add(run)

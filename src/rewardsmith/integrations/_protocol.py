@@ -50,15 +50,36 @@ _TOKEN = (
     r"|<｜[^｜<>]{1,40}｜>"  # DeepSeek: <｜end▁of▁sentence｜> <｜Assistant｜>
     r"|</?s>|<pad>|<unk>|<eos>|<bos>|<end_of_turn>|\[PAD\]|\[CLS\]|\[SEP\]"
 )
-_HEADER = (  # the header that opens an assistant turn in common chat templates
-    r"(?:<\|im_start\|>|<start_of_turn>)(?:assistant|model)\n"  # ChatML (Qwen), Gemma
-    r"|<\|start_header_id\|>assistant<\|end_header_id\|>\s*"  # Llama 3
-    r"|<\|assistant\|>\n?"  # Phi-3, Zephyr
-    r"|<｜Assistant｜>"  # DeepSeek
-    r"|\[/INST\]"  # Llama 2, Mistral
-)
+
+
+def _header(spaces: str) -> str:
+    """The headers that open an assistant turn in common chat templates; `spaces` is the
+    quantifier of the whitespace Llama 3's takes after it (bounded in `_LEADING`)."""
+    return (
+        r"(?:<\|im_start\|>|<start_of_turn>)(?:assistant|model)\n"  # ChatML (Qwen), Gemma
+        rf"|<\|start_header_id\|>assistant<\|end_header_id\|>\s{spaces}"  # Llama 3
+        r"|<\|assistant\|>\n?"  # Phi-3, Zephyr
+        r"|<｜Assistant｜>"  # DeepSeek
+        r"|\[/INST\]"  # Llama 2, Mistral
+    )
+
+
+def _leading(run: int, spaces: int) -> re.Pattern[str]:
+    """At most `run` tokens and headers, and `spaces` whitespace characters before, in and
+    after each: one call reads at most ``run * (2 * spaces + 48) + spaces`` characters.
+    `re` holds the interpreter lock for a whole call, and one call over 20 M `<s>` (or 20 M
+    spaces) held it, and the server's `/health`, for seconds."""
+    bound = f"{{0,{spaces}}}"
+    return re.compile(rf"(?:\s{bound}(?:{_header(bound)}|{_TOKEN})){{0,{run}}}\s{bound}")
+
+
+_HEADER = _header("*")
 _HEADERS = re.compile(_HEADER)
-_LEADING = re.compile(rf"\A(?:\s*(?:{_HEADER}|{_TOKEN}))*\s*")
+_LEADING_RUN = 4096
+"""Most leading tokens and headers `_LEADING` reads in one call."""
+_LEADING_SPACES = 256
+"""Most whitespace characters in a row `_LEADING` reads (2.3 M characters a call at most)."""
+_LEADING = _leading(_LEADING_RUN, _LEADING_SPACES)
 _TOKEN_AT_END = re.compile(rf"(?:{_TOKEN})\Z")
 _LONGEST_TOKEN = 48
 """Characters a special token may span (`<｜` + 40 + `｜>` is 44)."""
@@ -75,8 +96,23 @@ def strip_special_tokens(text: str) -> str:
     the response itself starts at `It`, as decoding the response alone gives it). Text
     between the first and last non-special characters is kept as it is.
     """
-    text = _LEADING.sub("", text, count=1)
+    text = text[_leading_tokens_end(text) :]
     return text[: _trailing_tokens_start(text)]
+
+
+def _leading_tokens_end(text: str) -> int:
+    """Where the special tokens, headers and whitespace that start `text` end: the match of
+    ``\\A(?:\\s*(?:header|token))*\\s*``, taken `_LEADING_RUN` tokens and
+    `_LEADING_SPACES` whitespace characters a run per call.
+
+    Each call ends after whole tokens or inside whitespace, where the next token's own
+    `\\s*` would go on: the calls together match what one call would.
+    """
+    start, end = -1, 0
+    while end != start:
+        start = end
+        end = _LEADING.match(text, start).end()  # type: ignore[union-attr]  # may be empty
+    return end
 
 
 def _trailing_tokens_start(text: str) -> int:
@@ -170,8 +206,7 @@ def _prompt_end(query: str, prompt: str) -> int | None:
     Linear in the query's length (`_ends_of`): trying each match of a short probe cost time
     cubic in the padding's (a 6 KB request of spaces held the server 5 s).
     """
-    lead = _LEADING.match(query)
-    last_start = min(len(query) - 1, (lead.end() if lead else 0) + _MAX_GARBLED)
+    last_start = min(len(query) - 1, _leading_tokens_end(query) + _MAX_GARBLED)
     if len(prompt) < _MIN_PROMPT_END:
         fits = len(query) - len(prompt) <= last_start and query.endswith(prompt)
         return len(query) if fits else None

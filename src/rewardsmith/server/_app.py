@@ -3,7 +3,10 @@
 Routes:
 
 - `POST /v1/score`: `{"samples": [sample, ...]}` (or the bare list) in the data contract ->
-  `{"results": [result, ...]}`, in order, each result as `rewardsmith score` writes it.
+  `{"results": [result, ...]}`, in order, each result as `rewardsmith score` writes it, with
+  the spec's fingerprint in `X-Rewardsmith-Spec`. With `"group_transform": false` beside
+  the samples, results are finished without the spec's `group_transform:`, as the trainer
+  adapters score in process (the `REWARDSMITH_URL` client asks so).
 - `POST /get_reward`: OpenRLHF's remote reward contract (see `_openrlhf`).
 - `GET /health`: liveness and queue depth (never needs the token).
 - `GET /metrics`: Prometheus text.
@@ -55,7 +58,7 @@ from .._exceptions import InputError
 from ..engine import Engine, QueueFull
 from ..engine._engine import Backend
 from ..integrations._groups import group_scoped
-from ..integrations._remote import spec_fingerprint
+from ..integrations._remote import SPEC_HEADER, spec_fingerprint
 from ..integrations.openrlhf import NO_GROUPS
 from ..models import MAX_NESTING, Result, Sample, nested_deeper_than, result_json
 from ..spec import RewardSpec, load_spec
@@ -76,7 +79,7 @@ from ._openrlhf import OpenRLHFRequest, openrlhf_response
 __all__ = ["RewardApp", "create_app", "serve"]
 
 _SAMPLES = TypeAdapter(list[Sample])
-_SCORE_KEYS = ("samples",)
+_SCORE_KEYS = ("samples", "group_transform")
 _MAX_ERRORS = 3
 _INLINE_BYTES = 256 * 2**10
 _INLINE_VALUES = 2048
@@ -138,6 +141,7 @@ class RewardApp:
         self._expected = token.encode() if token else None
         self._max_queue_samples = max_queue_samples
         self._fingerprint = spec_fingerprint(spec)
+        self._spec_header = ((SPEC_HEADER.encode(), self._fingerprint.encode()),)
         self._accepting = False
         self._routes: dict[str, tuple[bytes, Callable[[Request], Answer | Respond]]] = {
             "/v1/score": (b"POST", self._score),
@@ -193,19 +197,20 @@ class RewardApp:
         # no coroutine per step on the way of a small request: it is the common one
         small = _small(body)
         if small:
-            raw = _samples_field(_parse_json(body))
+            raw, group_transform = _score_fields(_parse_json(body))
         else:
-            raw = await asyncio.to_thread(lambda: _samples_field(_parse_json(body)))
+            raw, group_transform = await asyncio.to_thread(lambda: _score_fields(_parse_json(body)))
         inline = self._inline(small, len(raw))
         if inline:
             samples = self._validate_samples(raw)
         else:
             samples = await asyncio.to_thread(self._validate_samples, raw)
-        results = await self._run(list(samples))
+        results = await self._run(list(samples), group_transform)
         self.metrics.observe_samples("/v1/score", results)
         if inline:
-            return Answer(200, _dump_results(results))
-        return Answer(200, await asyncio.to_thread(_dump_results, results))
+            return Answer(200, _dump_results(results), headers=self._spec_header)
+        dumped = await asyncio.to_thread(_dump_results, results)
+        return Answer(200, dumped, headers=self._spec_header)
 
     def _get_reward(self, request: Request) -> Respond:
         self._authorize(request)
@@ -223,7 +228,7 @@ class RewardApp:
         query = data.get("query") if isinstance(data, dict) else None
         inline = self._inline(small, len(query) if isinstance(query, list) else 0)
         samples, found = await _off_loop(inline, self._validate_openrlhf, data)
-        results = await self._run(samples)
+        results = await self._run(samples, group_transform=False)  # as the adapter scores
         self.metrics.observe_samples("/get_reward", results)
         answer = openrlhf_response(self.spec, results, found)
         return Answer(200, await _off_loop(inline, lambda: json.dumps(answer).encode()))
@@ -286,9 +291,12 @@ class RewardApp:
             raise Refusal(422, _describe(exc, ""), reject="malformed") from None
         return parsed.samples()
 
-    def _run(self, samples: list[Sample | InputError]) -> asyncio.Future[list[Result]]:
-        """The samples' results, to come; cancelled (the client left), the engine drops
-        those not yet scored. (A future, not a coroutine: one less frame per request.)"""
+    def _run(
+        self, samples: list[Sample | InputError], group_transform: bool
+    ) -> asyncio.Future[list[Result]]:
+        """The samples' results, to come (`group_transform`: as `Engine.asubmit`); cancelled
+        (the client left), the engine drops those not yet scored. (A future, not a
+        coroutine: one less frame per request.)"""
         if not self._accepting:
             raise Refusal(
                 503,
@@ -297,7 +305,7 @@ class RewardApp:
                 headers=((b"retry-after", b"5"),),
             )
         try:
-            return self.engine.asubmit(samples)
+            return self.engine.asubmit(samples, group_transform=group_transform)
         except QueueFull as exc:
             raise Refusal(
                 503, str(exc), reject="queue_full", headers=((b"retry-after", b"1"),)
@@ -440,9 +448,11 @@ def _dump_results(results: list[Result]) -> bytes:
     return f'{{"results":[{",".join(result_json(r) for r in results)}]}}'.encode()
 
 
-def _samples_field(data: Any) -> list[Any]:
+def _score_fields(data: Any) -> tuple[list[Any], bool]:
+    """A `/v1/score` body's samples, and whether the spec's `group_transform:` applies (only
+    `"group_transform": false` turns it off: a body sets nothing else of the server's)."""
     if isinstance(data, list):
-        return data
+        return data, True
     if not isinstance(data, dict):
         raise Refusal(
             422, 'body: expected {"samples": [...]} or a list of samples', reject="malformed"
@@ -458,7 +468,13 @@ def _samples_field(data: Any) -> list[Any]:
         raise Refusal(422, "samples: field required", reject="malformed")
     if not isinstance(data["samples"], list):
         raise Refusal(422, "samples: must be a list of samples", reject="malformed")
-    return data["samples"]  # type: ignore[no-any-return]
+    if data.get("group_transform", False) is not False:
+        raise Refusal(
+            422,
+            "group_transform: only false (results without the spec's group_transform) is taken",
+            reject="malformed",
+        )
+    return data["samples"], "group_transform" not in data
 
 
 def _describe(exc: ValidationError, prefix: str) -> str:

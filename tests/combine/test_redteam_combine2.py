@@ -378,20 +378,17 @@ def guard(name: str, attack: Any, should: Any, today: str) -> Any:
 
 ROWS = [
     # (id, attack -> (attack earns, honest earns), should(attack, honest), today)
-    hole(
+    guard(
         "cosine_reads_correct_through_a_closed_gate",
         _cosine_through_gate,
         AT_MOST_HONEST,
         "unsafe right 0.99 vs unsafe wrong -0.99",
-        "_length.Cosine (Row.correct) reads `correct`'s raw score whether or not its only_if "
-        "gate is open: a gated-off correct answer still pays through the length component",
     ),
-    hole(
+    guard(
         "kimi_reads_correct_through_a_closed_gate",
         _kimi_through_gate,
         AT_MOST_HONEST,
         "unsafe right 0.5 vs unsafe wrong 0.0",
-        "_length.Kimi (Row.correct) ignores the gate of its `correct` component",
     ),
     hole(
         "average_closed_gate_drops_a_low_member",

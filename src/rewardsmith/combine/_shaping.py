@@ -26,6 +26,7 @@ from pydantic import Field, model_validator
 from ..models import Sample, Score
 from ._base import Choice, Scored, shaped, withdrawn
 from ._bounds import UNKNOWN, Bounds, correct_threshold
+from ._combine import passes
 from ._stats import all_equal, standardised
 
 if TYPE_CHECKING:
@@ -60,10 +61,15 @@ class Row:
     def correct(self, name: str, threshold: float | None = None) -> bool | None:
         """Whether component `name`'s answer is correct: its raw score reaches `threshold`
         (default: the top of its range, 1.0 for scores in [0, 1], so a partial score such
-        as F1's 0.67 for a hedge is not correct); None when it has no score."""
+        as F1's 0.67 for a hedge is not correct); None when it has no score. Behind a closed
+        `only_if` gate it is not correct: a gated-off answer must not pay through a length
+        transform what the gate took from it."""
         score = self.raw[name]
         if score.status != "ok" or score.score is None:
             return None
+        gate = self.spec.rewards[name].only_if
+        if gate is not None and not passes(self.spec, gate, self.raw):
+            return False
         needed = correct_threshold(self.spec, name, threshold)
         assert needed is not None  # the spec was refused otherwise
         return score.score >= needed

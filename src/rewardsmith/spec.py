@@ -81,7 +81,8 @@ class ComponentSpec(BaseModel):
     weight: float = 1.0
     """Multiplies the component's score in the combination."""
     only_if: str | None = None
-    """Gate: the component counts only when the named component passes (score > 0)."""
+    """Gate: the component counts its score only when the named component passes (score > 0),
+    else its lowest value (`combine._bounds.gated_off_score`)."""
     veto: bool = False
     """A hard rule: when it counts and does not pass (score <= 0), the total reward is the
     spec's `veto_value` (default: the lowest total the spec can produce)."""
@@ -313,8 +314,8 @@ class RewardSpec(BaseModel):
             if component.veto:
                 raise ConfigError(
                     f"rewards.{name}: veto and only_if together: a policy would dodge the hard "
-                    f"rule by failing {gate!r} (a closed gate does not count, so the veto never "
-                    "fires); drop only_if, the veto applies to every sample"
+                    f"rule by failing {gate!r} (behind a closed gate the veto would not fire); "
+                    "drop only_if, the veto applies to every sample"
                 )
             if gate not in self.rewards or gate == name:
                 others = [n for n in self.rewards if n != name]

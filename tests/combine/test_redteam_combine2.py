@@ -390,34 +390,29 @@ ROWS = [
         AT_MOST_HONEST,
         "unsafe right 0.5 vs unsafe wrong 0.0",
     ),
-    hole(
+    guard(
         "average_closed_gate_drops_a_low_member",
         _average_gate_dodge,
         AT_MOST_HONEST,
         "failed gate 0.5 vs passed gate 0.37",
-        "average divides by the counted members: failing a gate removes a low member",
     ),
-    hole(
+    guard(
         "uncertainty_closed_gate_drops_a_disagreeing_member",
         _uncertainty_gate_dodge,
         AT_MOST_HONEST,
         "failed gate 1.0 vs passed gate 0.35",
-        "UWO's mean and variance are over the counted members only: failing a gate removes "
-        "the member that disagrees",
     ),
-    hole(
+    guard(
         "min_gated_penalty_dodged",
         _gated_penalty("min", 1.0),
         AT_MOST_HONEST,
         "failed gate 0.0 vs passed gate -1.0",
-        "a penalty behind only_if is escaped by failing the gate's component",
     ),
-    hole(
+    guard(
         "weighted_sum_gated_penalty_dodged",
         _gated_penalty("weighted_sum", 2.0),
         AT_MOST_HONEST,
         "failed gate 1.0 vs passed gate 0.0",
-        "a penalty behind only_if is escaped by failing the gate (cheaper than the penalty)",
     ),
     hole(
         "veto_value_above_a_wrong_answer",

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from rewardsmith import Score
 
-from .helpers import ok, row, run, spec
+from .helpers import UNIT, ok, row, run, spec
 
 
 def shaped(transform, values, group="g", **metadata):
@@ -84,7 +84,7 @@ def test_gates_and_vetoes_judge_the_raw_score() -> None:
     s = spec(
         {
             "correct": {"transform": {"type": "mean_std", "epsilon": 0}, "veto": True},
-            "fmt": {"only_if": "correct"},
+            "fmt": {**UNIT, "only_if": "correct"},
         },
         veto_value=0.0,  # a group z-score has no fixed range, so the veto's total is given
     )

@@ -2,8 +2,10 @@
 
 A reward declares its range on its scoring function (`rewardsmith.registry.bounded`); each
 `transform:` maps a range to the range of its output; a weight scales it. What nobody
-declared is unknown: (-inf, inf). Three rules need ranges and refuse a spec whose ranges
+declared is unknown: (-inf, inf). These rules need ranges and refuse a spec whose ranges
 they cannot know (a `clip` transform makes any range known):
+
+- a component behind a closed `only_if` gate counts at its lowest value (`gated_off_score`);
 
 - a fired veto gives the lowest total the spec can produce (`lowest_total`), so breaking a
   hard rule never pays better than keeping it (or the spec's `veto_value`); a veto on a
@@ -30,6 +32,7 @@ __all__ = [
     "check_combination",
     "component_bounds",
     "correct_threshold",
+    "gated_off_score",
     "lowest_total",
     "raw_bounds",
 ]
@@ -79,6 +82,16 @@ def component_bounds(spec: RewardSpec, name: str) -> Bounds:
     return bounds
 
 
+def gated_off_score(spec: RewardSpec, name: str) -> float:
+    """The score component `name` counts at when its `only_if` gate is closed: the one that
+    gives its lowest weighted value (its range's low end, the high end for a negative
+    weight). Failing a gate then never pays more than passing it with the component at its
+    worst, under any combiner, and the component is a constant among closed-gate samples.
+    Its range is known: `check_combination` refuses a gate on a component of unknown range."""
+    bounds = component_bounds(spec, name)
+    return bounds.low if spec.rewards[name].weight >= 0 else bounds.high
+
+
 def members(spec: RewardSpec) -> list[tuple[str, Bounds]]:
     """Each component's name and weighted range, in spec order."""
     return [(n, component_bounds(spec, n).weighted(c.weight)) for n, c in spec.rewards.items()]
@@ -87,8 +100,8 @@ def members(spec: RewardSpec) -> list[tuple[str, Bounds]]:
 def lowest_total(spec: RewardSpec) -> float | None:
     """A total no sample can score below (None when a component's range is unknown).
 
-    Any component may fail to count for a sample (not applicable, gated off), so in a sum each
-    contributes at most its lowest weighted score and at least nothing.
+    Any component may not apply to a sample and not count, so in a sum each contributes at
+    most its lowest weighted score and at least nothing.
     """
     value = spec.combiner.lowest(members(spec))
     return value if math.isfinite(value) else None
@@ -131,6 +144,13 @@ def check_combination(spec: RewardSpec) -> str | None:
             f"and rewards.{unknown} declares no range: set `veto_value`, or bound it "
             "(transform: {type: clip, min: ..., max: ...})"
         )
+    for name, component in spec.rewards.items():
+        if component.only_if is not None and not component_bounds(spec, name).known:
+            return (
+                f"rewards.{name}.only_if: a closed gate counts rewards.{name} at its lowest "
+                f"value, and rewards.{name} (type {component.type}) declares no range: bound it "
+                "(transform: {type: clip, min: ..., max: ...}), or drop only_if"
+            )
     if spec.combine == "product":
         for name, component in spec.rewards.items():
             shaped = component_bounds(spec, name)

@@ -6,9 +6,10 @@ The order of decisions is fixed, and it is what keeps failures honest:
    `on_error` value (None by default, so the reward is null), with the failing status. Each
    failed component's `detail.cause` says who caused it (`Score.cause`), which decides
    whether the sample is charged in its group (see `_groups`).
-2. Components that do not apply, and components whose gate (`only_if`) is closed, do not
-   count. A gate is open when its component counts (its own gate is open) and passes: gates
-   read the gated value, so a chain `bonus -> correct -> safe` closes when `safe` fails.
+2. Components that do not apply do not count. A component whose gate (`only_if`) is closed
+   counts at its lowest weighted value (`gated_off_score`), so failing a gate never pays
+   under any combiner. A gate is open when its component passes with its own gate open:
+   gates read the gated value, so a chain `bonus -> correct -> safe` closes when `safe` fails.
 3. A counted component marked `veto: true` that did not pass (score <= 0: a failed hard rule)
    gives the lowest total the spec can produce (`veto_value` when the spec sets one; never
    more than the other components would have given), status `ok`.
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..models import FAILURE_STATUSES, Score, Status
 from ._base import Choice, Counted, withdrawn
-from ._bounds import Bounds, component_bounds, lowest_total, sum_floor
+from ._bounds import Bounds, component_bounds, gated_off_score, lowest_total, sum_floor
 from ._ensemble import ensemble_mean
 from ._renorm import ReNorm
 from ._stats import exact_sum
@@ -142,13 +143,19 @@ def passes(spec: RewardSpec, name: str, scores: Mapping[str, Score]) -> bool:
 
 
 def counted(spec: RewardSpec, scores: Mapping[str, Score]) -> tuple[Counted, ...]:
-    """The components that count for one sample: `ok`, with their gate (if any) open."""
+    """The components that count for one sample: every `ok` one, at its score when its gate
+    (if any) is open, else at its lowest weighted value (`gated_off_score`)."""
     return tuple(
-        Counted(name, position, component.weight, score.score)
+        Counted(
+            name,
+            position,
+            component.weight,
+            score.score
+            if component.only_if is None or passes(spec, component.only_if, scores)
+            else gated_off_score(spec, name),
+        )
         for position, (name, component) in enumerate(spec.rewards.items())
-        if (score := scores[name]).status == "ok"
-        and score.score is not None
-        and (component.only_if is None or passes(spec, component.only_if, scores))
+        if (score := scores[name]).status == "ok" and score.score is not None
     )
 
 

@@ -105,10 +105,18 @@ def test_a_fired_veto_gives_the_lowest_total_the_spec_can_produce() -> None:
 
 
 def test_veto_value_never_raises_a_total() -> None:
-    s = spec({"correct": UNIT, "rule": {"veto": True, **UNIT}, "pen": {"low": -1.0, "high": 0.0}},
-             veto_value=0.0)  # fmt: skip
-    assert combine(s, {"correct": ok(0.0), "rule": ok(0.0), "pen": ok(-0.8)}) == (-0.8, "ok")
-    assert combine(s, {"correct": ok(1.0), "rule": ok(0.0), "pen": ok(0.0)}) == (0.0, "ok")
+    """A `veto_value` is trusted when the lowest total is unknown, and never raises a total."""
+    s = spec({"free": {}, "rule": {"veto": True, **UNIT}}, veto_value=0.0)
+    assert combine(s, {"free": ok(-0.8), "rule": ok(0.0)}) == (-0.8, "ok")
+    assert combine(s, {"free": ok(1.0), "rule": ok(0.0)}) == (0.0, "ok")
+
+
+def test_a_veto_value_above_the_lowest_total_is_refused() -> None:
+    """Breaking a hard rule must not pay more than keeping it with the worst answer."""
+    rule = {"veto": True, **UNIT}
+    with pytest.raises(ConfigError, match=r"veto_value 0 is above -1, the lowest total"):
+        spec({"correct": UNIT, "rule": rule, "pen": {"low": -1.0, "high": 0.0}}, veto_value=0.0)
+    assert spec({"correct": UNIT, "rule": rule}, veto_value=0.0).veto_value == 0.0
 
 
 def test_a_veto_over_a_component_of_unknown_range_needs_veto_value() -> None:

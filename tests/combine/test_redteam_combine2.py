@@ -414,13 +414,11 @@ ROWS = [
         AT_MOST_HONEST,
         "failed gate 1.0 vs passed gate 0.0",
     ),
-    hole(
+    guard(
         "veto_value_above_a_wrong_answer",
         _veto_value_above_a_wrong_answer,
         AT_MOST_HONEST,
         "rule broken, right 0.5 vs rule kept, wrong 0.2",
-        "check_combination accepts any finite veto_value; one above the lowest total lets "
-        "breaking the rule pay",
     ),
     hole(
         "gdpo_vetoed_component_of_unknown_range_at_zero",
@@ -430,13 +428,11 @@ ROWS = [
         "_combine._vetoed counts a component of unknown range at 0.0 for GDPO, which can be "
         "above every honest score",
     ),
-    hole(
+    guard(
         "crash_escapes_a_veto_value_below_the_lowest_total",
         _crash_beats_veto,
         AT_MOST_HONEST,
         "crash -1.0 vs rule broken -7.67 (dr_grpo)",
-        "_failures.charged_value uses lowest_total, which ignores veto_value: a spec whose "
-        "veto gives -10 charges a crash at 0",
     ),
     hole(
         "veto_dodged_by_grpo_lambda",

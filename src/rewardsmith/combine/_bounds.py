@@ -8,7 +8,8 @@ they cannot know (a `clip` transform makes any range known):
 - a component behind a closed `only_if` gate counts at its lowest value (`gated_off_score`);
 
 - a fired veto gives the lowest total the spec can produce (`lowest_total`), so breaking a
-  hard rule never pays better than keeping it (or the spec's `veto_value`); a veto on a
+  hard rule never pays better than keeping it; a `veto_value` above the components' lowest
+  total is refused (when that is unknown, the spec's `veto_value` is trusted); a veto on a
   component that never scores above 0 (a penalty) would fire on every sample and is refused;
 - `combine: product` takes non-negative members only (a product of two penalties is a bonus);
 - `combine: uncertainty` takes a `lambda` small enough that raising one member's score never
@@ -35,6 +36,7 @@ __all__ = [
     "gated_off_score",
     "lowest_total",
     "raw_bounds",
+    "veto_total",
 ]
 
 
@@ -97,14 +99,23 @@ def members(spec: RewardSpec) -> list[tuple[str, Bounds]]:
     return [(n, component_bounds(spec, n).weighted(c.weight)) for n, c in spec.rewards.items()]
 
 
+def veto_total(spec: RewardSpec) -> float | None:
+    """The total a fired veto gives when the spec sets it (`veto_value`, with a veto)."""
+    return spec.veto_value if any(c.veto for c in spec.rewards.values()) else None
+
+
 def lowest_total(spec: RewardSpec) -> float | None:
-    """A total no sample can score below (None when a component's range is unknown).
+    """A total no sample can score below, a fired veto's `veto_value` included (None when a
+    component's range is unknown).
 
     Any component may not apply to a sample and not count, so in a sum each contributes at
     most its lowest weighted score and at least nothing.
     """
     value = spec.combiner.lowest(members(spec))
-    return value if math.isfinite(value) else None
+    if not math.isfinite(value):
+        return None
+    veto = veto_total(spec)
+    return value if veto is None else min(value, veto)
 
 
 def sum_floor(items: Sequence[Bounds], scales: Sequence[float] | None = None) -> float:
@@ -137,6 +148,14 @@ def check_combination(spec: RewardSpec) -> str | None:
                 "would fire on every sample and flatten every group. Veto on a component that "
                 "scores above 0 when the rule holds, or use it as a (weighted) penalty"
             )
+    low = spec.combiner.lowest(ranges)
+    if vetoes and spec.veto_value is not None and math.isfinite(low) and spec.veto_value > low:
+        return (
+            f"veto_value {spec.veto_value:g} is above {low:g}, the lowest total the components "
+            "can produce: breaking a hard rule would pay more than keeping it with the worst "
+            f"answer. Set veto_value to at most {low:g}, or drop it (a fired veto then gives "
+            "the lowest total)"
+        )
     if vetoes and spec.veto_value is None and lowest_total(spec) is None:
         unknown = next(n for n, b in ranges if not math.isfinite(b.low))
         return (

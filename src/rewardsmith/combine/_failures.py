@@ -6,9 +6,11 @@ would get no advantage at all, which beats the negative advantage of an honest w
 and a policy learns to fail. So such a sample is *charged*: it enters its group's statistics
 at
 
-    min(on_error, the lowest reward of its group's scored samples, the spec's lowest total)
+    min(on_error, the lowest reward of its group's scored samples, the lowest total the
+        spec can produce)
 
-and the lowest total the spec can produce (whichever exist). When that total is unknown (a
+(whichever exist; the lowest total includes a fired veto's `veto_value`, which counts even
+when the components' lowest is unknown). When that total is unknown (a
 component declares no range), the value is kept strictly below the group's lowest reward (by
 the group's spread, at least 1): a charge equal to the group's lowest would tie a group whose
 scored samples are all correct (advantage 0) where an honest wrong answer in their place gets
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from ._advantages import Entry
 from ._base import Counted
-from ._bounds import component_bounds, lowest_total
+from ._bounds import component_bounds, lowest_total, veto_total
 from ._stats import saturated
 
 if TYPE_CHECKING:
@@ -40,10 +42,13 @@ def charged_value(spec: RewardSpec, group: Sequence[float]) -> float | None:
 
     `group` holds the rewards of the group's scored samples (empty when none scored; trainer
     adapters that see no group pass it empty): the value is then `on_error`, or the lowest
-    total the spec can produce.
+    total the spec can produce. A fired veto's `veto_value` counts even when the components'
+    lowest is unknown: a crash must not escape a veto. The engine and the trainer adapters
+    (`integrations._component_values.charged_rewards`) both charge through this function.
     """
     floor = lowest_total(spec)
-    known = [v for v in (spec.on_error, floor, min(group, default=None)) if v is not None]
+    candidates = (spec.on_error, floor, veto_total(spec), min(group, default=None))
+    known = [v for v in candidates if v is not None]
     if not known:
         return None
     value = min(known)

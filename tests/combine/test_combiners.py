@@ -89,11 +89,19 @@ def test_veto_gives_the_lowest_total_only_when_the_rule_fails() -> None:
     assert combine(s, {"correct": ok(1.0), "safe": failed}) == (None, "timeout")
 
 
-def test_veto_counts_every_component_at_its_lowest_for_gdpo() -> None:
-    s = spec({"correct": UNIT, "safe": {"veto": True, **UNIT}, "len": {"low": -1.0, "high": 0.0}})
-    combined = combine_scores(s, {"correct": ok(1.0), "safe": ok(0.0), "len": ok(-0.5)})
-    assert [c.score for c in combined.counted] == [0.0, 0.0, -1.0]
-    assert combined.reward == -1.0
+def test_veto_counts_every_component_as_a_charged_failure_for_gdpo() -> None:
+    """Each at the lower of the group's lowest and its range's low end (`charged_counted`)."""
+    s = spec(
+        {"correct": UNIT, "safe": {"veto": True, **UNIT}, "len": {"low": -1.0, "high": 0.0}},
+        group_transform={"type": "gdpo", "batch_whiten": False},
+    )
+    vetoed = {"correct": ok(1.0), "safe": ok(0.0), "len": ok(-0.5)}
+    combined = combine_scores(s, vetoed)
+    assert combined.vetoed and combined.reward == -1.0
+    honest = {"correct": ok(0.0), "safe": ok(1.0), "len": ok(-0.2)}
+    # vetoed: correct 0 (tied), safe 0 and len -1 (below the honest 1 and -0.2): z -1, -1
+    advantages = [r.advantage for r in run(s, [row("g", honest), row("g", vetoed)])]
+    assert advantages == pytest.approx([2.0, -2.0], rel=1e-5)
 
 
 RENORM = {"type": "renorm", "process": "prm", "outcome": "correct"}

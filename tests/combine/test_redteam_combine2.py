@@ -420,13 +420,11 @@ ROWS = [
         AT_MOST_HONEST,
         "rule broken, right 0.5 vs rule kept, wrong 0.2",
     ),
-    hole(
+    guard(
         "gdpo_vetoed_component_of_unknown_range_at_zero",
         _gdpo_veto_unknown_range,
         AT_MOST_HONEST,
         "vetoed -0.12 vs honest -0.43",
-        "_combine._vetoed counts a component of unknown range at 0.0 for GDPO, which can be "
-        "above every honest score",
     ),
     guard(
         "crash_escapes_a_veto_value_below_the_lowest_total",

@@ -46,8 +46,8 @@ class Entry:
     sample: Sample
     result: Result
     counted: tuple[Counted, ...]
-    """The components that counted (for a charged sample: each at the lower of the group's
-    lowest and its range's low end)."""
+    """The components that counted (for a charged or vetoed sample: each at the lower of the
+    group's lowest and its range's low end, `_failures.charged_counted`)."""
     reward: float
     """The value the statistics see: the combined reward, or a charged failure's value."""
     charged: bool = False
@@ -207,8 +207,8 @@ class Gdpo(GroupTransform):
     A component that does not apply to a sample adds 0 for it. A component scored but gated
     off (`only_if` closed) enters its normalisation at its lowest value, as it counts in the
     total (`_bounds.gated_off_score`): at the group mean (0) a wrong answer whose `format` is
-    gated off would beat a correct one badly formatted. A vetoed sample counts each of its
-    components at that component's lowest value. The `combine:` mode does not enter
+    gated off would beat a correct one badly formatted. A vetoed sample counts its components
+    as a charged failure does (`_failures.charged_counted`). The `combine:` mode does not enter
     the advantage (the `reward` field is still the combined reward).
     """
 

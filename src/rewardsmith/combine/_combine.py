@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..models import FAILURE_STATUSES, Score, Status
 from ._base import Choice, Counted, withdrawn
-from ._bounds import Bounds, component_bounds, gated_off_score, lowest_total, sum_floor
+from ._bounds import Bounds, gated_off_score, lowest_total, sum_floor
 from ._ensemble import ensemble_mean
 from ._renorm import ReNorm
 from ._stats import exact_sum
@@ -123,9 +123,11 @@ class Combined:
     components: dict[str, Score]
     """The scores, as shown in the output (ReNorm may withdraw its process component's)."""
     counted: tuple[Counted, ...] = ()
-    """Components that counted (each at its lowest score when a veto fired)."""
+    """Components that counted."""
     steps: tuple[float, ...] | None = None
     """Per-step rewards (ReNorm)."""
+    vetoed: bool = False
+    """A veto fired: GDPO counts the components as a charged failure's (`charged_counted`)."""
 
 
 def passed(spec: RewardSpec, name: str, score: Score) -> bool:
@@ -183,23 +185,15 @@ def _with_causes(components: dict[str, Score]) -> dict[str, Score]:
     }
 
 
-def _vetoed(spec: RewardSpec, items: tuple[Counted, ...]) -> tuple[float, tuple[Counted, ...]]:
-    """A fired veto's total, and the counted components as GDPO then sees them.
-
-    The total is the lowest the spec can produce (or `veto_value`), and never more than the
-    counted components would have given: a veto only ever takes reward away. Each counted
-    component then scores its own lowest value (0.0 when its range is unknown). A spec whose
-    lowest total is unknown and sets no `veto_value` is refused at load; built without that
-    check, it gets at most 0.
+def _vetoed(spec: RewardSpec, items: tuple[Counted, ...]) -> float:
+    """A fired veto's total: the lowest the spec can produce (or `veto_value`), and never
+    more than the counted components would have given: a veto only ever takes reward away.
+    A spec whose lowest total is unknown and sets no `veto_value` is refused at load; built
+    without that check, it gets at most 0.
     """
     floor = spec.veto_value if spec.veto_value is not None else lowest_total(spec)
     total = spec.combiner.total(items)  # type: ignore[union-attr]  # no veto under renorm
-    worst = []
-    for c in items:
-        b = component_bounds(spec, c.name)
-        low = b.low if c.weight >= 0 else b.high
-        worst.append(c._replace(score=low if math.isfinite(low) else 0.0))
-    return min(0.0 if floor is None else floor, total), tuple(worst)
+    return min(0.0 if floor is None else floor, total)
 
 
 def combine_scores(spec: RewardSpec, scores: Mapping[str, Score]) -> Combined:
@@ -212,8 +206,7 @@ def combine_scores(spec: RewardSpec, scores: Mapping[str, Score]) -> Combined:
     if not items:
         return Combined(None, "not_applicable", components)
     if fired_veto(spec, components, items) is not None:
-        reward, worst = _vetoed(spec, items)
-        return Combined(reward, "ok", components, worst)
+        return Combined(_vetoed(spec, items), "ok", components, items, vetoed=True)
     combiner = spec.combiner
     if isinstance(combiner, ReNorm):
         return _renorm(spec, combiner, components, items)

@@ -58,10 +58,11 @@ def charged_value(spec: RewardSpec, group: Sequence[float]) -> float | None:
 
 
 def charged_counted(spec: RewardSpec, scored: Sequence[Entry]) -> tuple[Counted, ...]:
-    """A charged sample's components for per-component statistics (GDPO): every component
-    that counted in the group, at its lowest weighted value among the scored samples or the
-    low end of its range, whichever is lower (strictly below the group's lowest when the
-    range is unknown, as for the total)."""
+    """A charged (or vetoed) sample's components for per-component statistics (GDPO), from
+    the group's `scored` samples whose components are their own: every component that
+    counted in them, at its lowest weighted value among them or the low end of its range,
+    whichever is lower (strictly below the group's lowest when the range is unknown, as for
+    the total)."""
     cells: dict[str, list[Counted]] = {}
     for entry in scored:
         for c in entry.counted:

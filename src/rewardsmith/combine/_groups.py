@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .._exceptions import InputError
@@ -140,6 +141,7 @@ class ResultBuilder:
         shaped = iter(shape(self._spec, scored))
         results: list[Result] = []
         entries: list[tuple[int, Entry]] = []
+        vetoed: list[tuple[int, Entry]] = []
         charged: list[tuple[int, Scored, Result]] = []
         for item in items:
             if isinstance(item, Result):
@@ -150,15 +152,16 @@ class ResultBuilder:
                 pass
             elif combined.status == "ok" and combined.reward is not None:
                 entry = Entry(item.sample, result, combined.counted, combined.reward)
-                entries.append((len(results), entry))
+                (vetoed if combined.vetoed else entries).append((len(results), entry))
             elif result.cause == "completion":
                 charged.append((len(results), item, result))
             results.append(result)
         finished: list[Finished] = [(r, None, False) for r in results]
-        if self._transform is None or not (entries or charged):
+        if self._transform is None or not (entries or vetoed or charged):
             return finished
-        value = charged_value(self._spec, [e.reward for _, e in entries])
         worst = charged_counted(self._spec, [e for _, e in entries])
+        entries += [(position, replace(e, counted=worst)) for position, e in vetoed]
+        value = charged_value(self._spec, [e.reward for _, e in entries])
         for position, item, result in charged:
             entry = Entry(item.sample, result, worst, 0.0 if value is None else value, True)
             entries.append((position, entry))

@@ -125,6 +125,16 @@ def test_a_veto_over_a_component_of_unknown_range_needs_veto_value() -> None:
     assert spec({"free": {}, "rule": {"veto": True, **UNIT}}, veto_value=-3.0).veto_value == -3.0
 
 
+@pytest.mark.parametrize("shaping", ["cosine", "kimi", "grpo_lambda"])
+def test_a_veto_a_transform_can_make_not_applicable_is_refused(shaping: str) -> None:
+    """A transform reading `correct:` withdraws the component when `correct` has no score."""
+    transform = {"type": shaping, "correct": "correct"}
+    if shaping == "cosine":
+        transform["max_length"] = 9
+    with pytest.raises(ConfigError, match=rf"rewards.rule: .*transform {shaping} can make"):
+        spec({"correct": UNIT, "rule": {"veto": True, **UNIT, "transform": transform}})
+
+
 def test_a_veto_behind_a_gate_is_refused() -> None:
     """A closed gate does not count, so a gated veto never fires on a sample that breaks the
     gate's component: breaking both would pay (unsafe, correct, unformatted: 1.0)."""

@@ -432,13 +432,11 @@ ROWS = [
         AT_MOST_HONEST,
         "crash -1.0 vs rule broken -7.67 (dr_grpo)",
     ),
-    hole(
+    guard(
         "veto_dodged_by_grpo_lambda",
         _veto_with_grpo_lambda,
         AT_MOST_HONEST,
         "rule broken 0.0 vs rule kept -0.5 in a mostly wrong group",
-        "a veto component whose transform can make it not_applicable (grpo_lambda) is "
-        "accepted; the veto then never fires",
     ),
     hole(
         "lexicographic_unbounded_secondary_outranks_correctness",

@@ -133,6 +133,16 @@ def correct_threshold(spec: RewardSpec, correct: str, given: float | None) -> fl
     return high if math.isfinite(high) else None
 
 
+def _withdrawing(spec: RewardSpec, name: str) -> str | None:
+    """The type of a transform of component `name` that can make it `not_applicable`, or
+    None: each one reading a `correct:` component does when that component has no score
+    (`grpo_lambda` also in a group that is mostly wrong)."""
+    return next(
+        (t.type for t in spec.rewards[name].transform if getattr(t, "correct", None) is not None),
+        None,
+    )
+
+
 def check_combination(spec: RewardSpec) -> str | None:
     """Why the spec's combination cannot keep its promises, naming the component; else None."""
     ranges = members(spec)
@@ -140,6 +150,13 @@ def check_combination(spec: RewardSpec) -> str | None:
         return "veto_value must be a finite number"
     vetoes = [n for n, c in spec.rewards.items() if c.veto]
     for name in vetoes:
+        if (withdrawing := _withdrawing(spec, name)) is not None:
+            return (
+                f"rewards.{name}: a veto fires only on a component that counts, and its "
+                f"transform {withdrawing} can make it not_applicable, so the rule would not "
+                "apply to every sample: veto on the unshaped rule, and shape a copy of it "
+                "without veto"
+            )
         high = raw_bounds(spec, name).high
         if high <= 0:
             return (

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewardsmith import Score
+from rewardsmith import ConfigError, Score
 from rewardsmith.combine import combine, combine_scores
 from rewardsmith.combine._stats import exact_sum
 
@@ -65,7 +65,9 @@ BIG = 1e308  # finite, but two of them overflow a sum
     ],
 )
 def test_a_combination_that_overflows_is_error_never_an_exception(mode, a, b, expected) -> None:
-    s = spec({"a": {}, "b": {}}, combine=mode)
+    # lexicographic needs the range of the components after the first
+    known = {"transform": {"type": "clip", "min": -BIG, "max": BIG}}
+    s = spec({"a": {}, "b": known if mode == "lexicographic" else {}}, combine=mode)
     assert combine(s, {"a": ok(a), "b": ok(b)}) == expected
 
 
@@ -188,9 +190,19 @@ def test_ensemble_bounds(values, share) -> None:
     assert cautious <= mean + 1e-9
 
 
+def test_lexicographic_refuses_a_tie_scale_a_later_component_could_outweigh() -> None:
+    """rm in [-1, 1] at 0.5 moves the total by 1, a right answer's lead over a wrong one."""
+    with pytest.raises(ConfigError, match=r"could outweigh it\. Lower tie_scale"):
+        spec(
+            {"correct": UNIT, "rm": {"low": -1.0, "high": 1.0}},
+            combine={"type": "lexicographic", "tie_scale": 0.5},
+        )
+    spec({"correct": UNIT, "rm": {"low": -1.0, "high": 1.0}}, combine="lexicographic")
+
+
 @given(st.sampled_from([0.0, 1.0]), st.sampled_from([0.0, 1.0]), st.floats(-1, 1), st.floats(-1, 1))
 def test_lexicographic_order_holds_for_binary_primary(p1, p2, s1, s2) -> None:
-    s = spec({"p": {}, "s": {}}, combine="lexicographic")
+    s = spec({"p": {}, "s": {"low": -1.0, "high": 1.0}}, combine="lexicographic")
     t1, _ = combine(s, {"p": ok(p1), "s": ok(s1)})
     t2, _ = combine(s, {"p": ok(p2), "s": ok(s2)})
     if p1 > p2:

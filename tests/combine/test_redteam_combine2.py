@@ -438,13 +438,11 @@ ROWS = [
         AT_MOST_HONEST,
         "rule broken 0.0 vs rule kept -0.5 in a mostly wrong group",
     ),
-    hole(
+    guard(
         "lexicographic_unbounded_secondary_outranks_correctness",
         _lexicographic_unbounded_secondary,
         BELOW,
         "wrong with rm 2000: 2.0 vs right 1.0",
-        "Lexicographic has no `problem` check: later components of unknown (or too wide) "
-        "range outrank earlier ones",
     ),
     hole(
         "renorm_padding_with_easy_steps",

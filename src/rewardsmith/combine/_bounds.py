@@ -13,7 +13,8 @@ they cannot know (a `clip` transform makes any range known):
   component that never scores above 0 (a penalty) would fire on every sample and is refused;
 - `combine: product` takes non-negative members only (a product of two penalties is a bonus);
 - `combine: uncertainty` takes a `lambda` small enough that raising one member's score never
-  lowers the total.
+  lowers the total;
+- `combine: lexicographic` takes later components that cannot outweigh an earlier one.
 """
 
 from __future__ import annotations

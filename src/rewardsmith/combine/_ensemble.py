@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ._base import Choice, Counted
+from ._base import Choice, Counted, Finite
 from ._bounds import Bounds, sum_floor
 from ._stats import centred, exact_sum, mean
 
@@ -44,7 +44,7 @@ class Uncertainty(Choice):
     """
 
     type: Literal["uncertainty"] = "uncertainty"
-    lambda_: float = Field(default=1.0, alias="lambda", ge=0)
+    lambda_: Finite = Field(default=1.0, alias="lambda", ge=0)
     members: tuple[str, ...] | None = None
 
     def _member(self, name: str) -> bool:

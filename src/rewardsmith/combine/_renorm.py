@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from ..models import Score
-from ._base import Choice
+from ._base import Choice, Finite
 from ._bounds import Bounds
 
 __all__ = ["ReNorm"]
@@ -46,7 +46,7 @@ class ReNorm(Choice):
     type: Literal["renorm"] = "renorm"
     process: str
     outcome: str
-    beta: float = 1.0
+    beta: Finite = 1.0
 
     def steps(self, process: Score, outcome: Score) -> list[float] | str:
         """The per-step rewards, or why they cannot be computed."""

@@ -223,7 +223,8 @@ def _lexicographic_unbounded_secondary() -> tuple[float, float]:
 def _renorm_padding() -> tuple[float, float]:
     """ReNorm's scalar reward is half the mean of the process terms: a wrong trajectory with
     one bad step (0.1) earns -0.45; the same trajectory padded with nine trivially true steps
-    (1.0 each) earns -0.045. Padding cuts a wrong answer's penalty tenfold."""
+    (1.0 each) earns -0.045. Padding cut a wrong answer's penalty tenfold; the scalar now
+    takes the min of the process terms (both -0.45)."""
     s = spec({"p": UNIT, "o": UNIT}, combine={"type": "renorm", "process": "p", "outcome": "o"})
     padded, _ = combine(s, {"p": ok(0.1, steps=[1.0] * 9 + [0.1, 1.0]), "o": ok(0)})
     honest, _ = combine(s, {"p": ok(0.1, steps=[0.1, 1.0]), "o": ok(0)})
@@ -462,12 +463,11 @@ ROWS = [
         "Lexicographic has no `problem` check: later components of unknown (or too wide) "
         "range outrank earlier ones",
     ),
-    hole(
+    guard(
         "renorm_padding_with_easy_steps",
         _renorm_padding,
         AT_MOST_HONEST,
         "padded wrong -0.045 vs honest wrong -0.45",
-        "ReNorm.reward averages the process terms: trivially true steps dilute a bad one",
     ),
     hole(
         "first_pass_reads_the_shaped_score",

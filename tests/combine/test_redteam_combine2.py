@@ -235,7 +235,8 @@ def _first_pass_reads_the_shaped_score() -> tuple[float, float]:
     """`first_pass` over [q, correct]: q's raw score -0.5 fails (score <= 0), but `min_max`
     maps it to 0.25 > 0, so q "passes" and decides: the wrong answer earns 0.25, exactly the
     right one's. Gates and vetoes judge the raw score; the cascade judges the shaped one, so
-    the correct answer (2.0 by the raw cascade) is not told from the wrong one."""
+    the correct answer (2.0 by the raw cascade) is not told from the wrong one. The cascade
+    now reads the raw verdicts (wrong 0.0, right 2.0)."""
     q = {"low": -1.0, "high": 1.0, "transform": {"type": "min_max", "min": -1, "max": 1}}
     s = spec({"q": q, "correct": {**UNIT, "weight": 2.0}}, combine="first_pass")
     wrong, right = run(
@@ -469,12 +470,11 @@ ROWS = [
         AT_MOST_HONEST,
         "padded wrong -0.045 vs honest wrong -0.45",
     ),
-    hole(
+    guard(
         "first_pass_reads_the_shaped_score",
         _first_pass_reads_the_shaped_score,
         BELOW,
         "wrong 0.25 vs right 0.25",
-        "_combine.first_pass tests `s > 0` on the shaped score; gates and vetoes use the raw",
     ),
     hole(
         "out_of_range_scores_under_product",

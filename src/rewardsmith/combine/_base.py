@@ -40,6 +40,8 @@ class Counted(NamedTuple):
     """Index of the component in the spec (its rank for lexicographic order)."""
     weight: float
     score: float
+    passed: bool
+    """Its own verdict, on its score before shaping (as gates and vetoes read it)."""
 
 
 def shaped(score: Score, value: float, **detail: object) -> Score:

@@ -15,8 +15,9 @@ The order of decisions is fixed, and it is what keeps failures honest:
 4. The remaining components go to the combiner named by `combine:`.
    Nothing left to count means the sample is `not_applicable`.
 
-Gates and vetoes judge a component on its own score, before any `transform:` (the
-`detail.raw_score` of a shaped score): shaping changes magnitudes, not whether a rule passed.
+Gates, vetoes and `first_pass` judge a component on its own score, before any `transform:`
+(the `detail.raw_score` of a shaped score): shaping changes magnitudes, not whether a rule
+passed.
 """
 
 from __future__ import annotations
@@ -47,13 +48,13 @@ __all__ = [
     "passes",
 ]
 
-Weighted = Sequence[tuple[float, float]]
-"""(weight, score) pairs of the components that count, in spec order."""
+Weighted = Sequence[Counted]
+"""The components that count, in spec order."""
 
 
 def weighted_sum(items: Weighted) -> float:
     """Sum of weight * score (+-inf when it overflows: the total is then `error`)."""
-    return exact_sum(w * s for w, s in items)
+    return exact_sum(c.weight * c.score for c in items)
 
 
 def minimum(items: Weighted) -> float:
@@ -61,7 +62,7 @@ def minimum(items: Weighted) -> float:
 
     As an ensemble of reward sources this is worst-case optimisation (WCO, Coste et al. 2024).
     """
-    return min(w * s for w, s in items)
+    return min(c.weight * c.score for c in items)
 
 
 def product(items: Weighted) -> float:
@@ -70,19 +71,17 @@ def product(items: Weighted) -> float:
     Defined for non-negative members only (the spec is refused otherwise): there the product
     never falls when a member rises. With two negative members it would be a bonus.
     """
-    return math.prod(w * s for w, s in items)
+    return math.prod(c.weight * c.score for c in items)
 
 
 def first_pass(items: Weighted) -> float:
-    """A cascade: the weighted score of the first component that passes (score > 0).
+    """A cascade: the weighted score of the first component that passes, else of the last.
 
-    When none passes, the last counted component has the final word.
+    It passes on its own score (`Counted.passed`, as gates read it), not the shaped one: a
+    transform that maps a failing -0.5 to 0.25 must not let it decide the cascade.
     """
-    for w, s in items:
-        if s > 0:
-            return w * s
-    w, s = items[-1]
-    return w * s
+    decider = next((c for c in items if c.passed), items[-1])
+    return decider.weight * decider.score
 
 
 COMBINERS: dict[str, Callable[[Weighted], float]] = {
@@ -102,7 +101,7 @@ class Simple(Choice):
 
     def total(self, items: Sequence[Counted]) -> float:
         """The combined reward of the counted components."""
-        return COMBINERS[self.type]([(c.weight, c.score) for c in items])
+        return COMBINERS[self.type](items)
 
     def lowest(self, members: Sequence[tuple[str, Bounds]]) -> float:
         """A total no sample scores below, given each component's weighted range."""
@@ -144,7 +143,7 @@ def passes(spec: RewardSpec, name: str, scores: Mapping[str, Score]) -> bool:
 def counted(spec: RewardSpec, scores: Mapping[str, Score]) -> tuple[Counted, ...]:
     """The components that count for one sample: `ok`, with their gate (if any) open."""
     return tuple(
-        Counted(name, position, component.weight, score.score)
+        Counted(name, position, component.weight, score.score, passed(spec, name, score))
         for position, (name, component) in enumerate(spec.rewards.items())
         if (score := scores[name]).status == "ok"
         and score.score is not None

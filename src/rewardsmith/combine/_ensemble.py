@@ -22,9 +22,9 @@ from ._stats import centred, exact_sum, mean
 __all__ = ["Uncertainty", "ensemble_mean"]
 
 
-def ensemble_mean(items: Sequence[tuple[float, float]]) -> float:
+def ensemble_mean(items: Sequence[Counted]) -> float:
     """Mean of the weighted scores (exactly the common value when all are equal)."""
-    return mean([w * s for w, s in items])
+    return mean([c.weight * c.score for c in items])
 
 
 class Uncertainty(Choice):

@@ -253,7 +253,7 @@ def _out_of_range_product() -> tuple[float, float]:
     """Two components that declare [0, 1] return -2 each (a reward bug, or a reward model
     behind a wrong declaration): `product` was accepted because its members are declared
     non-negative, and pays 4.0, four times the best in-range total. A score outside its
-    declared range is taken as it is, status `ok`."""
+    declared range was taken as it is, status `ok`; it is now an `error` (infrastructure)."""
     s = spec({"a": UNIT, "b": UNIT}, combine="product")
     total, status = combine(s, {"a": ok(-2), "b": ok(-2)})
     return (total if status == "ok" and total is not None else 0.0), 1.0
@@ -476,12 +476,11 @@ ROWS = [
         BELOW,
         "wrong 0.25 vs right 0.25",
     ),
-    hole(
+    guard(
         "out_of_range_scores_under_product",
         _out_of_range_product,
         AT_MOST_HONEST,
         "4.0 from two [0, 1] components at -2",
-        "a score outside its component's declared range is combined as it is",
     ),
     guard(
         "renorm_nan_beta_accepted", _renorm_nan_beta, POSITIVE, "accepted: reward NaN, status ok"

@@ -126,12 +126,28 @@ class Combined:
     """Per-step rewards (ReNorm)."""
 
 
+def own_score(spec: RewardSpec, name: str, score: Score) -> float | None:
+    """The score component `name`'s reward returned, before its transforms."""
+    raw = score.detail.get("raw_score", score.score) if spec.rewards[name].transform else None
+    return score.score if raw is None else raw
+
+
 def passed(spec: RewardSpec, name: str, score: Score) -> bool:
     """Whether a component passed on its own score (before its transforms): ok and > 0."""
-    if score.status != "ok" or score.score is None:
-        return False
-    raw = score.detail.get("raw_score", score.score) if spec.rewards[name].transform else None
-    return (score.score if raw is None else raw) > 0
+    own = own_score(spec, name, score)
+    return score.status == "ok" and score.score is not None and own is not None and own > 0
+
+
+def in_range(spec: RewardSpec, name: str, score: Score) -> Score:
+    """`score`, or an `error` caused by `infrastructure` when it is `ok` outside the range its
+    reward declares: the reward broke its own contract, and the spec's checks (a product's
+    non-negative members, a veto's floor) trusted that range. Undeclared ranges: unchecked."""
+    bounds = spec.rewards[name].bounds
+    own = own_score(spec, name, score)
+    if score.status != "ok" or bounds is None or own is None or bounds[0] <= own <= bounds[1]:
+        return score
+    reason = f"score {own!r} outside the range [{bounds[0]:g}, {bounds[1]:g}] its reward declares"
+    return withdrawn(score, "error", reason, cause="infrastructure")
 
 
 def passes(spec: RewardSpec, name: str, scores: Mapping[str, Score]) -> bool:
@@ -196,7 +212,7 @@ def _vetoed(spec: RewardSpec, items: tuple[Counted, ...]) -> tuple[float, tuple[
 
 def combine_scores(spec: RewardSpec, scores: Mapping[str, Score]) -> Combined:
     """The total reward of one sample from its (shaped) component scores."""
-    components = {name: scores[name] for name in spec.rewards}
+    components = {name: in_range(spec, name, scores[name]) for name in spec.rewards}
     for score in components.values():
         if score.status in FAILURE_STATUSES:
             return Combined(spec.on_error, score.status, _with_causes(components))

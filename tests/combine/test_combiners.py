@@ -39,7 +39,7 @@ def two(combine_mode, **weights):
         ({"type": "uncertainty", "lambda": 1}, 0.8, 0.4, 0.6 - 0.04),
         ("uncertainty", 0.35, 0.35, 0.35),
         ({"type": "lexicographic", "tie_scale": 0.01}, 1.0, 0.5, 1.005),
-        ("lexicographic", 0.0, -1.0, -0.001),
+        ("lexicographic", 0.0, 1.0, 0.001),  # in range: [0, 1] (a -1 would be `error`)
     ],
 )
 def test_hand_computed(mode, a, b, expected) -> None:
@@ -82,7 +82,7 @@ def test_lexicographic_rank_is_the_spec_position_not_the_counted_position() -> N
 
 
 def test_veto_gives_the_lowest_total_only_when_the_rule_fails() -> None:
-    s = spec({"correct": UNIT, "safe": {"veto": True, "weight": 0.0, **UNIT}})
+    s = spec({"correct": UNIT, "safe": {"veto": True, "weight": 0.0, "low": -1.0, "high": 1.0}})
     assert combine(s, {"correct": ok(1.0), "safe": ok(0.0)}) == (0.0, "ok")
     assert combine(s, {"correct": ok(1.0), "safe": ok(-1.0)}) == (0.0, "ok")
     assert combine(s, {"correct": ok(1.0), "safe": ok(1.0)}) == (1.0, "ok")
@@ -118,8 +118,8 @@ def renorm(steps, outcome, **options):
 @pytest.mark.parametrize(
     ("steps", "outcome", "expected", "reward"),
     [
-        ([0.8, 0.6, 0.9], 1.0, [0.8, 0.6, 1.0], (0.7 + 1) / 2),
-        ([0.8, 0.6, 0.9], 0.0, [-0.2, -0.4, 0.0], -0.3 / 2),
+        ([0.8, 0.6, 0.9], 1.0, [0.8, 0.6, 1.0], (0.6 + 1) / 2),  # the worst process term
+        ([0.8, 0.6, 0.9], 0.0, [-0.2, -0.4, 0.0], -0.4 / 2),
         ([0.3], 1.0, [0.3], (0.3 + 1) / 2),  # a lone step keeps its process term (rt15, 3)
         ([0.3], 0.0, [-0.7], -0.7 / 2),
         ([1.0, 0.0], 0.0, [0.0, 0.0], 0.0),

@@ -22,7 +22,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..models import Result, Sample
-from ._base import Choice, Counted
+from ._base import Choice, Counted, Finite
 from ._stats import Std, centred, root_mean_square, saturated, standardised
 
 __all__ = [
@@ -94,7 +94,7 @@ class Grpo(GroupTransform):
 
     type: Literal["grpo"] = "grpo"
     std: Std = "population"
-    epsilon: float = Field(default=1e-6, ge=0)
+    epsilon: Finite = Field(default=1e-6, ge=0)
 
     def advantages(self, group: Sequence[Entry]) -> list[float]:
         """One advantage per entry."""
@@ -181,7 +181,7 @@ class Whiten(GroupTransform):
 
     type: Literal["whiten"] = "whiten"
     baseline: Literal["none", "group_mean"] = "none"
-    epsilon: float = Field(default=1e-6, ge=0)
+    epsilon: Finite = Field(default=1e-6, ge=0)
     batch_size: int | None = Field(default=None, gt=0)
 
     def advantages(self, group: Sequence[Entry]) -> list[float]:
@@ -213,7 +213,7 @@ class Gdpo(GroupTransform):
     """
 
     type: Literal["gdpo"] = "gdpo"
-    epsilon: float = Field(default=1e-6, ge=0)
+    epsilon: Finite = Field(default=1e-6, ge=0)
     batch_whiten: bool = True
     batch_size: int | None = Field(default=None, gt=0)
 

@@ -1,16 +1,21 @@
-"""What the combination pieces share: the config base class and a scored sample."""
+"""What the combination pieces share: the config base class and its number type, and a scored
+sample."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Annotated, NamedTuple
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..models import Cause, Sample, Score, Status
 
-__all__ = ["Choice", "Counted", "Scored", "shaped", "withdrawn"]
+__all__ = ["Choice", "Counted", "Finite", "Scored", "shaped", "withdrawn"]
+
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+"""A number of the spec: infinite or NaN is refused at load, naming its key (one would make
+rewards or advantages NaN, infinite or 0 for every sample, with status `ok`)."""
 
 
 class Choice(BaseModel):
@@ -35,6 +40,8 @@ class Counted(NamedTuple):
     """Index of the component in the spec (its rank for lexicographic order)."""
     weight: float
     score: float
+    passed: bool
+    """Its own verdict, on its score before shaping (as gates and vetoes read it)."""
 
 
 def shaped(score: Score, value: float, **detail: object) -> Score:

@@ -16,8 +16,9 @@ The order of decisions is fixed, and it is what keeps failures honest:
 4. The remaining components go to the combiner named by `combine:`.
    Nothing left to count means the sample is `not_applicable`.
 
-Gates and vetoes judge a component on its own score, before any `transform:` (the
-`detail.raw_score` of a shaped score): shaping changes magnitudes, not whether a rule passed.
+Gates, vetoes and `first_pass` judge a component on its own score, before any `transform:`
+(the `detail.raw_score` of a shaped score): shaping changes magnitudes, not whether a rule
+passed.
 """
 
 from __future__ import annotations
@@ -48,13 +49,13 @@ __all__ = [
     "passes",
 ]
 
-Weighted = Sequence[tuple[float, float]]
-"""(weight, score) pairs of the components that count, in spec order."""
+Weighted = Sequence[Counted]
+"""The components that count, in spec order."""
 
 
 def weighted_sum(items: Weighted) -> float:
     """Sum of weight * score (+-inf when it overflows: the total is then `error`)."""
-    return exact_sum(w * s for w, s in items)
+    return exact_sum(c.weight * c.score for c in items)
 
 
 def minimum(items: Weighted) -> float:
@@ -62,7 +63,7 @@ def minimum(items: Weighted) -> float:
 
     As an ensemble of reward sources this is worst-case optimisation (WCO, Coste et al. 2024).
     """
-    return min(w * s for w, s in items)
+    return min(c.weight * c.score for c in items)
 
 
 def product(items: Weighted) -> float:
@@ -71,19 +72,17 @@ def product(items: Weighted) -> float:
     Defined for non-negative members only (the spec is refused otherwise): there the product
     never falls when a member rises. With two negative members it would be a bonus.
     """
-    return math.prod(w * s for w, s in items)
+    return math.prod(c.weight * c.score for c in items)
 
 
 def first_pass(items: Weighted) -> float:
-    """A cascade: the weighted score of the first component that passes (score > 0).
+    """A cascade: the weighted score of the first component that passes, else of the last.
 
-    When none passes, the last counted component has the final word.
+    It passes on its own score (`Counted.passed`, as gates read it), not the shaped one: a
+    transform that maps a failing -0.5 to 0.25 must not let it decide the cascade.
     """
-    for w, s in items:
-        if s > 0:
-            return w * s
-    w, s = items[-1]
-    return w * s
+    decider = next((c for c in items if c.passed), items[-1])
+    return decider.weight * decider.score
 
 
 COMBINERS: dict[str, Callable[[Weighted], float]] = {
@@ -103,7 +102,7 @@ class Simple(Choice):
 
     def total(self, items: Sequence[Counted]) -> float:
         """The combined reward of the counted components."""
-        return COMBINERS[self.type]([(c.weight, c.score) for c in items])
+        return COMBINERS[self.type](items)
 
     def lowest(self, members: Sequence[tuple[str, Bounds]]) -> float:
         """A total no sample scores below, given each component's weighted range."""
@@ -130,12 +129,28 @@ class Combined:
     """A veto fired: GDPO counts the components as a charged failure's (`charged_counted`)."""
 
 
+def own_score(spec: RewardSpec, name: str, score: Score) -> float | None:
+    """The score component `name`'s reward returned, before its transforms."""
+    raw = score.detail.get("raw_score", score.score) if spec.rewards[name].transform else None
+    return score.score if raw is None else raw
+
+
 def passed(spec: RewardSpec, name: str, score: Score) -> bool:
     """Whether a component passed on its own score (before its transforms): ok and > 0."""
-    if score.status != "ok" or score.score is None:
-        return False
-    raw = score.detail.get("raw_score", score.score) if spec.rewards[name].transform else None
-    return (score.score if raw is None else raw) > 0
+    own = own_score(spec, name, score)
+    return score.status == "ok" and score.score is not None and own is not None and own > 0
+
+
+def in_range(spec: RewardSpec, name: str, score: Score) -> Score:
+    """`score`, or an `error` caused by `infrastructure` when it is `ok` outside the range its
+    reward declares: the reward broke its own contract, and the spec's checks (a product's
+    non-negative members, a veto's floor) trusted that range. Undeclared ranges: unchecked."""
+    bounds = spec.rewards[name].bounds
+    own = own_score(spec, name, score)
+    if score.status != "ok" or bounds is None or own is None or bounds[0] <= own <= bounds[1]:
+        return score
+    reason = f"score {own!r} outside the range [{bounds[0]:g}, {bounds[1]:g}] its reward declares"
+    return withdrawn(score, "error", reason, cause="infrastructure")
 
 
 def passes(spec: RewardSpec, name: str, scores: Mapping[str, Score]) -> bool:
@@ -146,19 +161,21 @@ def passes(spec: RewardSpec, name: str, scores: Mapping[str, Score]) -> bool:
 
 def counted(spec: RewardSpec, scores: Mapping[str, Score]) -> tuple[Counted, ...]:
     """The components that count for one sample: every `ok` one, at its score when its gate
-    (if any) is open, else at its lowest weighted value (`gated_off_score`)."""
+    (if any) is open, else at its lowest weighted value (`gated_off_score`), never passing."""
     return tuple(
-        Counted(
-            name,
-            position,
-            component.weight,
-            score.score
-            if component.only_if is None or passes(spec, component.only_if, scores)
-            else gated_off_score(spec, name),
-        )
-        for position, (name, component) in enumerate(spec.rewards.items())
+        _counted(spec, name, position, score, scores)
+        for position, name in enumerate(spec.rewards)
         if (score := scores[name]).status == "ok" and score.score is not None
     )
+
+
+def _counted(
+    spec: RewardSpec, name: str, position: int, score: Score, scores: Mapping[str, Score]
+) -> Counted:
+    component = spec.rewards[name]
+    if component.only_if is None or passes(spec, component.only_if, scores):
+        return Counted(name, position, component.weight, score.score, passed(spec, name, score))
+    return Counted(name, position, component.weight, gated_off_score(spec, name), False)
 
 
 def fired_veto(
@@ -198,7 +215,7 @@ def _vetoed(spec: RewardSpec, items: tuple[Counted, ...]) -> float:
 
 def combine_scores(spec: RewardSpec, scores: Mapping[str, Score]) -> Combined:
     """The total reward of one sample from its (shaped) component scores."""
-    components = {name: scores[name] for name in spec.rewards}
+    components = {name: in_range(spec, name, scores[name]) for name in spec.rewards}
     for score in components.values():
         if score.status in FAILURE_STATUSES:
             return Combined(spec.on_error, score.status, _with_causes(components))

@@ -26,7 +26,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..models import Score
-from ._base import Choice, shaped, withdrawn
+from ._base import Choice, Finite, shaped, withdrawn
 from ._bounds import Bounds
 from ._shaping import PerSample, Row, replaced
 
@@ -60,13 +60,13 @@ class Cosine(PerSample):
 
     type: Literal["cosine"] = "cosine"
     correct: str
-    correct_threshold: float | None = None
+    correct_threshold: Finite | None = None
     max_length: int = Field(gt=0)
-    correct_at_0: float = 1.0
-    correct_at_max: float = 0.5
-    wrong_at_0: float = -1.0
-    wrong_at_max: float = -0.5
-    exceed: float = -1.0
+    correct_at_0: Finite = 1.0
+    correct_at_max: Finite = 0.5
+    wrong_at_0: Finite = -1.0
+    wrong_at_max: Finite = -0.5
+    exceed: Finite = -1.0
 
     def bounds(self, given: Bounds) -> Bounds:
         values = (
@@ -107,7 +107,7 @@ class Kimi(Choice):
 
     type: Literal["kimi"] = "kimi"
     correct: str
-    correct_threshold: float | None = None
+    correct_threshold: Finite | None = None
 
     def bounds(self, given: Bounds) -> Bounds:
         return Bounds(-0.5, 0.5)
@@ -154,8 +154,8 @@ class GrpoLambda(Choice):
 
     type: Literal["grpo_lambda"] = "grpo_lambda"
     correct: str
-    correct_threshold: float | None = None
-    threshold: float = Field(default=0.5, ge=0, le=1)
+    correct_threshold: Finite | None = None
+    threshold: Finite = Field(default=0.5, ge=0, le=1)
 
     def bounds(self, given: Bounds) -> Bounds:
         return given

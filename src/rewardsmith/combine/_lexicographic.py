@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ._base import Choice, Counted
+from ._base import Choice, Counted, Finite
 from ._bounds import Bounds, sum_floor
 from ._stats import exact_sum
 
@@ -35,7 +35,7 @@ class Lexicographic(Choice):
     """
 
     type: Literal["lexicographic"] = "lexicographic"
-    tie_scale: float = Field(default=1e-3, gt=0, lt=1)
+    tie_scale: Finite = Field(default=1e-3, gt=0, lt=1)
 
     def total(self, items: Sequence[Counted]) -> float:
         """The combined reward of the counted components."""

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, model_validator
 
 from ..models import Sample, Score
-from ._base import Choice, Scored, shaped, withdrawn
+from ._base import Choice, Finite, Scored, shaped, withdrawn
 from ._bounds import UNKNOWN, Bounds, correct_threshold
 from ._combine import passes
 from ._stats import all_equal, standardised
@@ -125,8 +125,8 @@ class Clip(PerSample):
     """``min(max(x, min), max)``: bound a score (the "Clip" baseline of PAR, Fu et al. 2025)."""
 
     type: Literal["clip"] = "clip"
-    min: float | None = None
-    max: float | None = None
+    min: Finite | None = None
+    max: Finite | None = None
 
     @model_validator(mode="after")
     def _bounds(self) -> Clip:
@@ -159,7 +159,7 @@ class Tanh(PerSample):
     """
 
     type: Literal["tanh"] = "tanh"
-    scale: float = Field(default=1.0, gt=0)
+    scale: Finite = Field(default=1.0, gt=0)
 
     def one(self, score: Score, row: Row) -> Score:
         assert score.score is not None
@@ -178,8 +178,8 @@ class MinMax(Choice):
     """
 
     type: Literal["min_max"] = "min_max"
-    min: float | None = None
-    max: float | None = None
+    min: Finite | None = None
+    max: Finite | None = None
 
     @model_validator(mode="after")
     def _bounds(self) -> MinMax:
@@ -227,9 +227,9 @@ class MeanStd(Choice):
     """
 
     type: Literal["mean_std"] = "mean_std"
-    mean: float | None = None
-    std: float | None = Field(default=None, gt=0)
-    epsilon: float = Field(default=1e-6, ge=0)
+    mean: Finite | None = None
+    std: Finite | None = Field(default=None, gt=0)
+    epsilon: Finite = Field(default=1e-6, ge=0)
 
     @model_validator(mode="after")
     def _stats(self) -> MeanStd:

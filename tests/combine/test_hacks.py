@@ -146,6 +146,18 @@ def test_a_veto_behind_a_gate_is_refused() -> None:
     assert combine(s, {"safe": ok(0.0), "correct": ok(1.0)}) == (0.0, "ok")
 
 
+def test_first_pass_refuses_a_gate_or_a_transform_naming_why() -> None:
+    """The cascade pays its decider's score (rt22 round 3): a closed gate's "never passes"
+    lets a later member pay more than the gated one at its worst, and a shaped score could pay
+    passing a rule less than failing it."""
+    gated = {"b": {**UNIT, "only_if": "g"}, "c": UNIT, "g": UNIT}
+    with pytest.raises(ConfigError, match=r"rewards.b.only_if: under combine: first_pass"):
+        spec(gated, combine="first_pass")
+    shaped = {"q": {**UNIT, "transform": {"type": "min_max", "min": 0.5, "max": 1}}, "c": UNIT}
+    with pytest.raises(ConfigError, match=r"rewards.q.transform: .*passing less than failing"):
+        spec(shaped, combine="first_pass")
+
+
 # -- 17.3: product -----------------------------------------------------------------------------
 
 

@@ -234,19 +234,23 @@ def _renorm_padding() -> tuple[float, float]:
 def _first_pass_reads_the_shaped_score() -> tuple[float, float]:
     """`first_pass` over [q, correct]: q's raw score -0.5 fails (score <= 0), but `min_max`
     maps it to 0.25 > 0, so q "passes" and decides: the wrong answer earns 0.25, exactly the
-    right one's. Gates and vetoes judge the raw score; the cascade judges the shaped one, so
-    the correct answer (2.0 by the raw cascade) is not told from the wrong one. The cascade
-    now reads the raw verdicts (wrong 0.0, right 2.0)."""
-    q = {"low": -1.0, "high": 1.0, "transform": {"type": "min_max", "min": -1, "max": 1}}
-    s = spec({"q": q, "correct": {**UNIT, "weight": 2.0}}, combine="first_pass")
-    wrong, right = run(
-        s,
-        [
-            row(None, {"q": ok(-0.5), "correct": ok(0)}),
-            row(None, {"q": ok(-0.5), "correct": ok(1)}),
-        ],
-    )
-    return wrong.reward, right.reward  # type: ignore[return-value]
+    right one's. Gates and vetoes judge the raw score; the cascade judged the shaped one, so
+    the correct answer (2.0 by the raw cascade) was not told from the wrong one. A transform
+    on a first_pass member is now refused at load (rt22 round 3)."""
+
+    def attack() -> tuple[float, float]:
+        q = {"low": -1.0, "high": 1.0, "transform": {"type": "min_max", "min": -1, "max": 1}}
+        s = spec({"q": q, "correct": {**UNIT, "weight": 2.0}}, combine="first_pass")
+        wrong, right = run(
+            s,
+            [
+                row(None, {"q": ok(-0.5), "correct": ok(0)}),
+                row(None, {"q": ok(-0.5), "correct": ok(1)}),
+            ],
+        )
+        return wrong.reward, right.reward  # type: ignore[return-value]
+
+    return _or_refused(attack, refused=(0.0, 2.0))
 
 
 def _out_of_range_product() -> tuple[float, float]:

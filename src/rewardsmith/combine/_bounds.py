@@ -144,6 +144,28 @@ def _withdrawing(spec: RewardSpec, name: str) -> str | None:
     )
 
 
+def _first_pass_problem(spec: RewardSpec) -> str | None:
+    """Why a `first_pass` member cannot keep the cascade honest, or None. The cascade pays
+    the decider's score, so passing a rule must never pay less than failing it: a closed gate
+    ("never passes") and a gated component at its worst (which may pass and decide) do not
+    compose, and a transform could make a passing score pay less than a later member's."""
+    for name, component in spec.rewards.items():
+        if component.only_if is not None:
+            return (
+                f"rewards.{name}.only_if: under combine: first_pass a closed gate makes "
+                f"rewards.{name} never pass, so the cascade falls through to a later member, "
+                "which can pay more than passing the gate with it at its worst: drop only_if, "
+                "or use weighted_sum"
+            )
+        if component.transform:
+            return (
+                f"rewards.{name}.transform: combine: first_pass decides on a member's own "
+                "score and pays its shaped one, which could pay passing less than failing: "
+                "drop the transform (members should share one scale, such as 0/1 verifiers)"
+            )
+    return None
+
+
 def check_combination(spec: RewardSpec) -> str | None:
     """Why the spec's combination cannot keep its promises, naming the component; else None."""
     ranges = members(spec)
@@ -188,6 +210,8 @@ def check_combination(spec: RewardSpec) -> str | None:
                 f"value, and rewards.{name} (type {component.type}) declares no range: bound it "
                 "(transform: {type: clip, min: ..., max: ...}), or drop only_if"
             )
+    if spec.combine == "first_pass" and (refused := _first_pass_problem(spec)) is not None:
+        return refused
     if spec.combine == "product":
         for name, component in spec.rewards.items():
             shaped = component_bounds(spec, name)

@@ -78,8 +78,9 @@ def product(items: Weighted) -> float:
 def first_pass(items: Weighted) -> float:
     """A cascade: the weighted score of the first component that passes, else of the last.
 
-    It passes on its own score (`Counted.passed`, as gates read it), not the shaped one: a
-    transform that maps a failing -0.5 to 0.25 must not let it decide the cascade.
+    It pays the decider's score, so members should share one scale (0/1 verifiers): a member
+    that can pass with less than a later member pays teaches failing it. Members take no
+    `only_if` or `transform` (`check_combination`): each passes on its own score.
     """
     decider = next((c for c in items if c.passed), items[-1])
     return decider.weight * decider.score

@@ -257,7 +257,8 @@ def _out_of_range_product() -> tuple[float, float]:
     """Two components that declare [0, 1] return -2 each (a reward bug, or a reward model
     behind a wrong declaration): `product` was accepted because its members are declared
     non-negative, and pays 4.0, four times the best in-range total. A score outside its
-    declared range was taken as it is, status `ok`; it is now an `error` (infrastructure)."""
+    declared range was taken as it is, status `ok`; it is now an `error`, charged to the
+    completion."""
     s = spec({"a": UNIT, "b": UNIT}, combine="product")
     total, status = combine(s, {"a": ok(-2), "b": ok(-2)})
     return (total if status == "ok" and total is not None else 0.0), 1.0

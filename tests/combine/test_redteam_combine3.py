@@ -3,10 +3,10 @@ at their lowest value, first_pass on raw verdicts, ReNorm's min, out-of-range sc
 floors, lexicographic's check) and on what they may have broken.
 
 One row per attack, as in `test_redteam_combine2.py`: each returns (what the attack earns,
-what the honest comparison earns) and `should` says what must hold between them. Rows marked
-`xfail(strict=True)` are open holes: they assert the correct behaviour, so they fail today and
-flip loudly when fixed. The others are attacks that fail today, kept as guards. `today` says
-what the attack earned when this file was written. A row whose spec a fix may refuse at load
+what the honest comparison earns) and `should` says what must hold between them. The ten holes
+found (strict xfails when this file was written) are fixed and kept as guards beside the
+attacks that failed from the start. `today` says what the attack earned when this file was
+written. A row whose spec a fix may refuse at load
 returns a passing pair then.
 
 Scores are hand-made (`tests.combine.helpers`: the result builder without workers).
@@ -416,13 +416,6 @@ def _guard_trl_split_gated_negative_weights() -> tuple[float, float]:
     )
 
 
-def hole(name: str, attack: Any, should: Any, today: str, reason: str) -> Any:
-    """An open hole: the row asserts the correct behaviour and fails today."""
-    return pytest.param(
-        name, attack, should, today, id=name, marks=pytest.mark.xfail(strict=True, reason=reason)
-    )
-
-
 def guard(name: str, attack: Any, should: Any, today: str) -> Any:
     """An attack that fails today."""
     return pytest.param(name, attack, should, today, id=name)
@@ -430,40 +423,35 @@ def guard(name: str, attack: Any, should: Any, today: str) -> Any:
 
 ROWS = [
     # (id, attack -> (attack earns, honest earns), should(attack, honest), today)
-    hole(
+    guard(
         "first_pass_closed_gate_skips_a_negative_weight_member",
         _first_pass_gate_skips_a_negative_weight_member,
         AT_MOST_HONEST,
         "failed gate 2.0 vs passed gate at worst -1.0",
-        "first_pass: a gated-off member never passes, where at its worst it would decide",
     ),
-    hole(
+    guard(
         "first_pass_closed_gate_skips_a_member_whose_worst_passes",
         _first_pass_gate_skips_a_member_whose_worst_passes,
         AT_MOST_HONEST,
         "failed gate 2.0 vs passed gate at worst 0.5",
-        "first_pass: a gated-off member never passes, where at its worst it would decide",
     ),
-    hole(
+    guard(
         "first_pass_raw_pass_pays_below_a_fail",
         _first_pass_raw_pass_pays_below_a_fail,
         AT_MOST_HONEST,
         "failing q 1.0 vs passing q -0.6",
-        "first_pass pays a passing member's shaped score, which a transform can make negative",
     ),
-    hole(
+    guard(
         "renorm_prepended_easy_step_lifts_a_wrong_lone_step",
         _renorm_prepended_step,
         AT_MOST_HONEST,
         "padded wrong 0.0 vs lone wrong -0.45",
-        "renorm: the last step's process reward leaves the min once another step precedes it",
     ),
-    hole(
+    guard(
         "renorm_prepended_easy_step_lifts_a_right_lone_step",
         _renorm_prepended_step_right,
         AT_MOST_HONEST,
         "padded right 1.0 vs lone right 0.55",
-        "renorm: the last step's process reward leaves the min once another step precedes it",
     ),
     guard(
         "renorm_appended_step_never_raises",
@@ -471,41 +459,36 @@ ROWS = [
         AT_MOST_HONEST,
         "-0.3 vs -0.3",
     ),
-    hole(
+    guard(
         "out_of_range_sibling_squashes_min_max",
         _out_of_range_sibling_squashes_min_max,
         BELOW,
         "wrong 0.5 vs right 0.01 (right alone: 1.0)",
-        "in_range runs after group transforms, which read the out-of-range score",
     ),
-    hole(
+    guard(
         "gated_off_sibling_squashes_min_max",
         _gated_off_sibling_squashes_min_max,
         BELOW,
         "wrong 0.5 vs right 0.01 (without the gated-off sample: 1.0)",
-        "group transforms read scores behind a closed gate",
     ),
-    hole(
+    guard(
         "out_of_range_escapes_the_charge_verl",
         _out_of_range_escapes_the_charge_verl,
         AT_MOST_HONEST,
         "out of range 0.0 vs honest wrong -1.0",
-        "an out-of-range score is cause infrastructure: never charged",
     ),
-    hole(
+    guard(
         "out_of_range_escapes_the_charge_grpo",
         _out_of_range_escapes_the_charge_grpo,
         AT_MOST_HONEST,
         "out of range null (0) vs honest wrong -1.0",
-        "an out-of-range score is cause infrastructure: never charged",
     ),
     guard("crash_is_charged", _guard_crash_is_charged, AT_MOST_HONEST, "-1.0 vs -1.0"),
-    hole(
+    guard(
         "detail_raw_score_read_as_the_score",
         _detail_raw_score_read_as_the_score,
         EQUAL,
         "with clip: error (-1 here) vs without 1.9",
-        "shaped() keeps a reward's own detail.raw_score as the raw value",
     ),
     guard("gate_chain_min", _guard_gate_chain_min, AT_MOST_HONEST, "0 vs 0"),
     guard("gate_on_not_applicable", _guard_gate_on_not_applicable, AT_MOST_HONEST, "0 vs 0"),

@@ -45,16 +45,14 @@ class Counted(NamedTuple):
 
 
 def shaped(score: Score, value: float, **detail: object) -> Score:
-    """`score` with a new value; the first untransformed value is kept as `detail.raw_score`."""
-    raw = score.detail.get("raw_score", score.score)
-    return Score(score=value, status="ok", detail={**score.detail, **detail, "raw_score": raw})
+    """`score` with a new value; its detail (the engine's `raw_score` among it) is kept."""
+    return Score(score=value, status="ok", detail={**score.detail, **detail})
 
 
 def withdrawn(score: Score, status: Status, reason: str, cause: Cause | None = None) -> Score:
     """`score` without a value (`status`, with the reason and, for a failure, who caused
-    it); its detail and value are kept."""
-    raw = score.detail.get("raw_score", score.score)
-    detail = {**score.detail, "reason": reason, "raw_score": raw}
+    it); its detail (the engine's `raw_score` among it) is kept."""
+    detail = {**score.detail, "reason": reason}
     if cause is not None:
         detail["cause"] = cause
     return Score(score=None, status=status, detail=detail)

@@ -5,7 +5,8 @@ The order of decisions is fixed, and it is what keeps failures honest:
 1. A component that failed (`timeout`, `error`, `invalid`) decides the total: the spec's
    `on_error` value (None by default, so the reward is null), with the failing status. Each
    failed component's `detail.cause` says who caused it (`Score.cause`), which decides
-   whether the sample is charged in its group (see `_groups`).
+   whether the sample is charged in its group (see `_groups`). An `ok` score outside the
+   range its reward declares is such a failure (`in_range`, checked before any transform).
 2. Components that do not apply do not count. A component whose gate (`only_if`) is closed
    counts at its lowest weighted value (`gated_off_score`), so failing a gate never pays
    under any combiner. A gate is open when its component passes with its own gate open:
@@ -16,9 +17,9 @@ The order of decisions is fixed, and it is what keeps failures honest:
 4. The remaining components go to the combiner named by `combine:`.
    Nothing left to count means the sample is `not_applicable`.
 
-Gates, vetoes and `first_pass` judge a component on its own score, before any `transform:`
-(the `detail.raw_score` of a shaped score): shaping changes magnitudes, not whether a rule
-passed.
+Gates and vetoes judge a component on its own score, before any `transform:` (the
+`detail.raw_score` the engine writes on a shaped score, never one a reward wrote): shaping
+changes magnitudes, not whether a rule passed. `first_pass` members take no transform.
 """
 
 from __future__ import annotations
@@ -42,8 +43,10 @@ __all__ = [
     "COMBINERS",
     "Combined",
     "Simple",
+    "checked",
     "combine",
     "combine_scores",
+    "combine_shaped",
     "counted",
     "fired_veto",
     "passes",
@@ -131,7 +134,8 @@ class Combined:
 
 
 def own_score(spec: RewardSpec, name: str, score: Score) -> float | None:
-    """The score component `name`'s reward returned, before its transforms."""
+    """The score component `name`'s reward returned, before its transforms: for a component
+    with a transform, the `detail.raw_score` the engine wrote (`_shaping.recorded`)."""
     raw = score.detail.get("raw_score", score.score) if spec.rewards[name].transform else None
     return score.score if raw is None else raw
 
@@ -143,15 +147,23 @@ def passed(spec: RewardSpec, name: str, score: Score) -> bool:
 
 
 def in_range(spec: RewardSpec, name: str, score: Score) -> Score:
-    """`score`, or an `error` caused by `infrastructure` when it is `ok` outside the range its
-    reward declares: the reward broke its own contract, and the spec's checks (a product's
-    non-negative members, a veto's floor) trusted that range. Undeclared ranges: unchecked."""
+    """`score`, or an `error` caused by the `completion` when it is `ok` outside the range its
+    reward declares: the reward broke its own contract on this completion, as a crash on it
+    does, and is charged as a crash is (left out, it would pay more than an honest wrong
+    answer); the spec's checks (a product's non-negative members, a veto's floor) trusted
+    that range. Undeclared ranges: unchecked."""
     bounds = spec.rewards[name].bounds
     own = own_score(spec, name, score)
     if score.status != "ok" or bounds is None or own is None or bounds[0] <= own <= bounds[1]:
         return score
     reason = f"score {own!r} outside the range [{bounds[0]:g}, {bounds[1]:g}] its reward declares"
-    return withdrawn(score, "error", reason, cause="infrastructure")
+    return withdrawn(score, "error", reason, cause="completion")
+
+
+def checked(spec: RewardSpec, scores: Mapping[str, Score]) -> dict[str, Score]:
+    """Every component's score through `in_range`: the one range check, which `shape` runs
+    before any transform reads a score, and `combine_scores` on scores given directly."""
+    return {name: in_range(spec, name, scores[name]) for name in spec.rewards}
 
 
 def passes(spec: RewardSpec, name: str, scores: Mapping[str, Score]) -> bool:
@@ -215,8 +227,13 @@ def _vetoed(spec: RewardSpec, items: tuple[Counted, ...]) -> float:
 
 
 def combine_scores(spec: RewardSpec, scores: Mapping[str, Score]) -> Combined:
-    """The total reward of one sample from its (shaped) component scores."""
-    components = {name: in_range(spec, name, scores[name]) for name in spec.rewards}
+    """The total reward of one sample from its component scores, given directly (shaped or
+    without transforms): their ranges checked here."""
+    return combine_shaped(spec, checked(spec, scores))
+
+
+def combine_shaped(spec: RewardSpec, components: dict[str, Score]) -> Combined:
+    """The total reward of one sample from the scores `shape` returned (ranges checked)."""
     for score in components.values():
         if score.status in FAILURE_STATUSES:
             return Combined(spec.on_error, score.status, _with_causes(components))

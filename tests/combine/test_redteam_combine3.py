@@ -421,6 +421,19 @@ def guard(name: str, attack: Any, should: Any, today: str) -> Any:
     return pytest.param(name, attack, should, today, id=name)
 
 
+def limit(name: str, attack: Any, should: Any, today: str, why: str) -> Any:
+    """An attack that still pays, kept open on purpose: the README states it (`why`)."""
+    mark = pytest.mark.xfail(strict=True, reason=f"stated limit: {why}")
+    return pytest.param(name, attack, should, today, id=name, marks=mark)
+
+
+PAPER_ANSWER_STEP = (
+    "as in the paper, the answer step of a trajectory of two or more steps is judged by the "
+    "outcome alone; counting its process term too would cap every multi-turn tool-use "
+    "trajectory at its answer turn's process score (README's ToolRL example: 0.75 right or wrong)"
+)
+
+
 ROWS = [
     # (id, attack -> (attack earns, honest earns), should(attack, honest), today)
     guard(
@@ -441,17 +454,19 @@ ROWS = [
         AT_MOST_HONEST,
         "failing q 1.0 vs passing q -0.6",
     ),
-    guard(
+    limit(
         "renorm_prepended_easy_step_lifts_a_wrong_lone_step",
         _renorm_prepended_step,
         AT_MOST_HONEST,
         "padded wrong 0.0 vs lone wrong -0.45",
+        PAPER_ANSWER_STEP,
     ),
-    guard(
+    limit(
         "renorm_prepended_easy_step_lifts_a_right_lone_step",
         _renorm_prepended_step_right,
         AT_MOST_HONEST,
         "padded right 1.0 vs lone right 0.55",
+        PAPER_ANSWER_STEP,
     ),
     guard(
         "renorm_appended_step_never_raises",

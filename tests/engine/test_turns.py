@@ -234,8 +234,7 @@ def test_multi_turn_tool_use_scored_per_step_through_renorm_and_the_cli(tmp_path
 
     Per-turn process scores (correctness in [0, 1] = S / S_max): turn 0 exact (1), turn 1 one
     wrong value of three (S = 1 + 1 + 2 = 4 of 5: 0.8), turn 2 calls nothing as the gold asks
-    (the middle of the range, 0.5; replaced by the outcome in `steps`, its process term still
-    in the scalar's min: 0.75 for a right answer, with or without the wrong value).
+    (the middle of the range, 0.5; replaced by the outcome).
     """
     rows = [
         ("right", trajectory("C", "Answer: 22.2"), TURN_GOLD),
@@ -281,14 +280,10 @@ def test_multi_turn_tool_use_scored_per_step_through_renorm_and_the_cli(tmp_path
         result = results[name]
         assert result["status"] == "ok", result
         assert result["steps"] == pytest.approx(steps), name
-        # half the worst process term (every step's, the answer turn's included), half the
-        # outcome (the last step)
-        r_o = steps[-1]
-        terms = [r + r_o - 1 for r in result["components"]["calls"]["detail"]["steps"]]
-        assert result["reward"] == pytest.approx((min(terms) + r_o) / 2), name
+        # half the worst process term, half the outcome (the last step)
+        assert result["reward"] == pytest.approx((min(steps[:-1]) + steps[-1]) / 2), name
     raw = results["wrong-unit"]["components"]["calls"]["detail"]["steps"]
     assert raw == pytest.approx([1.0, 0.8, 0.5])
-    assert results["wrong-unit"]["reward"] == pytest.approx(0.75)  # README's number
 
 
 def slow_turn(sample: Sample) -> Score:

@@ -298,9 +298,9 @@ def renorm_one_step(lab: Lab) -> None:
     outcome = Score.ok(0.0)
 
     def reward(text: str) -> float:
-        terms = renorm.terms(prm(Sample(id="x", prompt=PROBLEM, completion=text)), outcome)
-        assert isinstance(terms, list), terms
-        return renorm.reward(terms, outcome.score or 0.0)
+        steps = renorm.steps(prm(Sample(id="x", prompt=PROBLEM, completion=text)), outcome)
+        assert isinstance(steps, list), steps
+        return renorm.reward(steps, outcome.score or 0.0)
 
     honest = reward(WRONG)
     one_paragraph = reward(WRONG.replace("\n\n", " "))

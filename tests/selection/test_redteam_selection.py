@@ -153,9 +153,9 @@ def _verl_batch_failure() -> tuple[float, float]:
 
 def _renorm(process_steps: list[float], outcome: float) -> float:
     renorm = ReNorm(process="p", outcome="o")
-    terms = renorm.terms(Score.ok(0.0, steps=process_steps), Score.ok(outcome))
-    assert isinstance(terms, list)
-    return renorm.reward(terms, outcome)
+    steps = renorm.steps(Score.ok(0.0, steps=process_steps), Score.ok(outcome))
+    assert isinstance(steps, list)
+    return renorm.reward(steps, outcome)
 
 
 def _renorm_short_wrong() -> tuple[float, float]:

@@ -257,14 +257,13 @@ def _renorm(
     names = {c.name for c in counted}
     if renorm.process not in names or renorm.outcome not in names:
         return Combined(None, "not_applicable", components, counted)
-    terms = renorm.terms(components[renorm.process], components[renorm.outcome])
-    if isinstance(terms, str):  # the rewards' output, read from this completion: charged
-        failed = withdrawn(components[renorm.process], "error", terms, cause="completion")
+    steps = renorm.steps(components[renorm.process], components[renorm.outcome])
+    if isinstance(steps, str):  # the rewards' output, read from this completion: charged
+        failed = withdrawn(components[renorm.process], "error", steps, cause="completion")
         return Combined(spec.on_error, "error", {**components, renorm.process: failed})
     outcome = components[renorm.outcome].score
-    assert outcome is not None  # `terms` checked it
-    steps = tuple(renorm.steps(terms, outcome))
-    return Combined(renorm.reward(terms, outcome), "ok", components, counted, steps)
+    assert outcome is not None  # `steps` checked it
+    return Combined(renorm.reward(steps, outcome), "ok", components, counted, tuple(steps))
 
 
 def combine(spec: RewardSpec, scores: Mapping[str, Score]) -> tuple[float | None, Status]:

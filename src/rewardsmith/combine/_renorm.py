@@ -35,17 +35,15 @@ class ReNorm(Choice):
 
     Output: the per-step rewards are the result's `steps` list. Its `reward`, the scalar a
     trainer without per-step credit uses (ours; the paper gives only per-step rewards), is
-    ``(min over every step t of (r_p,t + r_o - beta) + r_o) / 2``: half the worst process term,
-    the answer step's own included, and half the outcome, so the outcome weighs one half
-    whatever the number of steps. The mean of all k steps would weigh it 1/k, and a wrong
-    answer's penalty would shrink with fewer steps (red team rtsel: -0.05 in 2 steps, -0.09
-    in 10, at 0.9 per step). The min, not the mean, so that padding with easy steps can only
-    lower the reward (red team rt22: one bad step at 0.1 in a wrong answer gives -0.45; with a
-    mean, nine trivially true steps beside it would give -0.045); and every step's term,
-    the last included, so that a trivially true step put before a bad answer step cannot
-    take that step out of the min (rt22 round 3: it lifted -0.45 to 0.0). Like a PRM's
-    `min`, it rewards fewer steps: each added step can only lower it. With beta = 1 a right
-    answer's reward is in [1/2, 1] and a wrong one's in [-1/2, 0].
+    ``(min of the process terms + r_o) / 2``: the process terms are the steps before the last
+    (a lone step's own), so the outcome weighs one half whatever the number of steps. The mean
+    of all k steps would weigh it 1/k, and a wrong answer's penalty would shrink with fewer
+    steps (red team rtsel: -0.05 in 2 steps, -0.09 in 10, at 0.9 per step). The min, not the
+    mean, of the process terms, so that padding with easy steps can only lower the reward
+    (red team rt22: one bad step at 0.1 in a wrong answer gives -0.45; with a mean, nine
+    trivially true steps beside it would give -0.045). Like a PRM's `min`, it rewards fewer
+    steps: each added step can only lower it. With beta = 1 a right answer's reward is in
+    [1/2, 1] and a wrong one's in [-1/2, 0].
     """
 
     type: Literal["renorm"] = "renorm"
@@ -53,8 +51,8 @@ class ReNorm(Choice):
     outcome: str
     beta: Finite = 1.0
 
-    def terms(self, process: Score, outcome: Score) -> list[float] | str:
-        """Every step's process term ``r_p,t + r_o - beta``, or why it cannot be computed."""
+    def steps(self, process: Score, outcome: Score) -> list[float] | str:
+        """The per-step rewards, or why they cannot be computed."""
         raw = process.detail.get("steps")
         if not isinstance(raw, list) or not raw:
             return f"renorm: component {self.process!r} must report detail.steps, a non-empty list"
@@ -65,18 +63,15 @@ class ReNorm(Choice):
         r_o = outcome.score
         if r_o is None or not 0 <= r_o <= 1:
             return f"renorm: outcome {self.outcome!r} must score in [0, 1], got {r_o!r}"
-        return [r + r_o - self.beta for r in raw]
+        if len(raw) == 1:
+            return [raw[0] + r_o - self.beta]
+        return [r + r_o - self.beta for r in raw[:-1]] + [r_o]
 
     @staticmethod
-    def steps(terms: list[float], outcome: float) -> list[float]:
-        """The per-step rewards: the process terms, the last replaced by the outcome unless
-        it is the only step."""
-        return terms if len(terms) == 1 else [*terms[:-1], outcome]
-
-    @staticmethod
-    def reward(terms: list[float], outcome: float) -> float:
+    def reward(steps: list[float], outcome: float) -> float:
         """The scalar reward of a trajectory: half its worst process term, half the outcome."""
-        return (min(terms) + outcome) / 2
+        process = steps[:-1] if len(steps) > 1 else steps
+        return (min(process) + outcome) / 2
 
     def lowest(self, members: Sequence[tuple[str, Bounds]]) -> float:
         """A reward no trajectory scores below: a process term is at least ``-beta``, the

@@ -48,12 +48,6 @@ def _toolrl(calls: list[tuple[str, dict[str, Any]]]) -> str:
     return f"<think>r</think>\n<tool_call>\n{lines}\n</tool_call>"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole 1: tool_call's own float rounding (R_correct = (max - min) * S / S_max + min "
-    "with S == S_max, schedule linear) returns 4.000000000000001 above its declared 4.0; "
-    "in_range makes the full-credit answer an error charged to the completion",
-)
 def test_tool_call_full_credit_in_another_order_is_not_charged() -> None:
     """ToolRL, `schedule: linear`, step 46: both gold calls, right arguments, right layout,
     in the other order (not `same_calls`, but the fine-grained match is S = S_max = 7), so

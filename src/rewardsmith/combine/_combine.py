@@ -146,18 +146,40 @@ def passed(spec: RewardSpec, name: str, score: Score) -> bool:
     return score.status == "ok" and score.score is not None and own is not None and own > 0
 
 
+RANGE_REL_TOL = 1e-9
+RANGE_ABS_TOL = 1e-12
+"""How far past a declared bound a score may land by float rounding (`in_range`)."""
+
+
+def _near(value: float, bound: float) -> bool:
+    return math.isclose(value, bound, rel_tol=RANGE_REL_TOL, abs_tol=RANGE_ABS_TOL)
+
+
 def in_range(spec: RewardSpec, name: str, score: Score) -> Score:
     """`score`, or an `error` caused by the `completion` when it is `ok` outside the range its
     reward declares: the reward broke its own contract on this completion, as a crash on it
     does, and is charged as a crash is (left out, it would pay more than an honest wrong
     answer); the spec's checks (a product's non-negative members, a veto's floor) trusted
-    that range. Undeclared ranges: unchecked."""
+    that range. A score past a bound by float rounding only (`math.isclose`, rel 1e-9, abs
+    1e-12) is clamped to it. Undeclared ranges: unchecked."""
     bounds = spec.rewards[name].bounds
     own = own_score(spec, name, score)
     if score.status != "ok" or bounds is None or own is None or bounds[0] <= own <= bounds[1]:
         return score
+    for bound in bounds:
+        if _near(own, bound):
+            return _clamped(score, own, bound)
     reason = f"score {own!r} outside the range [{bounds[0]:g}, {bounds[1]:g}] its reward declares"
     return withdrawn(score, "error", reason, cause="completion")
+
+
+def _clamped(score: Score, own: float, bound: float) -> Score:
+    """`score` with its own value `own` (and the engine's `raw_score` record of it) at `bound`."""
+    detail = score.detail
+    if detail.get("raw_score") == own:
+        detail = {**detail, "raw_score": bound}
+    value = bound if score.score == own else score.score
+    return score.model_copy(update={"score": value, "detail": detail})
 
 
 def checked(spec: RewardSpec, scores: Mapping[str, Score]) -> dict[str, Score]:

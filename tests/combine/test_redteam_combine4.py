@@ -80,11 +80,6 @@ def test_tool_call_full_credit_in_another_order_is_not_charged() -> None:
     assert right.advantage > none.advantage
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hole 2: a group-scoped reward type (majority_vote) behind a closed only_if gate "
-    "still takes part in its group step: gated-off samples outvote the open ones",
-)
 def test_closed_gate_samples_do_not_vote() -> None:
     """`vote: majority_vote, only_if: fmt`. Two formatted samples answer 42, three
     unformatted ones (fmt 0, their vote behind a closed gate, counted at 0) answer 7. The

@@ -49,6 +49,7 @@ __all__ = [
     "combine_shaped",
     "counted",
     "fired_veto",
+    "gate_open",
     "passes",
 ]
 
@@ -190,8 +191,15 @@ def checked(spec: RewardSpec, scores: Mapping[str, Score]) -> dict[str, Score]:
 
 def passes(spec: RewardSpec, name: str, scores: Mapping[str, Score]) -> bool:
     """Whether component `name` opens a gate: it counts (its own gate is open) and passed."""
+    return passed(spec, name, scores[name]) and gate_open(spec, name, scores)
+
+
+def gate_open(spec: RewardSpec, name: str, scores: Mapping[str, Score]) -> bool:
+    """Whether component `name`'s `only_if` gate (if any) is open on `scores` (as received:
+    recorded and range-checked): the one gate reading, for the total (`counted`), a group's
+    statistics (`_shaping.Row`) and a group-scoped reward's group step (`_groups`)."""
     gate = spec.rewards[name].only_if
-    return passed(spec, name, scores[name]) and (gate is None or passes(spec, gate, scores))
+    return gate is None or passes(spec, gate, scores)
 
 
 def counted(spec: RewardSpec, scores: Mapping[str, Score]) -> tuple[Counted, ...]:
@@ -208,7 +216,7 @@ def _counted(
     spec: RewardSpec, name: str, position: int, score: Score, scores: Mapping[str, Score]
 ) -> Counted:
     component = spec.rewards[name]
-    if component.only_if is None or passes(spec, component.only_if, scores):
+    if gate_open(spec, name, scores):
         return Counted(name, position, component.weight, score.score, passed(spec, name, score))
     return Counted(name, position, component.weight, gated_off_score(spec, name), False)
 

@@ -30,7 +30,7 @@ from pydantic import Field, model_validator
 from ..models import Sample, Score
 from ._base import Choice, Finite, Scored, shaped, withdrawn
 from ._bounds import UNKNOWN, Bounds, correct_threshold
-from ._combine import checked, passes
+from ._combine import checked, gate_open
 from ._stats import all_equal, standardised
 
 if TYPE_CHECKING:
@@ -72,8 +72,7 @@ class Row:
         score = self.raw[name]
         if score.status != "ok" or score.score is None:
             return None
-        gate = self.spec.rewards[name].only_if
-        if gate is not None and not passes(self.spec, gate, self.raw):
+        if not gate_open(self.spec, name, self.raw):
             return False
         needed = correct_threshold(self.spec, name, threshold)
         assert needed is not None  # the spec was refused otherwise
@@ -82,11 +81,10 @@ class Row:
     def counts(self, name: str) -> bool:
         """Whether component `name` enters its group's statistics: `ok`, its gate open."""
         score = self.raw[name]
-        gate = self.spec.rewards[name].only_if
         return (
             score.status == "ok"
             and score.score is not None
-            and (gate is None or passes(self.spec, gate, self.raw))
+            and gate_open(self.spec, name, self.raw)
         )
 
 

@@ -477,7 +477,8 @@ class Result(BaseModel):
     the spec has one, and then null for a sample that did not score."""
     steps: list[float] | None = None
     """Per-step rewards of a process-supervised trajectory (`combine: renorm`), in step order,
-    the answer step last; `reward` is their mean. Written only by ReNorm."""
+    the answer step last; `reward` is ReNorm's scalar from them (see `combine: renorm`).
+    Written only by ReNorm."""
 
     @property
     def cause(self) -> Cause | None:

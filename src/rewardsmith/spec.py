@@ -13,7 +13,8 @@ reward type's parameters (the keyword arguments of its factory). `combine`, `tra
 `group_transform` take a name, or a mapping with `type` and that choice's parameters. Every
 unknown key is an error that names the key and what is allowed, so a typo never silently
 falls back to a default; so is a key given twice (YAML would keep the last one silently), an
-infinite or NaN number, and a spec file that is not UTF-8 text. Everything that decides a
+infinite or NaN number (a top-level key, a `weight`, or a parameter of `combine`, `transform`
+or `group_transform`), and a spec file that is not UTF-8 text. Everything that decides a
 number is in the spec, so every trainer adapter, the server and every backend compute the
 same numbers from it.
 """
@@ -43,6 +44,7 @@ from .combine import (
     GROUP_TRANSFORM_TYPES,
     TRANSFORM_TYPES,
     Combiner,
+    Finite,
     GroupTransform,
     ReNorm,
     Simple,
@@ -81,7 +83,8 @@ class ComponentSpec(BaseModel):
     weight: float = 1.0
     """Multiplies the component's score in the combination."""
     only_if: str | None = None
-    """Gate: the component counts only when the named component passes (score > 0)."""
+    """Gate: the component counts its score only when the named component passes (score > 0),
+    else its lowest value (`combine._bounds.gated_off_score`)."""
     veto: bool = False
     """A hard rule: when it counts and does not pass (score <= 0), the total reward is the
     spec's `veto_value` (default: the lowest total the spec can produce)."""
@@ -162,9 +165,9 @@ class RewardSpec(BaseModel):
     """The combination with its parameters (from `combine:` given as a mapping)."""
     group_transform: Annotated[GroupTransform, Field(discriminator="type")] | None = None
     """How a group's rewards become each sample's `advantage` (None: no advantage)."""
-    timeout_s: float = Field(default=5.0, gt=0, allow_inf_nan=False)
+    timeout_s: Finite = Field(default=5.0, gt=0)
     """Hard wall-clock limit per sample per component; the worker is killed past it."""
-    on_error: float | None = Field(default=None, allow_inf_nan=False)
+    on_error: Finite | None = None
     """Total reward when a component fails (`timeout`/`error`/`invalid`); None keeps it null."""
     veto_value: float | None = None
     """Total reward when a veto fires; None: the lowest total the spec can produce."""
@@ -313,8 +316,8 @@ class RewardSpec(BaseModel):
             if component.veto:
                 raise ConfigError(
                     f"rewards.{name}: veto and only_if together: a policy would dodge the hard "
-                    f"rule by failing {gate!r} (a closed gate does not count, so the veto never "
-                    "fires); drop only_if, the veto applies to every sample"
+                    f"rule by failing {gate!r} (behind a closed gate the veto would not fire); "
+                    "drop only_if, the veto applies to every sample"
                 )
             if gate not in self.rewards or gate == name:
                 others = [n for n in self.rewards if n != name]

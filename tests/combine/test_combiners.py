@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewardsmith import Score
+from rewardsmith import ConfigError, Score
 from rewardsmith.combine import combine, combine_scores
 from rewardsmith.combine._stats import exact_sum
 
@@ -39,7 +39,7 @@ def two(combine_mode, **weights):
         ({"type": "uncertainty", "lambda": 1}, 0.8, 0.4, 0.6 - 0.04),
         ("uncertainty", 0.35, 0.35, 0.35),
         ({"type": "lexicographic", "tie_scale": 0.01}, 1.0, 0.5, 1.005),
-        ("lexicographic", 0.0, -1.0, -0.001),
+        ("lexicographic", 0.0, 1.0, 0.001),  # in range: [0, 1] (a -1 would be `error`)
     ],
 )
 def test_hand_computed(mode, a, b, expected) -> None:
@@ -65,7 +65,9 @@ BIG = 1e308  # finite, but two of them overflow a sum
     ],
 )
 def test_a_combination_that_overflows_is_error_never_an_exception(mode, a, b, expected) -> None:
-    s = spec({"a": {}, "b": {}}, combine=mode)
+    # lexicographic needs the range of the components after the first
+    known = {"transform": {"type": "clip", "min": -BIG, "max": BIG}}
+    s = spec({"a": {}, "b": known if mode == "lexicographic" else {}}, combine=mode)
     assert combine(s, {"a": ok(a), "b": ok(b)}) == expected
 
 
@@ -80,7 +82,7 @@ def test_lexicographic_rank_is_the_spec_position_not_the_counted_position() -> N
 
 
 def test_veto_gives_the_lowest_total_only_when_the_rule_fails() -> None:
-    s = spec({"correct": UNIT, "safe": {"veto": True, "weight": 0.0, **UNIT}})
+    s = spec({"correct": UNIT, "safe": {"veto": True, "weight": 0.0, "low": -1.0, "high": 1.0}})
     assert combine(s, {"correct": ok(1.0), "safe": ok(0.0)}) == (0.0, "ok")
     assert combine(s, {"correct": ok(1.0), "safe": ok(-1.0)}) == (0.0, "ok")
     assert combine(s, {"correct": ok(1.0), "safe": ok(1.0)}) == (1.0, "ok")
@@ -89,11 +91,19 @@ def test_veto_gives_the_lowest_total_only_when_the_rule_fails() -> None:
     assert combine(s, {"correct": ok(1.0), "safe": failed}) == (None, "timeout")
 
 
-def test_veto_counts_every_component_at_its_lowest_for_gdpo() -> None:
-    s = spec({"correct": UNIT, "safe": {"veto": True, **UNIT}, "len": {"low": -1.0, "high": 0.0}})
-    combined = combine_scores(s, {"correct": ok(1.0), "safe": ok(0.0), "len": ok(-0.5)})
-    assert [c.score for c in combined.counted] == [0.0, 0.0, -1.0]
-    assert combined.reward == -1.0
+def test_veto_counts_every_component_as_a_charged_failure_for_gdpo() -> None:
+    """Each at the lower of the group's lowest and its range's low end (`charged_counted`)."""
+    s = spec(
+        {"correct": UNIT, "safe": {"veto": True, **UNIT}, "len": {"low": -1.0, "high": 0.0}},
+        group_transform={"type": "gdpo", "batch_whiten": False},
+    )
+    vetoed = {"correct": ok(1.0), "safe": ok(0.0), "len": ok(-0.5)}
+    combined = combine_scores(s, vetoed)
+    assert combined.vetoed and combined.reward == -1.0
+    honest = {"correct": ok(0.0), "safe": ok(1.0), "len": ok(-0.2)}
+    # vetoed: correct 0 (tied), safe 0 and len -1 (below the honest 1 and -0.2): z -1, -1
+    advantages = [r.advantage for r in run(s, [row("g", honest), row("g", vetoed)])]
+    assert advantages == pytest.approx([2.0, -2.0], rel=1e-5)
 
 
 RENORM = {"type": "renorm", "process": "prm", "outcome": "correct"}
@@ -108,8 +118,8 @@ def renorm(steps, outcome, **options):
 @pytest.mark.parametrize(
     ("steps", "outcome", "expected", "reward"),
     [
-        ([0.8, 0.6, 0.9], 1.0, [0.8, 0.6, 1.0], (0.7 + 1) / 2),
-        ([0.8, 0.6, 0.9], 0.0, [-0.2, -0.4, 0.0], -0.3 / 2),
+        ([0.8, 0.6, 0.9], 1.0, [0.8, 0.6, 1.0], (0.6 + 1) / 2),  # the worst process term
+        ([0.8, 0.6, 0.9], 0.0, [-0.2, -0.4, 0.0], -0.4 / 2),
         ([0.3], 1.0, [0.3], (0.3 + 1) / 2),  # a lone step keeps its process term (rt15, 3)
         ([0.3], 0.0, [-0.7], -0.7 / 2),
         ([1.0, 0.0], 0.0, [0.0, 0.0], 0.0),
@@ -180,9 +190,19 @@ def test_ensemble_bounds(values, share) -> None:
     assert cautious <= mean + 1e-9
 
 
+def test_lexicographic_refuses_a_tie_scale_a_later_component_could_outweigh() -> None:
+    """rm in [-1, 1] at 0.5 moves the total by 1, a right answer's lead over a wrong one."""
+    with pytest.raises(ConfigError, match=r"could outweigh it\. Lower tie_scale"):
+        spec(
+            {"correct": UNIT, "rm": {"low": -1.0, "high": 1.0}},
+            combine={"type": "lexicographic", "tie_scale": 0.5},
+        )
+    spec({"correct": UNIT, "rm": {"low": -1.0, "high": 1.0}}, combine="lexicographic")
+
+
 @given(st.sampled_from([0.0, 1.0]), st.sampled_from([0.0, 1.0]), st.floats(-1, 1), st.floats(-1, 1))
 def test_lexicographic_order_holds_for_binary_primary(p1, p2, s1, s2) -> None:
-    s = spec({"p": {}, "s": {}}, combine="lexicographic")
+    s = spec({"p": {}, "s": {"low": -1.0, "high": 1.0}}, combine="lexicographic")
     t1, _ = combine(s, {"p": ok(p1), "s": ok(s1)})
     t2, _ = combine(s, {"p": ok(p2), "s": ok(s2)})
     if p1 > p2:

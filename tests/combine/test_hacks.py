@@ -105,16 +105,34 @@ def test_a_fired_veto_gives_the_lowest_total_the_spec_can_produce() -> None:
 
 
 def test_veto_value_never_raises_a_total() -> None:
-    s = spec({"correct": UNIT, "rule": {"veto": True, **UNIT}, "pen": {"low": -1.0, "high": 0.0}},
-             veto_value=0.0)  # fmt: skip
-    assert combine(s, {"correct": ok(0.0), "rule": ok(0.0), "pen": ok(-0.8)}) == (-0.8, "ok")
-    assert combine(s, {"correct": ok(1.0), "rule": ok(0.0), "pen": ok(0.0)}) == (0.0, "ok")
+    """A `veto_value` is trusted when the lowest total is unknown, and never raises a total."""
+    s = spec({"free": {}, "rule": {"veto": True, **UNIT}}, veto_value=0.0)
+    assert combine(s, {"free": ok(-0.8), "rule": ok(0.0)}) == (-0.8, "ok")
+    assert combine(s, {"free": ok(1.0), "rule": ok(0.0)}) == (0.0, "ok")
+
+
+def test_a_veto_value_above_the_lowest_total_is_refused() -> None:
+    """Breaking a hard rule must not pay more than keeping it with the worst answer."""
+    rule = {"veto": True, **UNIT}
+    with pytest.raises(ConfigError, match=r"veto_value 0 is above -1, the lowest total"):
+        spec({"correct": UNIT, "rule": rule, "pen": {"low": -1.0, "high": 0.0}}, veto_value=0.0)
+    assert spec({"correct": UNIT, "rule": rule}, veto_value=0.0).veto_value == 0.0
 
 
 def test_a_veto_over_a_component_of_unknown_range_needs_veto_value() -> None:
     with pytest.raises(ConfigError, match=r"rewards.rule: .*rewards.free declares no range"):
         spec({"free": {}, "rule": {"veto": True, **UNIT}})
     assert spec({"free": {}, "rule": {"veto": True, **UNIT}}, veto_value=-3.0).veto_value == -3.0
+
+
+@pytest.mark.parametrize("shaping", ["cosine", "kimi", "grpo_lambda"])
+def test_a_veto_a_transform_can_make_not_applicable_is_refused(shaping: str) -> None:
+    """A transform reading `correct:` withdraws the component when `correct` has no score."""
+    transform = {"type": shaping, "correct": "correct"}
+    if shaping == "cosine":
+        transform["max_length"] = 9
+    with pytest.raises(ConfigError, match=rf"rewards.rule: .*transform {shaping} can make"):
+        spec({"correct": UNIT, "rule": {"veto": True, **UNIT, "transform": transform}})
 
 
 def test_a_veto_behind_a_gate_is_refused() -> None:
@@ -126,6 +144,18 @@ def test_a_veto_behind_a_gate_is_refused() -> None:
     # a veto may still gate others: the gated component counts only when the rule passes
     s = spec({"safe": {"veto": True, **UNIT}, "correct": {"only_if": "safe", **UNIT}})
     assert combine(s, {"safe": ok(0.0), "correct": ok(1.0)}) == (0.0, "ok")
+
+
+def test_first_pass_refuses_a_gate_or_a_transform_naming_why() -> None:
+    """The cascade pays its decider's score (rt22 round 3): a closed gate's "never passes"
+    lets a later member pay more than the gated one at its worst, and a shaped score could pay
+    passing a rule less than failing it."""
+    gated = {"b": {**UNIT, "only_if": "g"}, "c": UNIT, "g": UNIT}
+    with pytest.raises(ConfigError, match=r"rewards.b.only_if: under combine: first_pass"):
+        spec(gated, combine="first_pass")
+    shaped = {"q": {**UNIT, "transform": {"type": "min_max", "min": 0.5, "max": 1}}, "c": UNIT}
+    with pytest.raises(ConfigError, match=r"rewards.q.transform: .*passing less than failing"):
+        spec(shaped, combine="first_pass")
 
 
 # -- 17.3: product -----------------------------------------------------------------------------

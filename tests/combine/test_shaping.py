@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from rewardsmith import Score
 
-from .helpers import ok, row, run, spec
+from .helpers import UNIT, ok, row, run, spec
 
 
 def shaped(transform, values, group="g", **metadata):
@@ -50,6 +50,35 @@ def test_shaped_score_keeps_the_raw_value_and_detail() -> None:
     assert result.reward == pytest.approx(math.tanh(1.0))
 
 
+def test_raw_score_is_the_engines_record_not_the_rewards() -> None:
+    """A reward's own `raw_score` key is replaced by the value it returned (rt22 round 3: a
+    reward model's logit -3 there made its in-range 0.9 an error, and a gate read -3)."""
+    s = spec(
+        {"r": {**UNIT, "transform": {"type": "clip", "max": 1}}, "b": {**UNIT, "only_if": "r"}}
+    )
+    (result,) = run(s, [row(None, {"r": ok(0.9, raw_score=-3.0), "b": ok(1)})])
+    assert result.components["r"].detail == {"raw_score": 0.9}
+    assert (result.reward, result.status) == (pytest.approx(1.9), "ok")
+
+
+def test_group_statistics_leave_out_a_closed_gate_and_an_out_of_range_score() -> None:
+    """min_max over the group: a score behind a closed gate, or outside its declared range
+    (an error, charged), neither sets the group's max nor is reshaped by it."""
+    s = spec({"g": {**UNIT, "weight": 0.0}, "r": {**UNIT, "transform": "min_max", "only_if": "g"}})
+    got = run(
+        s,
+        [
+            row("x", {"g": ok(1), "r": ok(0.2)}),
+            row("x", {"g": ok(1), "r": ok(0.6)}),
+            row("x", {"g": ok(0), "r": ok(1.0)}),
+            row("x", {"g": ok(1), "r": ok(7.0)}),
+        ],
+    )
+    assert [r.components["r"].score for r in got[:3]] == [0.0, 1.0, 1.0]
+    assert [r.reward for r in got[:3]] == [0.0, 1.0, 0.0]
+    assert (got[3].status, got[3].cause) == ("error", "completion")
+
+
 def test_par_is_the_mean_sigmoid_over_reference_rewards() -> None:
     sigmoid = lambda x: 1 / (1 + math.exp(-x))  # noqa: E731
     assert scores("par", [1.0], reference_rewards=[0.0]) == pytest.approx([sigmoid(1)])
@@ -84,7 +113,7 @@ def test_gates_and_vetoes_judge_the_raw_score() -> None:
     s = spec(
         {
             "correct": {"transform": {"type": "mean_std", "epsilon": 0}, "veto": True},
-            "fmt": {"only_if": "correct"},
+            "fmt": {**UNIT, "only_if": "correct"},
         },
         veto_value=0.0,  # a group z-score has no fixed range, so the veto's total is given
     )

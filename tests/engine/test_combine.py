@@ -18,17 +18,16 @@ def make_spec(
     combine_mode: str = "weighted_sum", on_error: float | None = None, **weights_and_gates
 ):
     rewards = {}
-    # `product` takes non-negative members only: clipping makes the custom type's range known
-    shaping = (
-        {"transform": {"type": "clip", "min": 0, "max": 1}} if combine_mode == "product" else {}
-    )
+    # `product` takes non-negative members only, and a closed gate counts its component at its
+    # lowest value: clipping makes the custom type's range known
+    clip = {"transform": {"type": "clip", "min": 0, "max": 1}}
     for name, value in weights_and_gates.items():
         weight, gate = value if isinstance(value, tuple) else (value, None)
         rewards[name] = {
             "type": CONSTANT,
             "weight": weight,
             **({"only_if": gate} if gate else {}),
-            **shaping,
+            **(clip if combine_mode == "product" or gate else {}),
         }
     return RewardSpec.from_dict({"rewards": rewards, "combine": combine_mode, "on_error": on_error})
 

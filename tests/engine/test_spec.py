@@ -13,7 +13,8 @@ def test_yaml_spec_with_inline_parameters(tmp_path) -> None:
     path = tmp_path / "spec.yaml"
     path.write_text(
         f"rewards:\n  a: {{type: '{CONSTANT}', value: 0.5, weight: 2}}\n"
-        f"  b: {{type: '{CONSTANT}', only_if: a}}\ncombine: min\ntimeout_s: 2\non_error: 0\n"
+        f"  b: {{type: '{CONSTANT}', only_if: a, transform: {{type: clip, min: 0, max: 1}}}}\n"
+        "combine: min\ntimeout_s: 2\non_error: 0\n"
     )
     spec = load_spec(path)
     assert list(spec.rewards) == ["a", "b"]

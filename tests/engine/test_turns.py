@@ -280,9 +280,8 @@ def test_multi_turn_tool_use_scored_per_step_through_renorm_and_the_cli(tmp_path
         result = results[name]
         assert result["status"] == "ok", result
         assert result["steps"] == pytest.approx(steps), name
-        # half the process terms' mean, half the outcome (the last step)
-        process = sum(steps[:-1]) / (len(steps) - 1)
-        assert result["reward"] == pytest.approx((process + steps[-1]) / 2), name
+        # half the worst process term, half the outcome (the last step)
+        assert result["reward"] == pytest.approx((min(steps[:-1]) + steps[-1]) / 2), name
     raw = results["wrong-unit"]["components"]["calls"]["detail"]["steps"]
     assert raw == pytest.approx([1.0, 0.8, 0.5])
 

@@ -86,7 +86,7 @@ def test_values_match_the_spec_and_trl_total_is_the_spec_total(
     funcs, weights = reward_funcs(MATH_SPEC, engine=math_engine)
     kwargs = trl_kwargs(COMPLETIONS, answer=["4"] * 3, completion_ids=TOKEN_IDS)
     assert funcs[0](**kwargs) == [1.0, 0.0, 1.0]
-    assert funcs[1](**kwargs) == [1.0, None, 1.0]  # gated out when not correct
+    assert funcs[1](**kwargs) == [1.0, 0.0, 1.0]  # at its lowest when not correct (gated off)
     assert funcs[2](**kwargs) == [0.0, -0.5, -1.0]  # token counts from completion_ids
     expected = [r.reward for r in math_engine.score(_samples(kwargs))]
     assert trl_total(funcs, weights, kwargs) == pytest.approx(expected)
@@ -128,7 +128,7 @@ def test_conversational_prompts_and_completions(math_engine: CountingEngine) -> 
     ]
     kwargs = trl_kwargs(completions, prompts, solution=["4", "4"])
     assert funcs[0](**kwargs) == [1.0, 0.0]
-    assert funcs[1](**kwargs) == [1.0, None]
+    assert funcs[1](**kwargs) == [1.0, 0.0]
 
 
 def test_image_parts_are_kept_and_placeholders_dropped() -> None:
@@ -285,7 +285,7 @@ def test_async_functions_share_one_scoring(math_engine: CountingEngine) -> None:
     async def gather() -> list[list[float | None]]:  # what TRL does with async reward funcs
         return await asyncio.gather(*(f(**kwargs) for f in funcs))
 
-    assert asyncio.run(gather()) == [[1.0, 0.0, 1.0], [1.0, None, 1.0], [0.0, -0.5, -1.0]]
+    assert asyncio.run(gather()) == [[1.0, 0.0, 1.0], [1.0, 0.0, 1.0], [0.0, -0.5, -1.0]]
     assert math_engine.calls == before + 1
     loaded = pickle.loads(pickle.dumps(funcs[0]))
     assert inspect.iscoroutinefunction(loaded.__call__)
@@ -358,7 +358,7 @@ def test_a_gate_chain_closes_in_the_trl_split_too() -> None:
     """Issue 17 item 5 in TRL: a gate reads the gated value, as the engine's total does."""
     with TRLRewards(GATE_CHAIN_SPEC, workers=1) as rewards:
         kwargs = trl_kwargs(["42 bonus", "safe 42 bonus"])
-        assert [f(**kwargs) for f in rewards.funcs] == [[0.0, 1.0], [None, 1.0], [None, 1.0]]
+        assert [f(**kwargs) for f in rewards.funcs] == [[0.0, 1.0], [0.0, 1.0], [0.0, 1.0]]
         assert trl_total(rewards.funcs, rewards.weights, kwargs) == [0.0, 2.5]
 
 
@@ -388,9 +388,9 @@ GDPO_SPEC = {
 
 def test_normalize_then_sum_gives_failures_vetoes_and_closed_gates_the_group_low() -> None:
     """TRL's normalize_then_sum counts a None at its column's mean: a failure carried on one
-    component, a vetoed sample or a gated-off cell would sit at the mean of the others. Each
-    takes the column's group low instead (a component that does not apply stays None), so
-    none beats the honest wrong answer."""
+    component or a vetoed sample would sit at the mean of the others. Each takes the column's
+    group low instead, and a gated-off cell its lowest value, as in the total (a component
+    that does not apply stays None), so none beats the honest wrong answer."""
     columns = {  # one prompt, five generations
         "correct": [1.0, 0.0, "error", 1.0, 1.0],  # 2: crashes the check (charged)
         "format": [1.0, 1.0, 1.0, 0.0, 1.0],  # 1: gated off (wrong answer)
@@ -401,7 +401,7 @@ def test_normalize_then_sum_gives_failures_vetoes_and_closed_gates_the_group_low
         kwargs = trl_kwargs(["x"] * 5, log_metric=NormalizeThenSumTrainer()._log_metric)
         kwargs.update(columns)
         values = [f(**kwargs) for f in rewards.funcs]
-    honest_wrong = [0.0, 0.0, 1.0, -0.5]  # format at its group low (0.0, sample 3's)
+    honest_wrong = [0.0, 0.0, 1.0, -0.5]  # format gated off: its lowest (and its group low)
     assert [list(row) for row in zip(*values, strict=True)] == [
         [1.0, 1.0, 1.0, 0.0],
         honest_wrong,

@@ -226,7 +226,7 @@ def test_renorm_reads_the_prm_steps(tiny_prm: Path) -> None:
         assert len(process_steps) == 3
         expected = [p + r_o - 1.0 for p in process_steps[:-1]] + [r_o]
         assert result.steps == pytest.approx(expected)
-        assert result.reward == pytest.approx((sum(expected[:-1]) / 2 + r_o) / 2)
+        assert result.reward == pytest.approx((min(expected[:-1]) + r_o) / 2)
     assert max(wrong.steps) <= 0.0 <= min(right.steps)  # type: ignore[arg-type]
 
 

@@ -65,7 +65,14 @@ def test_shaping_and_gates_see_the_final_votes() -> None:
         {
             "rewards": {
                 "vote": {"type": "majority_vote", "transform": {"type": "min_max"}},
-                "bonus": {"type": ECHO, "key": "r", "weight": 0.5, "only_if": "vote"},
+                "bonus": {
+                    "type": ECHO,
+                    "key": "r",
+                    "weight": 0.5,
+                    "only_if": "vote",
+                    "low": 0,
+                    "high": 1,
+                },
             }
         }
     )

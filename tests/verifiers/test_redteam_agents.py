@@ -843,9 +843,9 @@ ATTACKS = [
             "renorm-skip-every-tool-call",
             "answer in one turn without calling any tool: once the outcome alone, 1.0 (the "
             "perfect trajectory's reward); a lone step now keeps its process term (red team 15, "
-            "hole 3): (0 + 1 - 1 + 1) / 2 = 0.5, below an honest one with one wrong value (0.95)",
+            "hole 3): (0 + 1 - 1 + 1) / 2 = 0.5, below an honest one with one wrong value (0.9)",
             today="ok 0.5 (was ok 1.0)",
-            honest_wrong="ok 0.95 (one value wrong, right answer)",
+            honest_wrong="ok 0.9 (one value wrong, right answer)",
             should=("ok", 0.5),
             run=lambda env: renorm_trajectory([{"role": "assistant", "content": "Answer: 22.2"}]),
         )
@@ -854,9 +854,10 @@ ATTACKS = [
         Attack(
             "renorm-padding-turns",
             "the right trajectory plus ten empty assistant turns before the answer",
-            today="ok 0.604: steps [1, 1, 0.5, 0 x 9, 1] (pads past the gold score 0)",
-            honest_wrong="ok 0.95",
-            should=("ok", 0.6042),
+            today="ok 0.5: steps [1, 1, 0.5, 0 x 9, 1] (pads past the gold score 0; the worst "
+            "process term counts, rt22: 0.604 with their mean)",
+            honest_wrong="ok 0.9",
+            should=("ok", 0.5),
             run=lambda env: renorm_trajectory(
                 [
                     {

@@ -6,7 +6,7 @@ samples for the engine.
 """
 
 from ._advantages import DrGrpo, Entry, Gdpo, Grpo, Rank, Rloo, Whiten
-from ._base import Counted, Scored
+from ._base import Counted, Finite, Scored
 from ._bounds import Bounds, check_combination, component_bounds, lowest_total
 from ._combine import (
     COMBINERS,
@@ -73,6 +73,7 @@ __all__ = [
     "Contestant",
     "Counted",
     "Entry",
+    "Finite",
     "GroupOrder",
     "GroupTransform",
     "ReNorm",

@@ -22,7 +22,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..models import Result, Sample
-from ._base import Choice, Counted
+from ._base import Choice, Counted, Finite
 from ._stats import Std, centred, root_mean_square, saturated, standardised
 
 __all__ = [
@@ -46,8 +46,8 @@ class Entry:
     sample: Sample
     result: Result
     counted: tuple[Counted, ...]
-    """The components that counted (for a charged sample: each at the lower of the group's
-    lowest and its range's low end)."""
+    """The components that counted (for a charged or vetoed sample: each at the lower of the
+    group's lowest and its range's low end, `_failures.charged_counted`)."""
     reward: float
     """The value the statistics see: the combined reward, or a charged failure's value."""
     charged: bool = False
@@ -94,7 +94,7 @@ class Grpo(GroupTransform):
 
     type: Literal["grpo"] = "grpo"
     std: Std = "population"
-    epsilon: float = Field(default=1e-6, ge=0)
+    epsilon: Finite = Field(default=1e-6, ge=0)
 
     def advantages(self, group: Sequence[Entry]) -> list[float]:
         """One advantage per entry."""
@@ -181,7 +181,7 @@ class Whiten(GroupTransform):
 
     type: Literal["whiten"] = "whiten"
     baseline: Literal["none", "group_mean"] = "none"
-    epsilon: float = Field(default=1e-6, ge=0)
+    epsilon: Finite = Field(default=1e-6, ge=0)
     batch_size: int | None = Field(default=None, gt=0)
 
     def advantages(self, group: Sequence[Entry]) -> list[float]:
@@ -205,15 +205,15 @@ class Gdpo(GroupTransform):
     With `batch_whiten` (the paper's default) the sums are then rescaled by their batch std.
 
     A component that does not apply to a sample adds 0 for it. A component scored but gated
-    off (`only_if` closed) enters its normalisation at the group's lowest value for it: at
-    the group mean (0) a wrong answer whose `format` is gated off would beat a correct one
-    badly formatted. A vetoed sample counts each of its components at that component's
-    lowest value. The `combine:` mode does not enter
+    off (`only_if` closed) enters its normalisation at its lowest value, as it counts in the
+    total (`_bounds.gated_off_score`): at the group mean (0) a wrong answer whose `format` is
+    gated off would beat a correct one badly formatted. A vetoed sample counts its components
+    as a charged failure does (`_failures.charged_counted`). The `combine:` mode does not enter
     the advantage (the `reward` field is still the combined reward).
     """
 
     type: Literal["gdpo"] = "gdpo"
-    epsilon: float = Field(default=1e-6, ge=0)
+    epsilon: Finite = Field(default=1e-6, ge=0)
     batch_whiten: bool = True
     batch_size: int | None = Field(default=None, gt=0)
 
@@ -223,8 +223,6 @@ class Gdpo(GroupTransform):
         names = dict.fromkeys(c.name for e in group for c in e.counted)
         for name in names:
             cells = [(i, c) for i, e in enumerate(group) for c in e.counted if c.name == name]
-            worst = min((c for _, c in cells), key=lambda c: c.weight * c.score)
-            cells += [(i, worst) for i, e in enumerate(group) if _gated_off(e, name)]
             z = standardised([c.score for _, c in cells], std="population", epsilon=self.epsilon)
             for (i, c), value in zip(cells, z, strict=True):
                 sums[i].append(c.weight * value)
@@ -234,11 +232,3 @@ class Gdpo(GroupTransform):
     def batch(self) -> BatchStep | None:
         """Rescaling over the batch (the sums are centred per group already)."""
         return BatchStep(self.batch_size, True, self.epsilon) if self.batch_whiten else None
-
-
-def _gated_off(entry: Entry, name: str) -> bool:
-    """Component `name` scored for this entry but did not count (its gate was closed)."""
-    if entry.charged or any(c.name == name for c in entry.counted):
-        return False
-    score = entry.result.components.get(name)
-    return score is not None and score.status == "ok" and score.score is not None

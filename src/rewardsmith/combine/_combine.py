@@ -5,10 +5,12 @@ The order of decisions is fixed, and it is what keeps failures honest:
 1. A component that failed (`timeout`, `error`, `invalid`) decides the total: the spec's
    `on_error` value (None by default, so the reward is null), with the failing status. Each
    failed component's `detail.cause` says who caused it (`Score.cause`), which decides
-   whether the sample is charged in its group (see `_groups`).
-2. Components that do not apply, and components whose gate (`only_if`) is closed, do not
-   count. A gate is open when its component counts (its own gate is open) and passes: gates
-   read the gated value, so a chain `bonus -> correct -> safe` closes when `safe` fails.
+   whether the sample is charged in its group (see `_groups`). An `ok` score outside the
+   range its reward declares is such a failure (`in_range`, checked before any transform).
+2. Components that do not apply do not count. A component whose gate (`only_if`) is closed
+   counts at its lowest weighted value (`gated_off_score`), so failing a gate never pays
+   under any combiner. A gate is open when its component passes with its own gate open:
+   gates read the gated value, so a chain `bonus -> correct -> safe` closes when `safe` fails.
 3. A counted component marked `veto: true` that did not pass (score <= 0: a failed hard rule)
    gives the lowest total the spec can produce (`veto_value` when the spec sets one; never
    more than the other components would have given), status `ok`.
@@ -16,7 +18,8 @@ The order of decisions is fixed, and it is what keeps failures honest:
    Nothing left to count means the sample is `not_applicable`.
 
 Gates and vetoes judge a component on its own score, before any `transform:` (the
-`detail.raw_score` of a shaped score): shaping changes magnitudes, not whether a rule passed.
+`detail.raw_score` the engine writes on a shaped score, never one a reward wrote): shaping
+changes magnitudes, not whether a rule passed. `first_pass` members take no transform.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..models import FAILURE_STATUSES, Score, Status
 from ._base import Choice, Counted, withdrawn
-from ._bounds import Bounds, component_bounds, lowest_total, sum_floor
+from ._bounds import Bounds, gated_off_score, lowest_total, sum_floor
 from ._ensemble import ensemble_mean
 from ._renorm import ReNorm
 from ._stats import exact_sum
@@ -40,20 +43,23 @@ __all__ = [
     "COMBINERS",
     "Combined",
     "Simple",
+    "checked",
     "combine",
     "combine_scores",
+    "combine_shaped",
     "counted",
     "fired_veto",
+    "gate_open",
     "passes",
 ]
 
-Weighted = Sequence[tuple[float, float]]
-"""(weight, score) pairs of the components that count, in spec order."""
+Weighted = Sequence[Counted]
+"""The components that count, in spec order."""
 
 
 def weighted_sum(items: Weighted) -> float:
     """Sum of weight * score (+-inf when it overflows: the total is then `error`)."""
-    return exact_sum(w * s for w, s in items)
+    return exact_sum(c.weight * c.score for c in items)
 
 
 def minimum(items: Weighted) -> float:
@@ -61,7 +67,7 @@ def minimum(items: Weighted) -> float:
 
     As an ensemble of reward sources this is worst-case optimisation (WCO, Coste et al. 2024).
     """
-    return min(w * s for w, s in items)
+    return min(c.weight * c.score for c in items)
 
 
 def product(items: Weighted) -> float:
@@ -70,19 +76,18 @@ def product(items: Weighted) -> float:
     Defined for non-negative members only (the spec is refused otherwise): there the product
     never falls when a member rises. With two negative members it would be a bonus.
     """
-    return math.prod(w * s for w, s in items)
+    return math.prod(c.weight * c.score for c in items)
 
 
 def first_pass(items: Weighted) -> float:
-    """A cascade: the weighted score of the first component that passes (score > 0).
+    """A cascade: the weighted score of the first component that passes, else of the last.
 
-    When none passes, the last counted component has the final word.
+    It pays the decider's score, so members should share one scale (0/1 verifiers): a member
+    that can pass with less than a later member pays teaches failing it. Members take no
+    `only_if` or `transform` (`check_combination`): each passes on its own score.
     """
-    for w, s in items:
-        if s > 0:
-            return w * s
-    w, s = items[-1]
-    return w * s
+    decider = next((c for c in items if c.passed), items[-1])
+    return decider.weight * decider.score
 
 
 COMBINERS: dict[str, Callable[[Weighted], float]] = {
@@ -102,7 +107,7 @@ class Simple(Choice):
 
     def total(self, items: Sequence[Counted]) -> float:
         """The combined reward of the counted components."""
-        return COMBINERS[self.type]([(c.weight, c.score) for c in items])
+        return COMBINERS[self.type](items)
 
     def lowest(self, members: Sequence[tuple[str, Bounds]]) -> float:
         """A total no sample scores below, given each component's weighted range."""
@@ -122,34 +127,98 @@ class Combined:
     components: dict[str, Score]
     """The scores, as shown in the output (ReNorm may withdraw its process component's)."""
     counted: tuple[Counted, ...] = ()
-    """Components that counted (each at its lowest score when a veto fired)."""
+    """Components that counted."""
     steps: tuple[float, ...] | None = None
     """Per-step rewards (ReNorm)."""
+    vetoed: bool = False
+    """A veto fired: GDPO counts the components as a charged failure's (`charged_counted`)."""
+
+
+def own_score(spec: RewardSpec, name: str, score: Score) -> float | None:
+    """The score component `name`'s reward returned, before its transforms: for a component
+    with a transform, the `detail.raw_score` the engine wrote (`_shaping.recorded`)."""
+    raw = score.detail.get("raw_score", score.score) if spec.rewards[name].transform else None
+    return score.score if raw is None else raw
 
 
 def passed(spec: RewardSpec, name: str, score: Score) -> bool:
     """Whether a component passed on its own score (before its transforms): ok and > 0."""
-    if score.status != "ok" or score.score is None:
-        return False
-    raw = score.detail.get("raw_score", score.score) if spec.rewards[name].transform else None
-    return (score.score if raw is None else raw) > 0
+    own = own_score(spec, name, score)
+    return score.status == "ok" and score.score is not None and own is not None and own > 0
+
+
+RANGE_REL_TOL = 1e-9
+RANGE_ABS_TOL = 1e-12
+"""How far past a declared bound a score may land by float rounding (`in_range`)."""
+
+
+def _near(value: float, bound: float) -> bool:
+    return math.isclose(value, bound, rel_tol=RANGE_REL_TOL, abs_tol=RANGE_ABS_TOL)
+
+
+def in_range(spec: RewardSpec, name: str, score: Score) -> Score:
+    """`score`, or an `error` caused by the `completion` when it is `ok` outside the range its
+    reward declares: the reward broke its own contract on this completion, as a crash on it
+    does, and is charged as a crash is (left out, it would pay more than an honest wrong
+    answer); the spec's checks (a product's non-negative members, a veto's floor) trusted
+    that range. A score past a bound by float rounding only (`math.isclose`, rel 1e-9, abs
+    1e-12) is clamped to it. Undeclared ranges: unchecked."""
+    bounds = spec.rewards[name].bounds
+    own = own_score(spec, name, score)
+    if score.status != "ok" or bounds is None or own is None or bounds[0] <= own <= bounds[1]:
+        return score
+    for bound in bounds:
+        if _near(own, bound):
+            return _clamped(score, own, bound)
+    reason = f"score {own!r} outside the range [{bounds[0]:g}, {bounds[1]:g}] its reward declares"
+    return withdrawn(score, "error", reason, cause="completion")
+
+
+def _clamped(score: Score, own: float, bound: float) -> Score:
+    """`score` with its own value `own` (and the engine's `raw_score` record of it) at `bound`."""
+    detail = score.detail
+    if detail.get("raw_score") == own:
+        detail = {**detail, "raw_score": bound}
+    value = bound if score.score == own else score.score
+    return score.model_copy(update={"score": value, "detail": detail})
+
+
+def checked(spec: RewardSpec, scores: Mapping[str, Score]) -> dict[str, Score]:
+    """Every component's score through `in_range`: the one range check, which `shape` runs
+    before any transform reads a score, and `combine_scores` on scores given directly."""
+    return {name: in_range(spec, name, scores[name]) for name in spec.rewards}
 
 
 def passes(spec: RewardSpec, name: str, scores: Mapping[str, Score]) -> bool:
     """Whether component `name` opens a gate: it counts (its own gate is open) and passed."""
+    return passed(spec, name, scores[name]) and gate_open(spec, name, scores)
+
+
+def gate_open(spec: RewardSpec, name: str, scores: Mapping[str, Score]) -> bool:
+    """Whether component `name`'s `only_if` gate (if any) is open on `scores` (as received:
+    recorded and range-checked): the one gate reading, for the total (`counted`), a group's
+    statistics (`_shaping.Row`) and a group-scoped reward's group step (`_groups`)."""
     gate = spec.rewards[name].only_if
-    return passed(spec, name, scores[name]) and (gate is None or passes(spec, gate, scores))
+    return gate is None or passes(spec, gate, scores)
 
 
 def counted(spec: RewardSpec, scores: Mapping[str, Score]) -> tuple[Counted, ...]:
-    """The components that count for one sample: `ok`, with their gate (if any) open."""
+    """The components that count for one sample: every `ok` one, at its score when its gate
+    (if any) is open, else at its lowest weighted value (`gated_off_score`), never passing."""
     return tuple(
-        Counted(name, position, component.weight, score.score)
-        for position, (name, component) in enumerate(spec.rewards.items())
-        if (score := scores[name]).status == "ok"
-        and score.score is not None
-        and (component.only_if is None or passes(spec, component.only_if, scores))
+        _counted(spec, name, position, score, scores)
+        for position, name in enumerate(spec.rewards)
+        if (score := scores[name]).status == "ok" and score.score is not None
     )
+
+
+def _counted(
+    spec: RewardSpec, name: str, position: int, score: Score, scores: Mapping[str, Score]
+) -> Counted:
+    component = spec.rewards[name]
+    if gate_open(spec, name, scores):
+        return Counted(name, position, component.weight, score.score, passed(spec, name, score))
+    return Counted(name, position, component.weight, gated_off_score(spec, name), False)
 
 
 def fired_veto(
@@ -176,28 +245,25 @@ def _with_causes(components: dict[str, Score]) -> dict[str, Score]:
     }
 
 
-def _vetoed(spec: RewardSpec, items: tuple[Counted, ...]) -> tuple[float, tuple[Counted, ...]]:
-    """A fired veto's total, and the counted components as GDPO then sees them.
-
-    The total is the lowest the spec can produce (or `veto_value`), and never more than the
-    counted components would have given: a veto only ever takes reward away. Each counted
-    component then scores its own lowest value (0.0 when its range is unknown). A spec whose
-    lowest total is unknown and sets no `veto_value` is refused at load; built without that
-    check, it gets at most 0.
+def _vetoed(spec: RewardSpec, items: tuple[Counted, ...]) -> float:
+    """A fired veto's total: the lowest the spec can produce (or `veto_value`), and never
+    more than the counted components would have given: a veto only ever takes reward away.
+    A spec whose lowest total is unknown and sets no `veto_value` is refused at load; built
+    without that check, it gets at most 0.
     """
     floor = spec.veto_value if spec.veto_value is not None else lowest_total(spec)
     total = spec.combiner.total(items)  # type: ignore[union-attr]  # no veto under renorm
-    worst = []
-    for c in items:
-        b = component_bounds(spec, c.name)
-        low = b.low if c.weight >= 0 else b.high
-        worst.append(c._replace(score=low if math.isfinite(low) else 0.0))
-    return min(0.0 if floor is None else floor, total), tuple(worst)
+    return min(0.0 if floor is None else floor, total)
 
 
 def combine_scores(spec: RewardSpec, scores: Mapping[str, Score]) -> Combined:
-    """The total reward of one sample from its (shaped) component scores."""
-    components = {name: scores[name] for name in spec.rewards}
+    """The total reward of one sample from its component scores, given directly (shaped or
+    without transforms): their ranges checked here."""
+    return combine_shaped(spec, checked(spec, scores))
+
+
+def combine_shaped(spec: RewardSpec, components: dict[str, Score]) -> Combined:
+    """The total reward of one sample from the scores `shape` returned (ranges checked)."""
     for score in components.values():
         if score.status in FAILURE_STATUSES:
             return Combined(spec.on_error, score.status, _with_causes(components))
@@ -205,8 +271,7 @@ def combine_scores(spec: RewardSpec, scores: Mapping[str, Score]) -> Combined:
     if not items:
         return Combined(None, "not_applicable", components)
     if fired_veto(spec, components, items) is not None:
-        reward, worst = _vetoed(spec, items)
-        return Combined(reward, "ok", components, worst)
+        return Combined(_vetoed(spec, items), "ok", components, items, vetoed=True)
     combiner = spec.combiner
     if isinstance(combiner, ReNorm):
         return _renorm(spec, combiner, components, items)

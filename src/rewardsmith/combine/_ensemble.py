@@ -15,16 +15,16 @@ from typing import Literal
 
 from pydantic import Field
 
-from ._base import Choice, Counted
+from ._base import Choice, Counted, Finite
 from ._bounds import Bounds, sum_floor
 from ._stats import centred, exact_sum, mean
 
 __all__ = ["Uncertainty", "ensemble_mean"]
 
 
-def ensemble_mean(items: Sequence[tuple[float, float]]) -> float:
+def ensemble_mean(items: Sequence[Counted]) -> float:
     """Mean of the weighted scores (exactly the common value when all are equal)."""
-    return mean([w * s for w, s in items])
+    return mean([c.weight * c.score for c in items])
 
 
 class Uncertainty(Choice):
@@ -44,7 +44,7 @@ class Uncertainty(Choice):
     """
 
     type: Literal["uncertainty"] = "uncertainty"
-    lambda_: float = Field(default=1.0, alias="lambda", ge=0)
+    lambda_: Finite = Field(default=1.0, alias="lambda", ge=0)
     members: tuple[str, ...] | None = None
 
     def _member(self, name: str) -> bool:

@@ -1,14 +1,16 @@
 """Failed samples in group statistics: who is charged for a failure, and at what value.
 
-A failure the completion caused (it made a verifier time out or crash, or the combination
-overflow: `Result.cause == "completion"`) must never be an escape. Left out of its group, it
-would get no advantage at all, which beats the negative advantage of an honest wrong answer,
-and a policy learns to fail. So such a sample is *charged*: it enters its group's statistics
-at
+A failure the completion caused (it made a verifier time out, crash or return a score
+outside its declared range, or the combination overflow: `Result.cause == "completion"`)
+must never be an escape. Left out of its group, it would get no advantage at all, which
+beats the negative advantage of an honest wrong answer, and a policy learns to fail. So such
+a sample is *charged*: it enters its group's statistics at
 
-    min(on_error, the lowest reward of its group's scored samples, the spec's lowest total)
+    min(on_error, the lowest reward of its group's scored samples, the lowest total the
+        spec can produce)
 
-and the lowest total the spec can produce (whichever exist). When that total is unknown (a
+(whichever exist; the lowest total includes a fired veto's `veto_value`, which counts even
+when the components' lowest is unknown). When that total is unknown (a
 component declares no range), the value is kept strictly below the group's lowest reward (by
 the group's spread, at least 1): a charge equal to the group's lowest would tie a group whose
 scored samples are all correct (advantage 0) where an honest wrong answer in their place gets
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from ._advantages import Entry
 from ._base import Counted
-from ._bounds import component_bounds, lowest_total
+from ._bounds import component_bounds, lowest_total, veto_total
 from ._stats import saturated
 
 if TYPE_CHECKING:
@@ -40,10 +42,13 @@ def charged_value(spec: RewardSpec, group: Sequence[float]) -> float | None:
 
     `group` holds the rewards of the group's scored samples (empty when none scored; trainer
     adapters that see no group pass it empty): the value is then `on_error`, or the lowest
-    total the spec can produce.
+    total the spec can produce. A fired veto's `veto_value` counts even when the components'
+    lowest is unknown: a crash must not escape a veto. The engine and the trainer adapters
+    (`integrations._component_values.charged_rewards`) both charge through this function.
     """
     floor = lowest_total(spec)
-    known = [v for v in (spec.on_error, floor, min(group, default=None)) if v is not None]
+    candidates = (spec.on_error, floor, veto_total(spec), min(group, default=None))
+    known = [v for v in candidates if v is not None]
     if not known:
         return None
     value = min(known)
@@ -53,10 +58,11 @@ def charged_value(spec: RewardSpec, group: Sequence[float]) -> float | None:
 
 
 def charged_counted(spec: RewardSpec, scored: Sequence[Entry]) -> tuple[Counted, ...]:
-    """A charged sample's components for per-component statistics (GDPO): every component
-    that counted in the group, at its lowest weighted value among the scored samples or the
-    low end of its range, whichever is lower (strictly below the group's lowest when the
-    range is unknown, as for the total)."""
+    """A charged (or vetoed) sample's components for per-component statistics (GDPO), from
+    the group's `scored` samples whose components are their own: every component that
+    counted in them, at its lowest weighted value among them or the low end of its range,
+    whichever is lower (strictly below the group's lowest when the range is unknown, as for
+    the total)."""
     cells: dict[str, list[Counted]] = {}
     for entry in scored:
         for c in entry.counted:

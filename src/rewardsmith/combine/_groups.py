@@ -9,7 +9,8 @@ arrives, or the input ends: memory stays bounded by the largest group (or batch)
 
 A group-scoped reward type (`majority_vote`) read each sample in a worker; its `group` step
 runs here first, over the whole group, so that shaping, gates and group transforms see its
-final scores. A group step that raises makes that component `error` for the whole group.
+final scores. Samples whose component is behind a closed `only_if` gate are left out of its
+group step. A group step that raises makes that component `error` for the group's samples in it.
 
 So a group's samples must be contiguous, as trainers emit them (a prompt's completions
 together). A group id that reappears after its group was closed is an `InputError` naming
@@ -29,15 +30,16 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .._exceptions import InputError
 from ..models import Result, Sample, Score, built
 from ._advantages import Entry
 from ._base import Scored
-from ._combine import Combined, combine_scores
+from ._combine import Combined, checked, combine_shaped, gate_open
 from ._failures import cap_charged, charged_counted, charged_value
-from ._shaping import shape
+from ._shaping import recorded, shape
 
 if TYPE_CHECKING:
     from ..spec import RewardSpec
@@ -140,6 +142,7 @@ class ResultBuilder:
         shaped = iter(shape(self._spec, scored))
         results: list[Result] = []
         entries: list[tuple[int, Entry]] = []
+        vetoed: list[tuple[int, Entry]] = []
         charged: list[tuple[int, Scored, Result]] = []
         for item in items:
             if isinstance(item, Result):
@@ -150,15 +153,16 @@ class ResultBuilder:
                 pass
             elif combined.status == "ok" and combined.reward is not None:
                 entry = Entry(item.sample, result, combined.counted, combined.reward)
-                entries.append((len(results), entry))
+                (vetoed if combined.vetoed else entries).append((len(results), entry))
             elif result.cause == "completion":
                 charged.append((len(results), item, result))
             results.append(result)
         finished: list[Finished] = [(r, None, False) for r in results]
-        if self._transform is None or not (entries or charged):
+        if self._transform is None or not (entries or vetoed or charged):
             return finished
-        value = charged_value(self._spec, [e.reward for _, e in entries])
         worst = charged_counted(self._spec, [e for _, e in entries])
+        entries += [(position, replace(e, counted=worst)) for position, e in vetoed]
+        value = charged_value(self._spec, [e.reward for _, e in entries])
         for position, item, result in charged:
             entry = Entry(item.sample, result, worst, 0.0 if value is None else value, True)
             entries.append((position, entry))
@@ -174,7 +178,7 @@ class ResultBuilder:
     def _result(self, sample: Sample, scores: dict[str, Score]) -> tuple[Result, Combined]:
         """One sample's result from its shaped scores (no advantage yet), and its
         combination."""
-        combined = combine_scores(self._spec, scores)
+        combined = combine_shaped(self._spec, scores)
         fields = {  # every field is already validated
             "id": sample.id,
             "reward": combined.reward,
@@ -189,15 +193,27 @@ class ResultBuilder:
         return result, combined
 
     def _group_step(self, scored: list[Scored]) -> list[Scored]:
-        """Group-scoped reward types turn the group's per-sample scores into final ones."""
+        """Group-scoped reward types turn the group's per-sample scores into final ones. A
+        sample whose component is behind a closed `only_if` gate (`gate_open`, on the scores
+        as received) is left out of that component's group step and keeps its own score: it
+        counts at its lowest value anyway, and must not move the others' (as `Row.counts`
+        for group transforms). Components go gates first, so a gate read is final."""
         if not self._group_rewards or not scored:
             return scored
-        samples = [item.sample for item in scored]
-        columns: dict[str, list[Score]] = {}
-        for name, reward in self._group_rewards.items():
-            given = [item.scores[name] for item in scored]
+        rows = [dict(item.scores) for item in scored]
+        for name in sorted(self._group_rewards, key=self._gate_depth):
+            reward = self._group_rewards[name]
+            spec = self._spec
+            open_ = [
+                i
+                for i, row in enumerate(rows)
+                if gate_open(spec, name, checked(spec, recorded(spec, row)))
+            ]
+            if not open_:
+                continue
+            given = [rows[i][name] for i in open_]
             try:
-                column = reward.group(samples, given)
+                column = reward.group([scored[i].sample for i in open_], given)
                 if len(column) != len(given):
                     raise ValueError(f"group step returned {len(column)} scores for {len(given)}")
             except Exception as exc:  # a bug in one group step must not stop the run
@@ -206,11 +222,14 @@ class ResultBuilder:
                     "error", f"group step: {type(exc).__name__}: {exc}", traceback=tail
                 )
                 column = [s if s.status != "ok" else failed for s in given]
-            columns[name] = column
-        return [
-            Scored(item.sample, {**item.scores, **{n: c[i] for n, c in columns.items()}})
-            for i, item in enumerate(scored)
-        ]
+            for i, score in zip(open_, column, strict=True):
+                rows[i][name] = score
+        return [Scored(item.sample, row) for item, row in zip(scored, rows, strict=True)]
+
+    def _gate_depth(self, name: str) -> int:
+        """How many gates component `name` sits behind (its `only_if` chain's length)."""
+        gate = self._spec.rewards[name].only_if
+        return 0 if gate is None else 1 + self._gate_depth(gate)
 
     def _emit(self, finished: list[Finished]) -> list[Result]:
         if self._batch_step is None:

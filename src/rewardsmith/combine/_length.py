@@ -26,7 +26,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..models import Score
-from ._base import Choice, shaped, withdrawn
+from ._base import Choice, Finite, shaped, withdrawn
 from ._bounds import Bounds
 from ._shaping import PerSample, Row, replaced
 
@@ -60,13 +60,13 @@ class Cosine(PerSample):
 
     type: Literal["cosine"] = "cosine"
     correct: str
-    correct_threshold: float | None = None
+    correct_threshold: Finite | None = None
     max_length: int = Field(gt=0)
-    correct_at_0: float = 1.0
-    correct_at_max: float = 0.5
-    wrong_at_0: float = -1.0
-    wrong_at_max: float = -0.5
-    exceed: float = -1.0
+    correct_at_0: Finite = 1.0
+    correct_at_max: Finite = 0.5
+    wrong_at_0: Finite = -1.0
+    wrong_at_max: Finite = -0.5
+    exceed: Finite = -1.0
 
     def bounds(self, given: Bounds) -> Bounds:
         values = (
@@ -107,7 +107,7 @@ class Kimi(Choice):
 
     type: Literal["kimi"] = "kimi"
     correct: str
-    correct_threshold: float | None = None
+    correct_threshold: Finite | None = None
 
     def bounds(self, given: Bounds) -> Bounds:
         return Bounds(-0.5, 0.5)
@@ -122,7 +122,7 @@ class Kimi(Choice):
         known: list[tuple[int, int, bool]] = []
         for i, row in enumerate(rows):
             score = row.scores[name]
-            if score.status != "ok":
+            if score.status != "ok" or not row.counts(name):
                 continue
             n = _length(score, "kimi")
             correct = row.correct(self.correct, self.correct_threshold)
@@ -149,13 +149,14 @@ class GrpoLambda(Choice):
     training; applying it only where the group's correctness ratio is high (here: at least
     `threshold`) and falling back to the plain 0/1 reward elsewhere keeps training stable.
     In a group below the threshold this component becomes `not_applicable` (it does not count;
-    the reason names the ratio). The ratio is over the samples whose correctness is known.
+    the reason names the ratio). The ratio is over the samples whose correctness is known and
+    whose component counts (`Row.counts`: one behind a closed gate is left as it is).
     """
 
     type: Literal["grpo_lambda"] = "grpo_lambda"
     correct: str
-    correct_threshold: float | None = None
-    threshold: float = Field(default=0.5, ge=0, le=1)
+    correct_threshold: Finite | None = None
+    threshold: Finite = Field(default=0.5, ge=0, le=1)
 
     def bounds(self, given: Bounds) -> Bounds:
         return given
@@ -169,7 +170,8 @@ class GrpoLambda(Choice):
         verdicts = [
             v
             for row in rows
-            if (v := row.correct(self.correct, self.correct_threshold)) is not None
+            if row.counts(name)
+            and (v := row.correct(self.correct, self.correct_threshold)) is not None
         ]
         ratio = sum(verdicts) / len(verdicts) if verdicts else 0.0
         if verdicts and ratio >= self.threshold:
@@ -177,7 +179,7 @@ class GrpoLambda(Choice):
         reason = f"grpo_lambda: group correctness ratio {ratio:g} < threshold {self.threshold:g}"
         return [
             withdrawn(score, "not_applicable", reason)
-            if (score := row.scores[name]).status == "ok"
+            if (score := row.scores[name]).status == "ok" and row.counts(name)
             else score
             for row in rows
         ]

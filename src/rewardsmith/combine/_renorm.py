@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Literal
 
 from ..models import Score
-from ._base import Choice
+from ._base import Choice, Finite
 from ._bounds import Bounds
 
 __all__ = ["ReNorm"]
@@ -36,17 +35,21 @@ class ReNorm(Choice):
 
     Output: the per-step rewards are the result's `steps` list. Its `reward`, the scalar a
     trainer without per-step credit uses (ours; the paper gives only per-step rewards), is
-    ``(mean of the process terms + r_o) / 2``: the process terms are the steps before the last
+    ``(min of the process terms + r_o) / 2``: the process terms are the steps before the last
     (a lone step's own), so the outcome weighs one half whatever the number of steps. The mean
     of all k steps would weigh it 1/k, and a wrong answer's penalty would shrink with fewer
-    steps (red team rtsel: -0.05 in 2 steps, -0.09 in 10, at 0.9 per step). With beta = 1 a
-    right answer's reward is in [1/2, 1] and a wrong one's in [-1/2, 0].
+    steps (red team rtsel: -0.05 in 2 steps, -0.09 in 10, at 0.9 per step). The min, not the
+    mean, of the process terms, so that padding with easy steps can only lower the reward
+    (red team rt22: one bad step at 0.1 in a wrong answer gives -0.45; with a mean, nine
+    trivially true steps beside it would give -0.045). Like a PRM's `min`, it rewards fewer
+    steps: each added step can only lower it. With beta = 1 a right answer's reward is in
+    [1/2, 1] and a wrong one's in [-1/2, 0].
     """
 
     type: Literal["renorm"] = "renorm"
     process: str
     outcome: str
-    beta: float = 1.0
+    beta: Finite = 1.0
 
     def steps(self, process: Score, outcome: Score) -> list[float] | str:
         """The per-step rewards, or why they cannot be computed."""
@@ -66,9 +69,9 @@ class ReNorm(Choice):
 
     @staticmethod
     def reward(steps: list[float], outcome: float) -> float:
-        """The scalar reward of a trajectory: half its process terms' mean, half the outcome."""
+        """The scalar reward of a trajectory: half its worst process term, half the outcome."""
         process = steps[:-1] if len(steps) > 1 else steps
-        return (math.fsum(process) / len(process) + outcome) / 2
+        return (min(process) + outcome) / 2
 
     def lowest(self, members: Sequence[tuple[str, Bounds]]) -> float:
         """A reward no trajectory scores below: a process term is at least ``-beta``, the

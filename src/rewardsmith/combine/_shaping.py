@@ -1,17 +1,21 @@
 """Per-component shaping (`transform:`): clip, tanh, min-max, mean-std and PAR.
 
 A component's `transform:` is one transform or a list applied in order, to the component's
-score, before combination. Only `ok` scores are shaped; a failed or not-applicable score is
-left as it is. The shaped score keeps the reward's own value as `detail.raw_score`, and gates,
-vetoes and `correct:` references judge that raw value: shaping changes magnitudes, not
-whether a component passed.
+score, before combination, after its range is checked (`checked`: a score outside its
+declared range is an `error` no transform reads). Only `ok` scores are shaped; a failed or
+not-applicable score is left as it is. The engine writes the value a transformed component's
+reward returned as its `detail.raw_score` (`recorded`, replacing any key of that name the
+reward wrote), and gates, vetoes and `correct:` references judge that raw value: shaping
+changes magnitudes, not whether a component passed.
 
 Each transform also maps the range of its input to the range of its output (`bounds`), so
 the spec knows every component's range after shaping (`_bounds`).
 
 Transforms that need group statistics (min-max and mean-std without fixed bounds, and the
 group length rewards in `_length`) see every sample of the sample's `group`; statistics are
-over the samples whose component is `ok`.
+over the samples whose component counts (`Row.counts`: `ok`, its `only_if` gate open). A
+sample behind a closed gate is left out of them and unshaped by them: it counts at its lowest
+value anyway, and its score must not move the others'.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, model_validator
 
 from ..models import Sample, Score
-from ._base import Choice, Scored, shaped, withdrawn
+from ._base import Choice, Finite, Scored, shaped, withdrawn
 from ._bounds import UNKNOWN, Bounds, correct_threshold
+from ._combine import checked, gate_open
 from ._stats import all_equal, standardised
 
 if TYPE_CHECKING:
@@ -39,7 +44,8 @@ __all__ = [
     "PerSample",
     "Row",
     "Tanh",
-    "ok_values",
+    "counting_values",
+    "recorded",
     "replaced",
     "shape",
     "sigmoid",
@@ -54,27 +60,57 @@ class Row:
     scores: dict[str, Score]
     """Current scores (transforms of earlier components already applied)."""
     raw: Mapping[str, Score]
-    """Scores as the rewards returned them."""
+    """Scores as the rewards returned them (`recorded`, range-checked)."""
     spec: RewardSpec
 
     def correct(self, name: str, threshold: float | None = None) -> bool | None:
         """Whether component `name`'s answer is correct: its raw score reaches `threshold`
         (default: the top of its range, 1.0 for scores in [0, 1], so a partial score such
-        as F1's 0.67 for a hedge is not correct); None when it has no score."""
+        as F1's 0.67 for a hedge is not correct); None when it has no score. Behind a closed
+        `only_if` gate it is not correct: a gated-off answer must not pay through a length
+        transform what the gate took from it."""
         score = self.raw[name]
         if score.status != "ok" or score.score is None:
             return None
+        if not gate_open(self.spec, name, self.raw):
+            return False
         needed = correct_threshold(self.spec, name, threshold)
         assert needed is not None  # the spec was refused otherwise
         return score.score >= needed
 
+    def counts(self, name: str) -> bool:
+        """Whether component `name` enters its group's statistics: `ok`, its gate open."""
+        score = self.raw[name]
+        return (
+            score.status == "ok"
+            and score.score is not None
+            and gate_open(self.spec, name, self.raw)
+        )
+
+
+def recorded(spec: RewardSpec, scores: Mapping[str, Score]) -> dict[str, Score]:
+    """The scores, each `ok` one of a transformed component with its own value as
+    `detail.raw_score`: the engine's record of what the reward returned, which gates and
+    vetoes read after shaping (a reward's own `raw_score` key would forge it)."""
+    return {
+        name: score.model_copy(update={"detail": {**score.detail, "raw_score": score.score}})
+        if spec.rewards[name].transform and score.status == "ok"
+        else score
+        for name, score in scores.items()
+    }
+
 
 def shape(spec: RewardSpec, items: Sequence[Scored]) -> list[dict[str, Score]]:
-    """Every component's transforms applied, in spec order, over one group of samples."""
+    """Every component's range checked, then its transforms applied, in spec order, over
+    one group of samples."""
+    received = [checked(spec, recorded(spec, item.scores)) for item in items]
     steps = [(name, t) for name, component in spec.rewards.items() for t in component.transform]
     if not steps:
-        return [dict(item.scores) for item in items]
-    rows = [Row(item.sample, dict(item.scores), item.scores, spec) for item in items]
+        return received
+    rows = [
+        Row(item.sample, dict(scores), scores, spec)
+        for item, scores in zip(items, received, strict=True)
+    ]
     for name, transform in steps:
         for row, score in zip(rows, transform.apply(name, rows), strict=True):
             row.scores[name] = score
@@ -101,12 +137,15 @@ class PerSample(Choice):
         raise NotImplementedError
 
 
-def ok_values(name: str, rows: Sequence[Row]) -> list[tuple[int, float]]:
-    """(row index, score) of the rows where component `name` is `ok`."""
+def counting_values(name: str, rows: Sequence[Row]) -> list[tuple[int, float]]:
+    """(row index, current score) of the rows where component `name` counts (`Row.counts`)
+    and is still `ok`: a group's statistics."""
     return [
         (i, row.scores[name].score)  # type: ignore[misc]
         for i, row in enumerate(rows)
-        if row.scores[name].status == "ok" and row.scores[name].score is not None
+        if row.counts(name)
+        and row.scores[name].status == "ok"
+        and row.scores[name].score is not None
     ]
 
 
@@ -119,8 +158,8 @@ class Clip(PerSample):
     """``min(max(x, min), max)``: bound a score (the "Clip" baseline of PAR, Fu et al. 2025)."""
 
     type: Literal["clip"] = "clip"
-    min: float | None = None
-    max: float | None = None
+    min: Finite | None = None
+    max: Finite | None = None
 
     @model_validator(mode="after")
     def _bounds(self) -> Clip:
@@ -153,7 +192,7 @@ class Tanh(PerSample):
     """
 
     type: Literal["tanh"] = "tanh"
-    scale: float = Field(default=1.0, gt=0)
+    scale: Finite = Field(default=1.0, gt=0)
 
     def one(self, score: Score, row: Row) -> Score:
         assert score.score is not None
@@ -172,8 +211,8 @@ class MinMax(Choice):
     """
 
     type: Literal["min_max"] = "min_max"
-    min: float | None = None
-    max: float | None = None
+    min: Finite | None = None
+    max: Finite | None = None
 
     @model_validator(mode="after")
     def _bounds(self) -> MinMax:
@@ -195,7 +234,7 @@ class MinMax(Choice):
         return given.mapped(lambda x: (x - low) / (high - low))
 
     def apply(self, name: str, rows: Sequence[Row]) -> list[Score]:
-        values = ok_values(name, rows)
+        values = counting_values(name, rows)
         if not values:
             return replaced(name, rows, {})
         xs = [x for _, x in values]
@@ -221,9 +260,9 @@ class MeanStd(Choice):
     """
 
     type: Literal["mean_std"] = "mean_std"
-    mean: float | None = None
-    std: float | None = Field(default=None, gt=0)
-    epsilon: float = Field(default=1e-6, ge=0)
+    mean: Finite | None = None
+    std: Finite | None = Field(default=None, gt=0)
+    epsilon: Finite = Field(default=1e-6, ge=0)
 
     @model_validator(mode="after")
     def _stats(self) -> MeanStd:
@@ -243,7 +282,7 @@ class MeanStd(Choice):
         return given.mapped(lambda x: (x - m) / s)
 
     def apply(self, name: str, rows: Sequence[Row]) -> list[Score]:
-        values = ok_values(name, rows)
+        values = counting_values(name, rows)
         if self.mean is not None and self.std is not None:
             m, s = self.mean, self.std
             new = {i: shaped(rows[i].scores[name], (x - m) / (s + self.epsilon)) for i, x in values}

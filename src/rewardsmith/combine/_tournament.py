@@ -11,6 +11,7 @@ from pydantic import Field, field_validator
 
 from ..models import Result, Sample
 from ._advantages import Entry, GroupTransform
+from ._base import Finite
 from ._stats import standardised
 
 __all__ = ["Comparator", "Contestant", "Tournament", "by_reward", "run_bracket"]
@@ -123,7 +124,7 @@ class Tournament(GroupTransform):
     type: Literal["tournament"] = "tournament"
     compare: str = "reward"
     seed: int = 0
-    epsilon: float = Field(default=1e-6, ge=0)
+    epsilon: Finite = Field(default=1e-6, ge=0)
 
     @field_validator("compare")
     @classmethod

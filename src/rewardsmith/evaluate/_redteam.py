@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..combine import counted
 from ..models import FAILURE_STATUSES, Result, Sample, Score, Status
 from ..spec import RewardSpec
 from ._attacks import Attack, Case, Target, wrong_makers
@@ -243,20 +244,15 @@ def _samples(planned: list[_Planned]) -> tuple[list[dict[str, Any]], list[tuple[
     return samples, keys
 
 
-def _counted(spec: RewardSpec | None, result: Result, name: str, depth: int = 0) -> float | None:
-    """The component's score if it counted in the total (status ok, its gate open), else None."""
+def _counted(spec: RewardSpec | None, result: Result, name: str) -> float | None:
+    """The component's value in the total (its score, or its lowest behind a closed gate:
+    `combine.counted`), else None (not ok)."""
     score = result.components.get(name)
     if score is None or score.status != "ok" or score.score is None:
         return None
-    gate = spec.rewards[name].only_if if spec is not None and name in spec.rewards else None
-    if gate is not None and depth < 16:
-        opened = _counted(spec, result, gate, depth + 1)
-        raw = (
-            result.components[gate].detail.get("raw_score", opened) if opened is not None else None
-        )
-        if raw is None or raw <= 0:
-            return None
-    return score.score
+    if spec is None or name not in spec.rewards:
+        return score.score
+    return next(c.score for c in counted(spec, result.components) if c.name == name)
 
 
 def _null_kind(result: Result) -> str | None:
@@ -328,7 +324,7 @@ def _beats_component(
     value = _counted(spec, attacked, name)
     floor = _counted(spec, baseline, name) if baseline is not None else None
     if value is None and floor is None and not theirs_failed:
-        return None  # counted on neither side: not applicable, or its gate closed
+        return None  # counted on neither side: not applicable
     return (value or 0.0) > (floor or 0.0) + _EPS
 
 

@@ -31,9 +31,10 @@ __all__ = [
 
 
 def gated_scores(spec: RewardSpec, result: Result) -> dict[str, float | None]:
-    """Each component's value as the total used it: its (shaped) score when it counted, None
-    when it did not apply, failed or its `only_if` gate was closed (a gate reads the gated
-    value: `bonus -> correct -> safe` is closed when `safe` fails). Every adapter reports
+    """Each component's value as the total used it: its (shaped) score when it counted, its
+    lowest value when its `only_if` gate was closed (a gate reads the gated value: `bonus ->
+    correct -> safe` is closed when `safe` fails), None when it did not apply or failed. Every
+    adapter reports
     per-component values through this one function, so they agree with the engine's total."""
     values: dict[str, float | None] = dict.fromkeys(spec.rewards)
     for c in counted(spec, result.components):
@@ -83,8 +84,9 @@ def component_values(
     Trainers such as TRL compute ``sum(weight_i * value_i)`` over the values that are not
     None. These values make that sum equal the spec's `weighted_sum` total:
 
-    - a component that counted gives its (shaped) score (`gated_scores`);
-    - a component that does not apply, or whose gate is closed, gives None (not counted);
+    - a component that counted gives its (shaped) score, or its lowest value when its gate is
+      closed (`gated_scores`);
+    - a component that does not apply gives None (not counted);
     - when a `veto` fired, the total is the veto's (the lowest the spec can produce), carried
       by the veto component: ``total / weight`` there, None elsewhere;
     - a failed sample carries, on its first failed component, `charged` when the completion
@@ -112,12 +114,11 @@ def group_low_values(
     """`component_values` for a trainer that normalises each component over the group before
     summing (TRL's `normalize_then_sum`, GDPO), where a None counts at the column's mean.
 
-    There a failure carried on one component, or a gated-off cell, would sit at the mean of
-    the other columns and beat the worst answer. So a row whose total is a failure's (a
-    charge or `on_error`) or a fired veto's takes, on every component, the column's group
-    low, and a gated-off cell (scored, its gate closed) its column's group low: the lowest
-    value the group's other rows counted (the highest for a negative weight). A component
-    that does not apply stays None; a failure with no reward stays None everywhere (left out).
+    There a failure carried on one component would sit at the mean of the other columns and
+    beat the worst answer. So a row whose total is a failure's (a charge or `on_error`) or a
+    fired veto's takes, on every component, the column's group low: the lowest value the
+    group's other rows counted (the highest for a negative weight). A component that does not
+    apply stays None; a failure with no reward stays None everywhere (left out).
     """
     weights = [component.weight for component in spec.rewards.values()]
     plain = [_plain(spec, result) for result in results]
@@ -134,16 +135,12 @@ def group_low_values(
         return min(column) if weights[k] >= 0 else max(column)
 
     out: list[list[float | None]] = []
-    for key, result, row, is_plain in zip(groups, results, values, plain, strict=True):
-        if not is_plain:
-            rewarded = any(v is not None for v in row)
-            out.append([low(key, k) if rewarded else None for k in range(len(row))])
+    for key, row, is_plain in zip(groups, values, plain, strict=True):
+        if is_plain:
+            out.append(list(row))
             continue
-        gated_off = [
-            value is None and result.components[name].status == "ok"
-            for name, value in zip(spec.rewards, row, strict=True)
-        ]
-        out.append([low(key, k) if gated_off[k] else v for k, v in enumerate(row)])
+        rewarded = any(v is not None for v in row)
+        out.append([low(key, k) if rewarded else None for k in range(len(row))])
     return out
 
 

@@ -25,13 +25,14 @@ engine's worker pool, and the other functions read their column from that; the b
 dropped as soon as every function has read it (or when the next batch arrives), so nothing
 accumulates across steps. One engine, so one worker pool, serves the trainer's whole life.
 
-How values map (see `component_values`): a component that counted gives its score; a
-component that does not apply, or whose `only_if` gate is closed (gates read gated values),
-gives None; a fired veto's total is carried by the veto component. A sample whose failure
-its completion caused (a verifier timed out or crashed on it) is charged: its weighted sum is
-``min(on_error, the lowest reward among its prompt's completions, the lowest total the spec
-can produce)`` (whichever exist; strictly below the prompt's lowest when a component declares
-no range), so failing never earns a better advantage than the worst answer. A sample failed
+How values map (see `component_values`): a component that counted gives its score, or its
+lowest value when its `only_if` gate is closed (gates read gated values); a component that
+does not apply gives None; a fired veto's total is carried by the veto component. A sample
+whose failure its completion caused (a verifier timed out or crashed on it) is charged: its
+weighted sum is ``min(on_error, the lowest reward among its prompt's completions, the
+lowest total the spec can produce)`` (whichever exist; strictly below the prompt's lowest when
+a component declares no range), so failing never earns a better advantage than the worst
+answer. A sample failed
 by its dataset row or the infrastructure gives None everywhere when the spec's `on_error` is
 null -- TRL >= 1.10 then leaves it out of the group baseline and gives it a zero advantage,
 where older TRL sums it to 0 with a warning -- or, with `on_error` set, exactly `on_error`.
@@ -238,8 +239,8 @@ class TRLRewards:
         if normalised and self._num_generations is None:
             raise ConfigError(
                 "TRL's multi_objective_aggregation='normalize_then_sum' normalises each reward "
-                "function over a prompt's generations, so a failure or a gated-off component "
-                "must enter each at its group's lowest value: pass num_generations to "
+                "function over a prompt's generations, so a failure must enter each at its "
+                "group's lowest value: pass num_generations to "
                 "TRLRewards (reward_funcs), or use one function for the total "
                 "(total_reward_func)"
             )

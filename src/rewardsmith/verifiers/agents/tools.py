@@ -319,7 +319,7 @@ def tool_call(
             match, best = correctness_match(
                 gold.calls, parsed.calls, granularity=granularity, strict=strict_lists
             )
-            r_correct = (high - low) * match / best + low
+            r_correct = high if match == best else (high - low) * match / best + low
             detail.update(match=match, max_match=best)
         total = format_weight * r_format + correctness_weight * r_correct
         return Score.ok(total, format=r_format, correctness=r_correct, **detail)

@@ -459,12 +459,13 @@ def test_a_request_waiting_for_a_slow_reader_is_timed_by_its_reading(reads: bool
     async def main() -> tuple[bool, list[int]]:
         handler = _Handler()
         transport = _SlowReader()
-        connection, _ = await _connected(handler, Limits(0.1, 0.1, 0.1, 1000), transport)
+        # timers 5x the reader's pace, so a loaded machine's late wake-ups cannot fake a stall
+        connection, _ = await _connected(handler, Limits(0.4, 0.4, 0.4, 1000), transport)
         transport.protocol = connection
         post = b"POST /slow HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n"
         connection.data_received(HEALTH * 40 + post)  # its body never comes
         start = time.monotonic()
-        while time.monotonic() - start < 1.0 and not transport.closed:
+        while time.monotonic() - start < 2.0 and not transport.closed:
             await asyncio.sleep(0.08)
             if reads:
                 transport.buffer -= 1  # the client reads one byte

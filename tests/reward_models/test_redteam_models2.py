@@ -301,7 +301,6 @@ CASES = [
             parts_prompt_is_read,
         ),
         id="rm-prm-content-parts-prompt-is-read-empty",
-        marks=hole("_inputs._text reads dict parts; the contract gives ContentPart models"),
     ),
     pytest.param(
         Attack(
@@ -311,7 +310,6 @@ CASES = [
             parts_completion_is_read,
         ),
         id="rm-content-parts-completion-is-charged-as-empty",
-        marks=hole("_inputs._text reads dict parts; a non-empty answer is charged as empty"),
     ),
     pytest.param(
         Attack(
@@ -372,7 +370,6 @@ CASES = [
             sim_parts_prompt_is_discounted,
         ),
         id="sim-content-parts-prompt-disables-the-discount",
-        marks=hole("_inputs.prompt_text reads string contents only"),
     ),
     pytest.param(
         Attack(
@@ -402,7 +399,6 @@ CASES = [
             lik_parts_prompt_is_read,
         ),
         id="lik-content-parts-prompt-is-dropped",
-        marks=hole("_inputs.prompt_text reads string contents only"),
     ),
     pytest.param(
         Attack(

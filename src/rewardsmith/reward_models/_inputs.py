@@ -91,31 +91,21 @@ class Encoded:
         return out
 
 
-def _text(content: Any) -> str:
-    """A message's text: the string, or the text parts of a list of content parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
-
-
 def _turns(value: str | Sequence[Message] | None, role: str) -> Turns:
     if value is None:
         return ()
     if isinstance(value, str):
         return ((role, value),)
-    return tuple((m.role, _text(m.content)) for m in value)
+    return tuple((m.role, m.text) for m in value)
 
 
 def prompt_text(sample: Sample) -> str:
-    """The prompt as plain text: its non-system turns' texts, a blank line between them."""
+    """The prompt as plain text: its non-system turns' texts (`Message.text`), a blank line
+    between them."""
     if isinstance(sample.prompt, str):
         return sample.prompt
     if isinstance(sample.prompt, list):
-        return "\n\n".join(
-            m.content for m in sample.prompt if m.role != "system" and isinstance(m.content, str)
-        )
+        return "\n\n".join(m.text for m in sample.prompt if m.role != "system" and m.text)
     return ""
 
 

@@ -359,7 +359,6 @@ CASES = [
             judge_steps_skip_the_guard,
         ),
         id="prm-judge-master-key-step-skips-the-guard",
-        marks=hole("_StepJudge never calls judge.guarded on the steps"),
     ),
     # similarity
     pytest.param(
@@ -408,7 +407,6 @@ CASES = [
             lik_server_logprob_out_of_range,
         ),
         id="lik-server-logprob-out-of-range-is-a-score",
-        marks=hole("nothing checks a log-probability is finite and <= 0"),
     ),
     pytest.param(
         Attack(

@@ -16,7 +16,9 @@ step gets the probability that it is correct:
   A step whose verdict the judge does not give in a reply it can parse (a step that tells the
   judge to reply something else) scores 0 (``detail.unparseable`` lists them). At most
   `max_steps` steps are judged (one call each): a completion with more scores 0 with the
-  reason, no judge asked.
+  reason, no judge asked; so does a master key (the judged rewards' `guard`: an answer
+  that is nothing but openers such as "Let's solve this step by step."), with
+  ``detail.guard``.
 
 Aggregation: ``min`` (the weakest step, as in the Qwen PRM papers' best-of-N), ``last``,
 ``prod`` and ``mean``. ``min`` and ``prod`` reward fewer steps (each step can only lower
@@ -190,7 +192,7 @@ class _StepJudge:
             return _no_steps(text)
         if len(steps) > self.max_steps:
             return _unscored(f"{len(steps)} steps, more than max_steps={self.max_steps}")
-        return self.judge.run(self._score(sample, steps))
+        return self.judge.guarded(text) or self.judge.run(self._score(sample, steps))
 
     async def _score(self, sample: Sample, steps: list[str]) -> Score:
         problem = self.judge.conversation(sample)

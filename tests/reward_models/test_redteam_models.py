@@ -130,9 +130,9 @@ def right_truncation_hides_the_answer(lab: Lab) -> None:
 
 def left_truncation_drops_the_question(lab: Lab) -> None:
     """With ``truncation: left`` a long completion pushed the question out: the same text then
-    earned the same ok score as an answer to any question. ``truncation`` is gone: an input
-    that does not fit keeps the prompt and the end of the completion (80 tokens: PROBLEM's
-    turn alone takes 58, and a prompt that does not fit is `invalid`)."""
+    earned the same ok score as an answer to any question. ``truncation`` is gone, and since
+    rt22 nothing is cut: an answer that does not fit with the prompt is not shown (80 tokens:
+    PROBLEM's turn alone takes 58, and a prompt that does not fit is `invalid`)."""
     with pytest.raises(TypeError, match="truncation"):
         lab.rm(max_length=48, truncation="left")
     rm = lab.rm(max_length=80)

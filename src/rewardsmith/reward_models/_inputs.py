@@ -18,16 +18,19 @@ The pitfalls of feeding a reward model are handled here, once:
   is read as text. The template's own text around the completion is not checked: with
   ``template: none``, or a template whose role headers are plain text (``User:``), a
   completion can still write a fake turn header.
-* **Truncation.** At most `max_length` tokens. An input that does not fit keeps the prompt
-  (everything the template writes before the completion), the end of the completion and what
-  the template writes after it: the input's middle, the start of the completion, is cut, so
-  the model always reads the question and the final answer. Truncated inputs
-  are reported; a prompt that does not fit on its own raises `PromptTooLong`. (A template
-  that rewrites the completion's text, so that its own text around it cannot be found, keeps
-  the leading BOS and the end only.)
+* **Length.** At most `max_length` tokens, and nothing is cut: a model reads the whole
+  question and the whole answer, or is not asked. A prompt that does not fit on its own (with
+  the template's text) raises `PromptTooLong` (the dataset's doing); an answer that does not
+  fit with the prompt raises `AnswerTooLong` (the completion's: a cut answer could hide what
+  it says, so this is a length limit a long-winded policy pays for).
 * **The answer part.** With `strip_think`, the model reads everything after the *first*
-  ``</think>`` (what a reader sees), not after the last as the verifiers' `answer_part`:
-  a stray ``</think>`` hides nothing from the model.
+  ``</think>`` (what a reader sees), not after the last as the verifiers' `answer_part`, and
+  the ``<think>`` and ``</think>`` left in it are removed as special tokens are: a stray
+  ``</think>`` hides nothing, even from a template that splits the answer at the last one
+  (Qwen3's).
+* **What the template writes.** Each response text must appear in the rendered input as
+  given (stripped); a template that rewrote it raises `AnswerRewritten` when a plain answer
+  would have been written as given (the completion's doing), else `Unshown`.
 """
 
 from __future__ import annotations
@@ -37,16 +40,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..models import Message, Sample
+from ..models import Message, Sample, Score
 from ..verifiers._completion_parts import THINK_CLOSE, THINK_OPEN
 from ..verifiers._words import visible
 
 __all__ = [
+    "AnswerRewritten",
+    "AnswerTooLong",
     "Dialogue",
     "Encoded",
     "PromptTooLong",
     "Template",
     "Tokenization",
+    "Unshown",
     "dialogue",
     "has_text",
     "load_tokenizer",
@@ -75,7 +81,6 @@ class Encoded:
     ids: tuple[int, ...]
     bos_fixed: bool = False
     """The template's BOS was doubled by the tokenizer; it was tokenized again without."""
-    truncated: bool = False
     stripped: int = 0
     """Special-token strings removed from the response."""
 
@@ -84,8 +89,6 @@ class Encoded:
         out: dict[str, Any] = {"tokens": len(self.ids)}
         if self.bos_fixed:
             out["bos_fixed"] = True
-        if self.truncated:
-            out["truncated"] = True
         if self.stripped:
             out["special_tokens_removed"] = self.stripped
         return out
@@ -123,9 +126,40 @@ def has_text(text: str) -> bool:
     return bool(visible(text).strip())
 
 
-class PromptTooLong(ValueError):
+class Unshown(ValueError):
+    """The sample cannot be shown to the model, not by the completion's doing."""
+
+    def score(self) -> Score:
+        """`invalid`: the dataset's or the spec's doing, left out of its group."""
+        return Score.failed("invalid", str(self))
+
+
+class PromptTooLong(Unshown):
     """The prompt alone (with the template's text around the completion) does not fit in
     `max_length` tokens: the dataset's doing."""
+
+
+class AnswerRewritten(Unshown):
+    """The template rewrote the answer's text, which a plain answer avoids: the completion's
+    doing."""
+
+    def score(self) -> Score:
+        """An `error` charged to the completion."""
+        return Score.failed("error", str(self), cause="completion")
+
+
+class AnswerTooLong(ValueError):
+    """The answer does not fit in `max_length` tokens (with the prompt): the completion's
+    doing. It is not shown: a model reads the whole answer or none of it, since a cut answer
+    could hide what it says (a length limit a long-winded policy pays for)."""
+
+    def __init__(self, max_length: int, tokens: int) -> None:
+        super().__init__(f"the answer did not fit in max_length={max_length} tokens")
+        self.tokens = tokens
+
+    def facts(self) -> dict[str, Any]:
+        """What a score's `detail` reports about the input not shown."""
+        return {"tokens": self.tokens, "truncated": True}
 
 
 def dialogue(sample: Sample, *, strip_think: bool, system: str | None = None) -> Dialogue:
@@ -157,9 +191,8 @@ def load_tokenizer(path: str) -> Any:
 _WARNED: set[str] = set()
 
 
-_SENTINEL = "\x00rewardsmith-completion\x00"
-"""Stands for the completion's text when rendering, to find what the template writes around
-it."""
+_PLAIN = "rewardsmith plain answer"
+"""An answer no template has a reason to rewrite."""
 
 
 class Tokenization:
@@ -172,9 +205,12 @@ class Tokenization:
         template: Template,
         max_length: int,
         reserved: Sequence[str] = (),
+        strip_think: bool = False,
     ) -> None:
         """`reserved`: strings the response may not contain besides the special tokens
-        (e.g. a PRM's step tag)."""
+        (e.g. a PRM's step tag). `strip_think`: the response is an answer part, so
+        ``<think>`` and ``</think>`` are reserved too (a template that splits the answer at
+        them would drop text)."""
         self.tokenizer = tokenizer
         self.template = template
         self.max_length = max_length
@@ -186,6 +222,7 @@ class Tokenization:
         special = {t for t in tokenizer.all_special_tokens if t}
         added = getattr(tokenizer, "added_tokens_decoder", {}) or {}
         special |= {t.content for t in added.values() if getattr(t, "special", False)}
+        reserved = (*reserved, THINK_OPEN, THINK_CLOSE) if strip_think else reserved
         self.reserved = sorted(special | {r for r in reserved if r}, key=len, reverse=True)
         self._ending: dict[str, list[str]] = {}
         for token in self.reserved:  # longest first
@@ -239,49 +276,49 @@ class Tokenization:
         return out
 
     def encode(self, prompt: Turns, response: Turns, stripped: int = 0) -> Encoded:
-        """Token ids of the prompt and a response (already cleaned), BOS checked and the
-        response's middle cut when the whole does not fit (raises `PromptTooLong`)."""
+        """Token ids of the prompt and a response (already cleaned), BOS checked. Nothing is
+        cut: a model reads the whole question and the whole answer, or is not asked (raises
+        `PromptTooLong`, `AnswerTooLong`, `AnswerRewritten` or `Unshown`)."""
         text = self.render((*prompt, *response))
+        self._check_shown(prompt, response, text)
+        ids, fixed = self._tokenize(text)
+        if len(ids) > self.max_length:
+            blank = tuple((role, "") for role, _ in response)
+            around = len(self._tokenize(self.render((*prompt, *blank)))[0])
+            if around >= self.max_length:
+                raise PromptTooLong(
+                    f"the prompt and the template's text take {around} tokens: "
+                    f"more than max_length={self.max_length} leaves for the completion"
+                )
+        self.fit(ids)
+        return Encoded(tuple(ids), bos_fixed=fixed, stripped=stripped)
+
+    def fit(self, ids: Sequence[int]) -> None:
+        """Raises `AnswerTooLong` when `ids` (an input with the answer, or the answer alone)
+        exceed `max_length`."""
+        if len(ids) > self.max_length:
+            raise AnswerTooLong(self.max_length, len(ids))
+
+    def _tokenize(self, text: str) -> tuple[list[int], bool]:
+        """The ids of a rendered `text`, and whether a doubled BOS was fixed."""
         ids = self.tokenizer(text, add_special_tokens=True)["input_ids"]
         fixed = self.bos_id is not None and len(ids) >= 2 and ids[0] == ids[1] == self.bos_id
         if fixed:
             self._warn_doubled_bos()
             ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
-        if len(ids) <= self.max_length:
-            return Encoded(tuple(ids), bos_fixed=fixed, stripped=stripped)
-        before, after = self._around(prompt, response, text)
-        if getattr(self.tokenizer, "is_fast", False):  # where each token starts in `text`
-            offsets = self.tokenizer(
-                text, add_special_tokens=not fixed, return_offsets_mapping=True
-            )["offset_mapping"]
-            head = 0
-            while head < len(ids) and (offsets[head][0] < len(before) or offsets[head][1] == 0):
-                head += 1
-            tail = sum(1 for start, _ in offsets[head:] if start >= len(text) - len(after))
-        else:  # a slow tokenizer: the pieces tokenized alone
-            head = len(self.tokenizer(before, add_special_tokens=not fixed)["input_ids"])
-            tail = len(self.tokenizer(after, add_special_tokens=False)["input_ids"]) if after else 0
-        if head + tail >= self.max_length:
-            raise PromptTooLong(
-                f"the prompt and the template's text take {head + tail} tokens: "
-                f"more than max_length={self.max_length} leaves for the completion"
-            )
-        keep = self.max_length - head - tail
-        cut = [*ids[:head], *ids[len(ids) - tail - keep :]]
-        return Encoded(tuple(cut), bos_fixed=fixed, truncated=True, stripped=stripped)
+        return ids, fixed
 
-    def _around(self, prompt: Turns, response: Turns, text: str) -> tuple[str, str]:
-        """The template's text before the response's text and after it, in the rendered
-        `text`."""
-        if not response:
-            return text, ""
-        first = ((response[0][0], _SENTINEL), *response[1:])
-        last = (*response[:-1], (response[-1][0], _SENTINEL))
-        before = self.render((*prompt, *first)).split(_SENTINEL, 1)[0]
-        after = self.render((*prompt, *last)).rsplit(_SENTINEL, 1)[-1]
-        if not text.startswith(before) or not text.endswith(after):
-            return "", ""  # a template that rewrites the text: only the end is kept
-        return before, after
+    def _check_shown(self, prompt: Turns, response: Turns, text: str) -> None:
+        """Raises when the template did not write each response text as given (stripped) in
+        `text`: a template can rewrite (Qwen3's splits an answer at ``</think>`` and drops
+        part of it). The completion's doing (`AnswerRewritten`) when a plain answer after the
+        same prompt is written as given; else the template's or the prompt's (`Unshown`)."""
+        if all(answer.strip() in text for _, answer in response):
+            return
+        plain = tuple((role, _PLAIN) for role, _ in response)
+        if self.render((*prompt, *plain)).count(_PLAIN) == len(plain):
+            raise AnswerRewritten("the model's chat template rewrote the answer's text")
+        raise Unshown("the model's chat template rewrites any answer after this prompt")
 
     def decode(self, ids: Sequence[int]) -> str:
         """The text of token ids, special tokens and spacing kept (it encodes back to them)."""

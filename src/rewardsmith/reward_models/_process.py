@@ -31,8 +31,9 @@ A completion with no step, or with steps that do not all fit in `max_length` tok
 0 with the reason (no model asked): an unscored step is never assumed correct. For the PRM
 backends (``transformers``, ``vllm``), step tags and special tokens the policy writes are
 removed before the model reads the steps, until none is left (see `_inputs`); the model must
-return exactly one score per step (any other count is an `error`); and a prompt that
-contains the step tag is `invalid` (its tags would be scored as steps).
+return exactly one score per step (any other count is an `error`); a prompt that contains
+the step tag is `invalid` (its tags would be scored as steps); and steps the template
+rewrote are handled as `_inputs` says.
 """
 
 from __future__ import annotations
@@ -50,9 +51,10 @@ from ..models import Sample, Score
 from ..registry import RewardFn, reward
 from ._backend import check_common, model_client, tokenizer_folder
 from ._inputs import (
-    PromptTooLong,
+    AnswerTooLong,
     Template,
     Tokenization,
+    Unshown,
     dialogue,
     has_text,
     load_tokenizer,
@@ -135,14 +137,14 @@ class _StepModel(ModelReward):
         body = "".join(step + self.step_tag for step in steps)
         try:
             encoded = self.tokenization.encode(conversation.prompt, (("assistant", body),), removed)
-        except PromptTooLong as exc:
-            return Score.failed("invalid", str(exc))
-        if encoded.truncated:
+        except AnswerTooLong as exc:
             return _unscored(
                 f"the {len(steps)} steps did not fit in "
                 f"max_length={self.tokenization.max_length} tokens",
-                **encoded.facts(),
+                **exc.facts(),
             )
+        except Unshown as exc:
+            return exc.score()
         item: Any = encoded.ids
         if self.remote:
             item = remote_input(encoded.ids, self.tokenization.decode(encoded.ids), sample)
@@ -313,6 +315,7 @@ def process(
         template=template,
         max_length=max_length,
         reserved=(step_tag,),
+        strip_think=strip_think,
     )
     step_ids = tokenization.tokenizer(step_tag, add_special_tokens=False)["input_ids"]
     if len(step_ids) != 1:

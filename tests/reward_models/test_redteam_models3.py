@@ -297,27 +297,34 @@ def hole(*args: Any, id: str) -> Any:
 
 CASES = [
     # the rendered-answer check
-    hole(
-        "<think>r</think>The answer is 4 . (Qwen3-style template, strip_think: false)",
-        "error charged to the completion: the template only re-spaced the think block",
-        "scored (the answer read word for word; whitespace is no rewrite)",
-        qwen3_whitespace_is_charged,
+    pytest.param(
+        Attack(
+            "<think>r</think>The answer is 4 . (Qwen3-style template, strip_think: false)",
+            "error charged to the completion: the template only re-spaced the think block",
+            "scored (the answer read word for word; whitespace is no rewrite)",
+            qwen3_whitespace_is_charged,
+        ),
         id="rm-qwen3-respaced-think-is-charged",
     ),
-    hole(
-        "<think>\\nr\\n</think>\\n\\nStep 1 ...\\n\\nSo the answer is 4 . (process, Qwen3-style)",
-        "error charged: the step join drops the blank line after </think>, every reasoning "
-        "completion is 'rewritten'",
-        "scored",
-        qwen3_prm_charges_every_reasoning,
+    pytest.param(
+        Attack(
+            "<think>\\nr\\n</think>\\n\\nStep 1 ...\\n\\nSo the answer is 4 . "
+            "(process, Qwen3-style)",
+            "error charged: the step join drops the blank line after </think>, every reasoning "
+            "completion is 'rewritten'",
+            "scored",
+            qwen3_prm_charges_every_reasoning,
+        ),
         id="prm-qwen3-every-reasoning-completion-is-charged",
     ),
-    hole(
-        "So</think>The answer is 72 .</think>The answer is 4 ., quoted by the question",
-        "the template drops 'The answer is 72 .', the containment check finds the completion "
-        "in the question: scored without the wrong answer",
-        "error charged (rewritten), or '72' read in the answer",
-        answer_found_in_the_question,
+    pytest.param(
+        Attack(
+            "So</think>The answer is 72 .</think>The answer is 4 ., quoted by the question",
+            "the template drops 'The answer is 72 .', the containment check finds the completion "
+            "in the question: scored without the wrong answer",
+            "error charged (rewritten), or '72' read in the answer",
+            answer_found_in_the_question,
+        ),
         id="rm-rewritten-answer-found-in-the-question",
     ),
     pytest.param(

@@ -28,9 +28,11 @@ The pitfalls of feeding a reward model are handled here, once:
   the ``<think>`` and ``</think>`` left in it are removed as special tokens are: a stray
   ``</think>`` hides nothing, even from a template that splits the answer at the last one
   (Qwen3's).
-* **What the template writes.** Each response text must appear in the rendered input as
-  given (stripped); a template that rewrote it raises `AnswerRewritten` when a plain answer
-  would have been written as given (the completion's doing), else `Unshown`.
+* **What the template writes.** Each response text must appear in the response's part of the
+  rendered input (after what the prompt alone renders to) as given, whitespace aside (a
+  template may re-space around its markers); a template that rewrote it raises
+  `AnswerRewritten` when a plain answer would have been written as given (the completion's
+  doing), else `Unshown`.
 """
 
 from __future__ import annotations
@@ -191,6 +193,17 @@ def load_tokenizer(path: str) -> Any:
 _WARNED: set[str] = set()
 
 
+def _unspaced(text: str) -> str:
+    """`text` without whitespace: what a template's re-spacing leaves unchanged."""
+    return "".join(text.split())
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of `a` and `b`."""
+    size = min(len(a), len(b))
+    return next((i for i in range(size) if a[i] != b[i]), size)
+
+
 _PLAIN = "rewardsmith plain answer"
 """An answer no template has a reason to rewrite."""
 
@@ -309,11 +322,14 @@ class Tokenization:
         return ids, fixed
 
     def _check_shown(self, prompt: Turns, response: Turns, text: str) -> None:
-        """Raises when the template did not write each response text as given (stripped) in
-        `text`: a template can rewrite (Qwen3's splits an answer at ``</think>`` and drops
-        part of it). The completion's doing (`AnswerRewritten`) when a plain answer after the
+        """Raises when the template did not write each response text in the response's part
+        of `text`, whitespace aside: a template can rewrite (Qwen3's splits an answer at
+        ``</think>`` and drops part of it), and only re-spaces text around its markers.
+        The prompt's part is not searched: a question quoting the answer would hide a
+        rewrite. The completion's doing (`AnswerRewritten`) when a plain answer after the
         same prompt is written as given; else the template's or the prompt's (`Unshown`)."""
-        if all(answer.strip() in text for _, answer in response):
+        written = _unspaced(text[_common_prefix(self.render(prompt), text) :] if prompt else text)
+        if all(_unspaced(answer) in written for _, answer in response):
             return
         plain = tuple((role, _PLAIN) for role, _ in response)
         if self.render((*prompt, *plain)).count(_PLAIN) == len(plain):

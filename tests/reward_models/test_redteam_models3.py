@@ -337,11 +337,13 @@ CASES = [
         id="rm-trim-template-honest-answer-is-read",
     ),
     # empty answers, images
-    hole(
-        "[assistant '<think>I will call the tool', tool 'The answer is 4 .'] (normalize: raw)",
-        "ok: the tool's text scored in place of the empty answer",
-        "error 'empty answer' charged to the completion",
-        tool_text_scored_for_an_empty_answer,
+    pytest.param(
+        Attack(
+            "[assistant '<think>I will call the tool', tool 'The answer is 4 .'] (normalize: raw)",
+            "ok: the tool's text scored in place of the empty answer",
+            "error 'empty answer' charged to the completion",
+            tool_text_scored_for_an_empty_answer,
+        ),
         id="rm-tool-text-scored-for-an-empty-answer",
     ),
     hole(

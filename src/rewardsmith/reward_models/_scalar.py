@@ -6,8 +6,9 @@ The score is the logit of `label` (``raw``), its sigmoid, or the softmax probabi
 `label` over the labels. Per-group z-scores and PAR are the spec's transforms on top
 (``transform: mean_std`` and ``transform: par`` with ``metadata.reference_rewards``).
 
-An answer with no visible character (nothing, or a ``<think>`` never closed) is not shown to
-the model: it committed nothing; nor is one that does not fit in `max_length` tokens with the
+An answer with no visible character (nothing, or a ``<think>`` never closed; in a
+conversation, the last assistant turn's: tool text after it is no answer) is not shown to the
+model: it committed nothing; nor is one that does not fit in `max_length` tokens with the
 prompt: a model reads the whole answer. Either scores 0, the lowest, with ``sigmoid`` and
 ``softmax``; with ``raw`` logits, which have no lowest value, it is an `error` caused by the
 completion (charged below its group's lowest reward). An output that is not a finite number
@@ -31,6 +32,7 @@ from ._inputs import (
     dialogue,
     has_text,
     load_tokenizer,
+    shown_answer,
 )
 from ._remote import Endpoint, remote_input
 from ._reward import ModelReward, Prepared
@@ -61,10 +63,10 @@ class _RewardModel(ModelReward):
         self.system = system
 
     def prepare(self, sample: Sample) -> Prepared | Score:
-        conversation = dialogue(sample, strip_think=self.strip_think, system=self.system)
-        clean = self.tokenization.clean
-        if not any(has_text(clean(text)[0]) for _, text in conversation.response):
+        answer = shown_answer(sample.text) if self.strip_think else sample.text
+        if not has_text(self.tokenization.clean(answer)[0]):
             return self._unread("empty answer: nothing to show the reward model")
+        conversation = dialogue(sample, strip_think=self.strip_think, system=self.system)
         try:
             [encoded] = self.tokenization.encode_dialogues([conversation])
         except AnswerTooLong as exc:

@@ -346,11 +346,13 @@ CASES = [
         ),
         id="rm-tool-text-scored-for-an-empty-answer",
     ),
-    hole(
-        "prompt [image, 'What animal is this ?'], answer 'It is a dog .' (RM, PRM)",
-        "ok: scored without the image",
-        "not ok (as the judges: error, infrastructure), never scored without the image",
-        image_prompt_scored_without_the_image,
+    pytest.param(
+        Attack(
+            "prompt [image, 'What animal is this ?'], answer 'It is a dog .' (RM, PRM)",
+            "ok: scored without the image",
+            "not ok (as the judges: error, infrastructure), never scored without the image",
+            image_prompt_scored_without_the_image,
+        ),
         id="rm-prm-image-prompt-scored-without-the-image",
     ),
     # length

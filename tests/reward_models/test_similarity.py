@@ -190,3 +190,16 @@ def test_invisible_and_stray_think_close(sim: Any) -> None:
     # everything after the first </think> is the answer: the stray one hides nothing
     shown = sim(Sample(id="2", completion="<think>x</think>Lyon.</think>" + PARIS, reference=PARIS))
     assert shown.detail["cosine"] < 0.99
+
+
+IMAGE = {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}
+
+
+@pytest.mark.parametrize("side", ["prompt", "completion"])
+def test_images_are_not_scored_without_them(sim: Any, side: str) -> None:
+    """The encoder reads text only: a sample with images is an infrastructure error."""
+    role = "user" if side == "prompt" else "assistant"
+    turn = [{"role": role, "content": [IMAGE, {"type": "text", "text": "A cat ."}]}]
+    fields = {"prompt": "What is it ?", "completion": "A cat .", side: turn}
+    score = sim(Sample(id="i", reference="A cat .", **fields))
+    assert score.status == "error" and score.cause == "infrastructure", score

@@ -57,6 +57,7 @@ __all__ = [
     "Unshown",
     "dialogue",
     "has_text",
+    "images_unread",
     "load_tokenizer",
     "prompt_text",
     "shown_answer",
@@ -126,6 +127,21 @@ def has_text(text: str) -> bool:
     """Whether `text` has a visible character (zero-width and other ignorable code points,
     and whitespace, are not)."""
     return bool(visible(text).strip())
+
+
+def images_unread(sample: Sample) -> Score | None:
+    """An `error` (`infrastructure`) when the prompt or the completion has images: a
+    text-only model would score the sample without them (as the text-only judges, it does
+    not); None otherwise."""
+    for side in (sample.prompt, sample.completion):
+        if isinstance(side, list) and any(m.images for m in side):
+            return Score.failed(
+                "error",
+                "the model reads text only and this sample has images: it is not scored "
+                "without them",
+                cause="infrastructure",
+            )
+    return None
 
 
 class Unshown(ValueError):

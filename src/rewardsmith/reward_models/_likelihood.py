@@ -40,7 +40,7 @@ from ..judges._backends import (
 )
 from ..models import Sample, Score
 from ..registry import RewardFn, reward
-from ._inputs import prompt_text
+from ._inputs import images_unread, prompt_text
 
 __all__ = ["likelihood"]
 
@@ -70,6 +70,8 @@ class _Likelihood:
         reference = _reference(sample.reference)
         if reference is None:
             return Score.failed("invalid", "reference: a non-empty string or number is needed")
+        if (unread := images_unread(sample)) is not None:
+            return unread
         text = sample.text
         cut = text.rfind(self.marker)
         if cut < 0:

@@ -57,6 +57,7 @@ from ._inputs import (
     Unshown,
     dialogue,
     has_text,
+    images_unread,
     load_tokenizer,
     shown_answer,
 )
@@ -126,6 +127,8 @@ class _StepModel(ModelReward):
         self.system = system
 
     def prepare(self, sample: Sample) -> Prepared | Score:
+        if (unread := images_unread(sample)) is not None:
+            return unread
         conversation = dialogue(sample, strip_think=self.strip_think, system=self.system)
         if any(self.step_tag in text for _, text in conversation.prompt):
             return Score.failed("invalid", f"the prompt contains the step tag {self.step_tag!r}")

@@ -31,6 +31,7 @@ from ._inputs import (
     Unshown,
     dialogue,
     has_text,
+    images_unread,
     load_tokenizer,
     shown_answer,
 )
@@ -63,6 +64,8 @@ class _RewardModel(ModelReward):
         self.system = system
 
     def prepare(self, sample: Sample) -> Prepared | Score:
+        if (unread := images_unread(sample)) is not None:
+            return unread
         answer = shown_answer(sample.text) if self.strip_think else sample.text
         if not has_text(self.tokenization.clean(answer)[0]):
             return self._unread("empty answer: nothing to show the reward model")

@@ -48,6 +48,7 @@ from ._inputs import (
     AnswerTooLong,
     Tokenization,
     has_text,
+    images_unread,
     load_tokenizer,
     prompt_text,
     shown_answer,
@@ -141,6 +142,8 @@ class _Similarity(ModelReward):
             return Score.failed(
                 "invalid", "reference: a non-empty string or list of strings is needed"
             )
+        if (unread := images_unread(sample)) is not None:
+            return unread
         text = shown_answer(sample.text) if self.extract == "answer" else sample.text
         answer, removed = self.tokenization.clean(text)
         if not has_text(answer):

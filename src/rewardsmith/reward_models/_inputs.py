@@ -61,6 +61,7 @@ __all__ = [
     "load_tokenizer",
     "prompt_text",
     "shown_answer",
+    "without_think_tags",
 ]
 
 Template = Literal["model", "none"]
@@ -220,6 +221,41 @@ def _common_prefix(a: str, b: str) -> int:
     return next((i for i in range(size) if a[i] != b[i]), size)
 
 
+class Remover:
+    """Removes strings from a text until none is left (see `__call__`)."""
+
+    def __init__(self, strings: Sequence[str]) -> None:
+        self._ending: dict[str, list[str]] = {}
+        for token in sorted({t for t in strings if t}, key=len, reverse=True):
+            self._ending.setdefault(token[-1], []).append(token)
+
+    def __call__(self, text: str) -> tuple[str, int]:
+        """`text` without the strings, removed until none is left (a string rebuilt by a
+        removal is removed too), and how many removals it took.
+
+        One pass, left to right: each character is appended, and a string the
+        appended text now ends with is dropped. The kept text never contains one: it is a
+        prefix of text that did not."""
+        kept: list[str] = []
+        removed = 0
+        for char in text:
+            kept.append(char)
+            for token in self._ending.get(char, ()):
+                if len(kept) >= len(token) and "".join(kept[-len(token) :]) == token:
+                    del kept[-len(token) :]
+                    removed += 1
+                    break
+        return ("".join(kept), removed) if removed else (text, 0)
+
+
+_THINK_TAGS = Remover((THINK_OPEN, THINK_CLOSE))
+
+
+def without_think_tags(text: str) -> str:
+    """`text` with every ``<think>`` and ``</think>`` removed, until none is left."""
+    return _THINK_TAGS(text)[0]
+
+
 _PLAIN = "rewardsmith plain answer"
 """An answer no template has a reason to rewrite."""
 
@@ -253,9 +289,8 @@ class Tokenization:
         special |= {t.content for t in added.values() if getattr(t, "special", False)}
         reserved = (*reserved, THINK_OPEN, THINK_CLOSE) if strip_think else reserved
         self.reserved = sorted(special | {r for r in reserved if r}, key=len, reverse=True)
-        self._ending: dict[str, list[str]] = {}
-        for token in self.reserved:  # longest first
-            self._ending.setdefault(token[-1], []).append(token)
+        self.clean = Remover(self.reserved)
+        """`clean(text)`: the text without the reserved strings, and the removals' count."""
         self.bos_id = tokenizer.bos_token_id
 
     @property
@@ -265,24 +300,6 @@ class Tokenization:
             if candidate is not None:
                 return int(candidate)
         return 0
-
-    def clean(self, text: str) -> tuple[str, int]:
-        """`text` without the reserved strings, removed until none is left (a string rebuilt
-        by a removal is removed too), and how many removals it took.
-
-        One pass, left to right: each character is appended, and a reserved string the
-        appended text now ends with is dropped. The kept text never contains one: it is a
-        prefix of text that did not."""
-        kept: list[str] = []
-        removed = 0
-        for char in text:
-            kept.append(char)
-            for token in self._ending.get(char, ()):
-                if len(kept) >= len(token) and "".join(kept[-len(token) :]) == token:
-                    del kept[-len(token) :]
-                    removed += 1
-                    break
-        return ("".join(kept), removed) if removed else (text, 0)
 
     def render(self, turns: Turns) -> str:
         """The input text of these turns (clean the policy's turns first)."""

@@ -17,8 +17,9 @@ step gets the probability that it is correct:
   judge to reply something else) scores 0 (``detail.unparseable`` lists them). At most
   `max_steps` steps are judged (one call each): a completion with more scores 0 with the
   reason, no judge asked; so does a master key (the judged rewards' `guard`: an answer
-  that is nothing but openers such as "Let's solve this step by step."), with
-  ``detail.guard``.
+  that is nothing but openers such as "Let's solve this step by step.", or empty), with
+  ``detail.guard``, read in the answer as shown and in the completion without its think
+  tags, whatever `strip_think` (an opener after a reasoning block is one still).
 
 Aggregation: ``min`` (the weakest step, as in the Qwen PRM papers' best-of-N), ``last``,
 ``prod`` and ``mean``. ``min`` and ``prod`` reward fewer steps (each step can only lower
@@ -60,6 +61,7 @@ from ._inputs import (
     images_unread,
     load_tokenizer,
     shown_answer,
+    without_think_tags,
 )
 from ._remote import remote_input
 from ._reward import ModelReward, Prepared
@@ -197,7 +199,14 @@ class _StepJudge:
             return _no_steps(text)
         if len(steps) > self.max_steps:
             return _unscored(f"{len(steps)} steps, more than max_steps={self.max_steps}")
-        return self.judge.guarded(text) or self.judge.run(self._score(sample, steps))
+        return self._guarded(sample.text) or self.judge.run(self._score(sample, steps))
+
+    def _guarded(self, text: str) -> Score | None:
+        """The guard on the answer as a reader sees it and on the text without think tags,
+        whatever `strip_think`: a master key after a (empty) reasoning block is one still."""
+        return self.judge.guarded(shown_answer(text)) or self.judge.guarded(
+            without_think_tags(text)
+        )
 
     async def _score(self, sample: Sample, steps: list[str]) -> Score:
         problem = self.judge.conversation(sample)

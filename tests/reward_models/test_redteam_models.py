@@ -401,7 +401,7 @@ def nested_special_tokens_reach_the_encoder(lab: Lab) -> None:
 def unclosed_think_is_empty(lab: Lab) -> None:
     for completion in ("<think>The capital of France is Paris.", "  \n\t"):
         score = sim_score(lab, completion)
-        assert score.status == "ok" and score.score == 0.0
+        assert score.status == "ok" and score.score == -1.0  # the lowest (since rt22 round 3)
         assert score.detail["reason"] == "empty answer"
 
 
@@ -718,9 +718,9 @@ CASES = [
     pytest.param(
         Attack(
             "<think> never closed / whitespace",
-            "0, 'empty answer'",
+            "-1 (the lowest), 'empty answer'",
             "-",
-            "0",
+            "the lowest",
             unclosed_think_is_empty,
         ),
         id="sim-unclosed-think-is-empty",

@@ -266,12 +266,16 @@ def sim_verbatim_long_reference_scores_0(lab: Lab3) -> None:
     """A reference past `max_length` is embedded from its first 256 tokens, but an answer
     past it scores 0: the reference word for word scores 0, its first 200 tokens 0.99. The
     complete answer loses to a cut one; the sample should be `invalid` (the dataset's
-    reference cannot be compared) or the full answer score as its prefix does."""
+    reference cannot be compared), whatever the answer, or the full answer score as its
+    prefix does."""
     sim = lab.sim()
     tok = sim.tokenization.tokenizer
     prefix = tok.decode(tok(LONG_REFERENCE)["input_ids"][1:200])
     cut = sim_score(lab, prefix, reference=LONG_REFERENCE, prompt=CAPITAL)
     whole = sim_score(lab, LONG_REFERENCE, reference=LONG_REFERENCE, prompt=CAPITAL)
+    if cut.status == "invalid":
+        assert whole.status == "invalid", whole
+        return
     assert cut.status == "ok" and cut.score > 0.9, cut
     assert whole.status != "ok" or whole.score >= cut.score, (whole, cut)
 
@@ -289,10 +293,6 @@ class Attack:
     """What it should earn."""
     check: Callable[..., None]
     """Asserts the "should" (a hole's check fails today)."""
-
-
-def hole(*args: Any, id: str) -> Any:
-    return pytest.param(Attack(*args), id=id, marks=pytest.mark.xfail(strict=True))
 
 
 CASES = [
@@ -394,18 +394,22 @@ CASES = [
         id="prm-judge-master-key-step-under-min",
     ),
     # similarity
-    hole(
-        "'zzz' padded past 256 tokens (no prompt: the plain cosine)",
-        "0, above the same answer unpadded (-0.05)",
-        "the lowest (-1) or an error charged to the completion",
-        sim_overlong_answer_beats_a_negative_cosine,
+    pytest.param(
+        Attack(
+            "'zzz' padded past 256 tokens (no prompt: the plain cosine)",
+            "0, above the same answer unpadded (-0.05)",
+            "the lowest (-1) or an error charged to the completion",
+            sim_overlong_answer_beats_a_negative_cosine,
+        ),
         id="sim-overlong-answer-beats-a-negative-cosine",
     ),
-    hole(
-        "the 600-token reference copied whole vs its first 200 tokens",
-        "0 (not embedded) vs 0.99",
-        "the sample invalid (reference past max_length) or the whole >= the cut",
-        sim_verbatim_long_reference_scores_0,
+    pytest.param(
+        Attack(
+            "the 600-token reference copied whole vs its first 200 tokens",
+            "0 (not embedded) vs 0.99",
+            "the sample invalid (reference past max_length) or the whole >= the cut",
+            sim_verbatim_long_reference_scores_0,
+        ),
         id="sim-verbatim-long-reference-scores-0",
     ),
 ]

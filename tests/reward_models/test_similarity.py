@@ -103,8 +103,8 @@ def test_threshold(encoder: str) -> None:
 @pytest.mark.parametrize(
     ("completion", "reference", "status", "score"),
     [
-        ("", "18", "ok", 0.0),  # the policy wrote nothing: wrong, not invalid
-        ("<think>18</think>", "18", "ok", 0.0),  # nothing after the reasoning
+        ("", "18", "ok", -1.0),  # the policy wrote nothing: the lowest, not invalid
+        ("<think>18</think>", "18", "ok", -1.0),  # nothing after the reasoning
         ("18", None, "not_applicable", None),
         ("18", {"a": 1}, "invalid", None),  # the dataset's reference is unusable
         ("18", [], "invalid", None),
@@ -186,7 +186,7 @@ def test_prompt_ignore_is_the_plain_cosine(encoder: str) -> None:
 
 def test_invisible_and_stray_think_close(sim: Any) -> None:
     empty = sim(Sample(id="1", completion="\u200b\u2060 \ufeff", reference=PARIS))
-    assert (empty.score, empty.detail["reason"]) == (0.0, "empty answer")
+    assert (empty.score, empty.detail["reason"]) == (-1.0, "empty answer")
     # everything after the first </think> is the answer: the stray one hides nothing
     shown = sim(Sample(id="2", completion="<think>x</think>Lyon.</think>" + PARIS, reference=PARIS))
     assert shown.detail["cosine"] < 0.99

@@ -8,9 +8,10 @@ and the weights file is checked against the SHA-256 of upstream's ``model.safete
 Hugging Face repository ``sentence-transformers/all-MiniLM-L6-v2``, revision ``1110a24``)
 before it is used. Embeddings are the mean of the token states, L2-normalised, as
 sentence-transformers computes them. The encoder reads at most `max_length` tokens (the
-model's 256): an answer longer than that is not embedded (a model reads the whole answer) and
-scores 0 with the reason (``detail.truncated``); a reference or prompt longer than that (the
-dataset's text) is embedded from its first `max_length` tokens.
+model's 256), each text whole or not at all: an answer longer than that is not embedded and
+scores the lowest, with the reason (``detail.truncated``); a reference or prompt longer than
+that (the dataset's text) makes the sample `invalid`, since a cut reference would pay for
+copying its unread part, and a cut prompt would miss a copied tail.
 
 The score compares what the answer says beyond the question to what the reference says beyond
 it: with a prompt (``prompt: discount``, the default), the prompt's embedding p is projected
@@ -27,7 +28,9 @@ threshold, else 0.
 A similarity reward is soft: it rewards wording close to the reference, not a correct answer
 (see BENCHMARKS.md for how well it tells them apart). It does not catch a negation ("... is not
 Paris." is close to "... is Paris.") or a list of candidates that includes the reference's
-words. An answer with no visible character scores 0. With ``extract: answer`` (the default)
+words. An answer with no visible character scores the lowest: -1, the plain cosine's lowest
+(``prompt: discount`` gives it too when a reference says nothing beyond the prompt), or 0 with
+`threshold`. With ``extract: answer`` (the default)
 the answer is what follows the first ``</think>`` (nothing when a ``<think>`` is never closed).
 """
 
@@ -119,6 +122,20 @@ def beyond(answer: Vector, reference: Vector, prompt: Vector) -> float | None:
     return max(0.0, _dot(a_rest, r_rest) / (a_norm * r_norm) * min(1.0, a_norm / r_norm))
 
 
+def _unreadable(rows: Sequence[Sequence[int]], references: int, max_length: int) -> str | None:
+    """Why the dataset's texts (the references, then the prompt) cannot be compared: one is
+    longer than the encoder reads. Cut, a reference would pay for copying its unread part
+    and a prompt would miss a copied tail. None when all fit."""
+    for index, row in enumerate(rows):
+        if len(row) > max_length:
+            name = f"reference {index + 1}" if index < references else "the prompt"
+            return (
+                f"{name} takes {len(row)} tokens, more than max_length={max_length}: "
+                "the encoder reads a text whole or not at all"
+            )
+    return None
+
+
 class _Similarity(ModelReward):
     def __init__(
         self,
@@ -144,21 +161,31 @@ class _Similarity(ModelReward):
             )
         if (unread := images_unread(sample)) is not None:
             return unread
+        tokenizer = self.tokenization.tokenizer
+        prompt = prompt_text(sample) if self.prompt == "discount" else ""
+        texts = [*references, *([prompt] if has_text(prompt) else [])]
+        rows = tokenizer(texts)["input_ids"]
+        if (
+            unreadable := _unreadable(rows, len(references), self.tokenization.max_length)
+        ) is not None:
+            return Score.failed("invalid", unreadable)
         text = shown_answer(sample.text) if self.extract == "answer" else sample.text
         answer, removed = self.tokenization.clean(text)
         if not has_text(answer):
-            return Score.ok(0.0, reason="empty answer")
-        tokenizer = self.tokenization.tokenizer
+            return self._lowest("empty answer")
         ids = tokenizer(answer)["input_ids"]
         try:
             self.tokenization.fit(ids)
         except AnswerTooLong as exc:
-            return Score.ok(0.0, reason=f"{exc}: a model reads the whole answer", **exc.facts())
-        prompt = prompt_text(sample) if self.prompt == "discount" else ""
-        texts = [*references, *([prompt] if has_text(prompt) else [])]
-        rows = tokenizer(texts, truncation=True, max_length=self.tokenization.max_length)
+            return self._lowest(f"{exc}: a model reads the whole answer", **exc.facts())
         context = {"special_tokens_removed": removed, "references": len(references)}
-        return Prepared((tuple(ids), *(tuple(r) for r in rows["input_ids"])), context)
+        return Prepared((tuple(ids), *(tuple(r) for r in rows)), context)
+
+    def _lowest(self, reason: str, **detail: Any) -> Score:
+        """An answer not read: the lowest score, 0 with `threshold`, else -1 (the plain
+        cosine's lowest, which `prompt: discount` gives too when a reference says nothing
+        beyond the prompt): never above an answer read."""
+        return Score.ok(0.0 if self.threshold is not None else -1.0, reason=reason, **detail)
 
     def finish(self, sample: Sample, prepared: Prepared, outputs: list[Any]) -> Score:
         answer, *references = outputs[: 1 + prepared.context["references"]]
@@ -207,7 +234,7 @@ def similarity(
         prompt: ``discount``: score what the answer says beyond the prompt (its embedding's
             direction projected out); ``ignore``: the plain cosine.
         max_length: tokens embedded per text (all-MiniLM-L6-v2 was trained on 256); a
-            longer answer scores 0.
+            longer answer scores the lowest, a longer reference or prompt is `invalid`.
     """
     check_common(batch_size=batch_size, max_length=max_length, deadline_s=deadline_s)
     if threshold is not None and not -1.0 <= threshold <= 1.0:

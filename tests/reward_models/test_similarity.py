@@ -203,3 +203,12 @@ def test_images_are_not_scored_without_them(sim: Any, side: str) -> None:
     fields = {"prompt": "What is it ?", "completion": "A cat .", side: turn}
     score = sim(Sample(id="i", reference="A cat .", **fields))
     assert score.status == "error" and score.cause == "infrastructure", score
+
+
+def test_prompt_images_are_not_read_with_prompt_ignore() -> None:
+    """With `prompt: ignore` the prompt is not read, so its images do not stop the score."""
+    turn = [{"role": "user", "content": [IMAGE, {"type": "text", "text": "What is it ?"}]}]
+    score = similarity(prompt="ignore")(
+        Sample(id="i", prompt=turn, completion="A cat .", reference="A cat .")
+    )
+    assert score.status == "ok" and score.score == pytest.approx(1.0, abs=1e-5), score

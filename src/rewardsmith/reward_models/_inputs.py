@@ -130,11 +130,11 @@ def has_text(text: str) -> bool:
     return bool(visible(text).strip())
 
 
-def images_unread(sample: Sample) -> Score | None:
-    """An `error` (`infrastructure`) when the prompt or the completion has images: a
-    text-only model would score the sample without them (as the text-only judges, it does
-    not); None otherwise."""
-    for side in (sample.prompt, sample.completion):
+def images_unread(sample: Sample, prompt: bool = True) -> Score | None:
+    """An `error` (`infrastructure`) when the completion, or the prompt if the model reads it,
+    has images: a text-only model would score the sample without them (as the text-only
+    judges, it does not); None otherwise."""
+    for side in (sample.prompt if prompt else None, sample.completion):
         if isinstance(side, list) and any(m.images for m in side):
             return Score.failed(
                 "error",

@@ -159,7 +159,7 @@ class _Similarity(ModelReward):
             return Score.failed(
                 "invalid", "reference: a non-empty string or list of strings is needed"
             )
-        if (unread := images_unread(sample)) is not None:
+        if (unread := images_unread(sample, prompt=self.prompt == "discount")) is not None:
             return unread
         tokenizer = self.tokenization.tokenizer
         prompt = prompt_text(sample) if self.prompt == "discount" else ""

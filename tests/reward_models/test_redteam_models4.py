@@ -371,7 +371,6 @@ CASES = [
             "invalid (the spec's template shows no reasoning) or scored, never charged",
             r1_template_charges_every_reasoning,
         ),
-        marks=hole("an R1-style template charges every reasoning completion as rewritten"),
         id="rm-prm-r1-template-charges-every-reasoning",
     ),
     pytest.param(
@@ -382,7 +381,6 @@ CASES = [
             "error charged (rewritten), or '72' read in the assistant's turn",
             rewritten_answer_found_in_a_tool_echo,
         ),
-        marks=hole("a rewritten turn's text is found in another response turn"),
         id="rm-rewritten-answer-found-in-a-tool-echo",
     ),
     pytest.param(

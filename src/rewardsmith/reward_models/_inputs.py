@@ -28,11 +28,11 @@ The pitfalls of feeding a reward model are handled here, once:
   the ``<think>`` and ``</think>`` left in it are removed as special tokens are: a stray
   ``</think>`` hides nothing, even from a template that splits the answer at the last one
   (Qwen3's).
-* **What the template writes.** Each response text must appear in the response's part of the
-  rendered input (after what the prompt alone renders to) as given, whitespace aside (a
+* **What the template writes.** Each response text must appear in its own turn's part of the
+  rendered input (after what the turns before it render to) as given, whitespace aside (a
   template may re-space around its markers); a template that rewrote it raises
-  `AnswerRewritten` when a plain answer would have been written as given (the completion's
-  doing), else `Unshown`.
+  `AnswerRewritten` when a plain answer of the same shape (a think block or not) would have
+  been written as given (the completion's doing), else `Unshown`.
 """
 
 from __future__ import annotations
@@ -260,6 +260,12 @@ _PLAIN = "rewardsmith plain answer"
 """An answer no template has a reason to rewrite."""
 
 
+def _plain(text: str) -> str:
+    """A plain answer of `text`'s shape: with a think block when `text` has one, so a
+    template that drops every reasoning rewrites it too."""
+    return f"{THINK_OPEN}{_PLAIN}{THINK_CLOSE}{_PLAIN}" if THINK_CLOSE in text else _PLAIN
+
+
 class Tokenization:
     """Renders dialogues with a model's template and tokenizes them (see the module doc)."""
 
@@ -355,19 +361,34 @@ class Tokenization:
         return ids, fixed
 
     def _check_shown(self, prompt: Turns, response: Turns, text: str) -> None:
-        """Raises when the template did not write each response text in the response's part
+        """Raises when the template did not write each response text in its own turn's part
         of `text`, whitespace aside: a template can rewrite (Qwen3's splits an answer at
         ``</think>`` and drops part of it), and only re-spaces text around its markers.
-        The prompt's part is not searched: a question quoting the answer would hide a
-        rewrite. The completion's doing (`AnswerRewritten`) when a plain answer after the
-        same prompt is written as given; else the template's or the prompt's (`Unshown`)."""
-        written = _unspaced(text[_common_prefix(self.render(prompt), text) :] if prompt else text)
-        if all(_unspaced(answer) in written for _, answer in response):
+        Another turn's part is not searched: a question or a tool result quoting the answer
+        would hide a rewrite. The completion's doing (`AnswerRewritten`) when a plain answer
+        of the same shape (with a think block where the text has one) after the same prompt
+        is written as given; else the template's or the spec's (`Unshown`: a template that
+        drops every reasoning, with ``strip_think: false``)."""
+        if self._shown(prompt, response, text):
             return
-        plain = tuple((role, _PLAIN) for role, _ in response)
-        if self.render((*prompt, *plain)).count(_PLAIN) == len(plain):
+        plain = tuple((role, _plain(answer)) for role, answer in response)
+        if self._shown(prompt, plain, self.render((*prompt, *plain))):
             raise AnswerRewritten("the model's chat template rewrote the answer's text")
-        raise Unshown("the model's chat template rewrites any answer after this prompt")
+        raise Unshown("the model's chat template rewrites any answer of this shape here")
+
+    def _shown(self, prompt: Turns, response: Turns, text: str) -> bool:
+        """Whether each response text is in its turn's part of `text`, whitespace aside: from
+        where the render of the turns before it stops matching `text` to where the render
+        through it does."""
+        starts = [
+            _common_prefix(self.render((*prompt, *response[:i])), text) if prompt or i else 0
+            for i in range(len(response))
+        ]
+        ends = [*starts[1:], len(text)]
+        return all(
+            _unspaced(answer) in _unspaced(text[start:end])
+            for (_, answer), start, end in zip(response, starts, ends, strict=True)
+        )
 
     def decode(self, ids: Sequence[int]) -> str:
         """The text of token ids, special tokens and spacing kept (it encodes back to them)."""

@@ -157,9 +157,15 @@ def test_stray_think_tags_are_removed_with_strip_think() -> None:
 @pytest.mark.parametrize(
     ("template", "error"),
     [
-        (  # rewrites an answer containing "</think>" only: the completion's doing
-            "{% for m in messages %}{{ m['content'].split('</think>')[-1] }}\n{% endfor %}",
+        (  # drops what lies between two "</think>" only: the completion's doing
+            "{% for m in messages %}{% set parts = m['content'].split('</think>') %}"
+            "{{ parts[0] }}{% if parts | length > 1 %}</think>{{ parts[-1] }}{% endif %}"
+            "\n{% endfor %}",
             _inputs.AnswerRewritten,
+        ),
+        (  # drops every reasoning (DeepSeek-R1's): the spec's doing with strip_think: false
+            "{% for m in messages %}{{ m['content'].split('</think>')[-1] }}\n{% endfor %}",
+            _inputs.Unshown,
         ),
         ("{% for m in messages %}{{ m['content'] | upper }}\n{% endfor %}", _inputs.Unshown),
     ],
@@ -167,7 +173,7 @@ def test_stray_think_tags_are_removed_with_strip_think() -> None:
 def test_a_template_that_rewrites_the_answer_is_refused(template: str, error: type) -> None:
     t = tokenization(adds_bos=False)
     t.tokenizer.chat_template = template
-    item = Dialogue(prompt=(("user", "Q?"),), response=(("assistant", "x</think>y"),))
+    item = Dialogue(prompt=(("user", "Q?"),), response=(("assistant", "x</think>y</think>z"),))
     with pytest.raises(error) as caught:
         t.encode_dialogues([item])
     assert type(caught.value) is error

@@ -247,13 +247,16 @@ def sim_overlong_answer_beats_a_negative_cosine(lab: Lab3) -> None:
     """Without a prompt the score is the plain cosine, in [-1, 1], but an answer past
     `max_length` scores 0: not the lowest. "zzz" scores -0.05; "zzz" padded past 256 tokens
     scores 0, more. Any answer whose cosine is negative earns more by padding (the empty
-    answer's 0 has the same problem)."""
+    answer's 0 has the same problem). Since round 4 a long answer is read in windows: the
+    padded "zzz" scores its own cosine, no more than the same padding within one window
+    earns (length itself buys nothing)."""
     sim = lab.sim()
     short = sim(Sample(id="z", completion=ZZZ, reference=PARIS))
+    within = sim(Sample(id="z", completion=ZZZ + " zzz" * 60, reference=PARIS))
     long = sim(Sample(id="z", completion=ZZZ + " zzz" * 300, reference=PARIS))
     assert short.status == "ok" and short.score < 0.0, short
-    assert long.detail.get("truncated"), long
-    assert long.status != "ok" or long.score <= short.score, (long, short)
+    assert "windows" not in within.detail and long.detail["windows"] > 1, (within, long)
+    assert long.status == "ok" and long.score <= within.score, (long, within)
 
 
 LONG_REFERENCE = "The capital of France is Paris. " + " ".join(
@@ -397,8 +400,8 @@ CASES = [
     pytest.param(
         Attack(
             "'zzz' padded past 256 tokens (no prompt: the plain cosine)",
-            "0, above the same answer unpadded (-0.05)",
-            "the lowest (-1) or an error charged to the completion",
+            "read in windows: its own cosine (0.02), below the same padding in one window (0.04)",
+            "no more than what the padding earns within one window",
             sim_overlong_answer_beats_a_negative_cosine,
         ),
         id="sim-overlong-answer-beats-a-negative-cosine",

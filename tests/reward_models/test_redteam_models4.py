@@ -281,10 +281,12 @@ def sim_long_honest_solution_scores_minus_1(lab: Lab4) -> None:
 
 def sim_overlong_final_answer_is_not_invalid(lab: Lab4) -> None:
     """Control (``scope: final``): the policy cannot make its own sample `invalid`: the
-    reference and prompt are the dataset's, and an overlong answer scores -1, ok."""
+    reference and prompt are the dataset's, and an overlong answer is read in windows,
+    its padding bringing its own low cosine (below the unpadded answer)."""
     sim = lab.sim()
     score = sim(Sample(id="o", prompt=CLIPS, completion=WRONG + " zzz" * 300, reference=GOLD))
-    assert score.status == "ok" and score.score == -1.0, score
+    plain = sim(Sample(id="o", prompt=CLIPS, completion=WRONG, reference=GOLD))
+    assert score.status == "ok" and score.score < plain.score, (score, plain)
 
 
 # -- scope: turns: the policy's earlier turns are the view's prompt ------------------------------
@@ -460,13 +462,12 @@ CASES = [
             "scored as read (e.g. windows' mean embedding), above the copied question",
             sim_long_honest_solution_scores_minus_1,
         ),
-        marks=hole("a complete honest solution past 256 tokens scores the lowest"),
         id="sim-long-honest-solution-scores-minus-1",
     ),
     pytest.param(
         Attack(
             "an answer padded past 256 tokens (scope: final)",
-            "ok -1",
+            "ok, read in windows: 0.16, below the unpadded answer's 0.52",
             "the same: the policy cannot make its sample invalid",
             sim_overlong_final_answer_is_not_invalid,
         ),

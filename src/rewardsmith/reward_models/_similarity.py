@@ -8,10 +8,12 @@ and the weights file is checked against the SHA-256 of upstream's ``model.safete
 Hugging Face repository ``sentence-transformers/all-MiniLM-L6-v2``, revision ``1110a24``)
 before it is used. Embeddings are the mean of the token states, L2-normalised, as
 sentence-transformers computes them. The encoder reads at most `max_length` tokens (the
-model's 256), each text whole or not at all: an answer longer than that is not embedded and
-scores the lowest, with the reason (``detail.truncated``); a reference or prompt longer than
-that (the dataset's text) makes the sample `invalid`, since a cut reference would pay for
-copying its unread part, and a cut prompt would miss a copied tail.
+model's 256) at a time: an answer longer than that is embedded in windows of at most
+`max_length` tokens, and its embedding is the normalised mean of theirs (a complete long
+solution is read whole; padding still brings its own low cosine, ``detail.windows``). A
+reference or prompt longer than that (the dataset's text) makes the sample `invalid`: the
+prompt's single direction is what the discount projects out, and a mean of windows would not
+cover a copied tail of it.
 
 The score compares what the answer says beyond the question to what the reference says beyond
 it: with a prompt (``prompt: discount``, the default), the prompt's embedding p is projected
@@ -48,7 +50,6 @@ from ..models import Sample, Score
 from ..registry import RewardFn, reward
 from ._backend import check_common, local_folder, model_client
 from ._inputs import (
-    AnswerTooLong,
     Tokenization,
     has_text,
     images_unread,
@@ -122,6 +123,34 @@ def beyond(answer: Vector, reference: Vector, prompt: Vector) -> float | None:
     return max(0.0, _dot(a_rest, r_rest) / (a_norm * r_norm) * min(1.0, a_norm / r_norm))
 
 
+Frame = tuple[tuple[int, ...], tuple[int, ...]]
+
+
+def _frame(tokenizer: Any) -> Frame:
+    """The special tokens the encoder's tokenizer puts before and after a text ([CLS] and
+    [SEP]), which every window gets."""
+    plain = tokenizer("a", add_special_tokens=False)["input_ids"]
+    full = tokenizer("a")["input_ids"]
+    head = next(i for i in range(len(full)) if full[i : i + len(plain)] == plain)
+    return tuple(full[:head]), tuple(full[head + len(plain) :])
+
+
+def _windows(tokenizer: Any, frame: Frame, text: str, max_length: int) -> list[tuple[int, ...]]:
+    """`text`'s token ids in windows of at most `max_length` tokens, each framed by the
+    encoder's special tokens: a long answer is read whole, a window at a time, never cut."""
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    head, tail = frame
+    size = max_length - len(head) - len(tail)
+    return [(*head, *ids[start : start + size], *tail) for start in range(0, len(ids), size)]
+
+
+def _unit_mean(vectors: Sequence[Vector]) -> list[float]:
+    """The mean of unit vectors (the windows' embeddings), scaled to unit length."""
+    mean = [math.fsum(column) / len(vectors) for column in zip(*vectors, strict=True)]
+    norm = math.sqrt(_dot(mean, mean))
+    return [x / norm for x in mean] if norm else mean
+
+
 def _unreadable(rows: Sequence[Sequence[int]], references: int, max_length: int) -> str | None:
     """Why the dataset's texts (the references, then the prompt) cannot be compared: one is
     longer than the encoder reads. Cut, a reference would pay for copying its unread part
@@ -150,6 +179,11 @@ class _Similarity(ModelReward):
         self.threshold = threshold
         self.extract = extract
         self.prompt = prompt
+        self.frame = _frame(tokenization.tokenizer)
+        if tokenization.max_length <= sum(map(len, self.frame)):
+            raise ValueError(
+                f"max_length: {tokenization.max_length} leaves no room for a window's text"
+            )
 
     def prepare(self, sample: Sample) -> Prepared | Score:
         if sample.reference is None:
@@ -171,25 +205,27 @@ class _Similarity(ModelReward):
             return Score.failed("invalid", unreadable)
         text = shown_answer(sample.text) if self.extract == "answer" else sample.text
         answer, removed = self.tokenization.clean(text)
-        if not has_text(answer):
-            return self._lowest("empty answer")
-        ids = tokenizer(answer)["input_ids"]
-        try:
-            self.tokenization.fit(ids)
-        except AnswerTooLong as exc:
-            return self._lowest(f"{exc}: a model reads the whole answer", **exc.facts())
-        context = {"special_tokens_removed": removed, "references": len(references)}
-        return Prepared((tuple(ids), *(tuple(r) for r in rows)), context)
+        windows = _windows(tokenizer, self.frame, answer, self.tokenization.max_length)
+        if not has_text(answer) or not windows:
+            return self._empty()
+        context = {
+            "special_tokens_removed": removed,
+            "windows": len(windows),
+            "references": len(references),
+        }
+        return Prepared((*windows, *(tuple(r) for r in rows)), context)
 
-    def _lowest(self, reason: str, **detail: Any) -> Score:
-        """An answer not read: the lowest score, 0 with `threshold`, else -1 (the plain
-        cosine's lowest, which `prompt: discount` gives too when a reference says nothing
-        beyond the prompt): never above an answer read."""
-        return Score.ok(0.0 if self.threshold is not None else -1.0, reason=reason, **detail)
+    def _empty(self) -> Score:
+        """An answer with nothing to read: the lowest score, 0 with `threshold`, else -1 (the
+        plain cosine's lowest, which `prompt: discount` gives too when a reference says
+        nothing beyond the prompt): never above an answer read."""
+        return Score.ok(0.0 if self.threshold is not None else -1.0, reason="empty answer")
 
     def finish(self, sample: Sample, prepared: Prepared, outputs: list[Any]) -> Score:
-        answer, *references = outputs[: 1 + prepared.context["references"]]
-        [prompt] = outputs[len(references) + 1 :] or [None]
+        windows = prepared.context["windows"]
+        answer = _unit_mean(outputs[:windows])
+        references = outputs[windows : windows + prepared.context["references"]]
+        [prompt] = outputs[windows + len(references) :] or [None]
         cosines = [_dot(answer, ref) for ref in references]
         scores = [
             s if prompt is not None and (s := beyond(answer, ref, prompt)) is not None else c
@@ -201,6 +237,8 @@ class _Similarity(ModelReward):
             detail["beyond_prompt"] = best
         if len(cosines) > 1:
             detail["cosines"] = cosines
+        if windows > 1:
+            detail["windows"] = windows
         if prepared.context["special_tokens_removed"]:
             detail["special_tokens_removed"] = prepared.context["special_tokens_removed"]
         if self.threshold is None:
@@ -233,8 +271,9 @@ def similarity(
             whole ``completion``.
         prompt: ``discount``: score what the answer says beyond the prompt (its embedding's
             direction projected out); ``ignore``: the plain cosine.
-        max_length: tokens embedded per text (all-MiniLM-L6-v2 was trained on 256); a
-            longer answer scores the lowest, a longer reference or prompt is `invalid`.
+        max_length: tokens embedded at a time (all-MiniLM-L6-v2 was trained on 256); a
+            longer answer is embedded in windows (their embeddings' normalised mean), a
+            longer reference or prompt is `invalid`.
     """
     check_common(batch_size=batch_size, max_length=max_length, deadline_s=deadline_s)
     if threshold is not None and not -1.0 <= threshold <= 1.0:

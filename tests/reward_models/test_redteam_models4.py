@@ -432,7 +432,6 @@ CASES = [
             "scored (the image is in a turn similarity does not read)",
             sim_image_in_an_unread_tool_turn,
         ),
-        marks=hole("an image in a tool turn similarity never reads takes the sample out"),
         id="sim-image-in-an-unread-tool-turn",
     ),
     pytest.param(
@@ -442,7 +441,6 @@ CASES = [
             "error (README: never scored without its images)",
             judge_scores_a_completion_image_without_it,
         ),
-        marks=hole("the step judge scores a completion's image without it"),
         id="prm-judge-completion-image-scored-without-it",
     ),
     pytest.param(

@@ -130,12 +130,28 @@ def has_text(text: str) -> bool:
     return bool(visible(text).strip())
 
 
-def images_unread(sample: Sample, prompt: bool = True) -> Score | None:
-    """An `error` (`infrastructure`) when the completion, or the prompt if the model reads it,
-    has images: a text-only model would score the sample without them (as the text-only
-    judges, it does not); None otherwise."""
-    for side in (sample.prompt if prompt else None, sample.completion):
-        if isinstance(side, list) and any(m.images for m in side):
+Read = Literal["all", "assistant", "final"]
+"""The completion's turns a reward reads: every turn, the assistant's, or the final one."""
+
+
+def _read_turns(sample: Sample, completion: Read) -> list[Message]:
+    """The completion's messages a reward reading `completion` sees."""
+    if not isinstance(sample.completion, list):
+        return []
+    if completion == "final":
+        return [sample.final_turn] if sample.final_turn is not None else []
+    return [m for m in sample.completion if completion == "all" or m.role == "assistant"]
+
+
+def images_unread(sample: Sample, *, prompt: bool = True, completion: Read = "all") -> Score | None:
+    """An `error` (`infrastructure`) when a turn the model reads (the prompt's if `prompt`,
+    the completion's it reads) has images: a text-only model would score the sample without
+    them (as the text-only judges, it does not). An image in a turn it does not read is not
+    its to refuse: a policy could call a tool that returns one to leave its group. None
+    otherwise."""
+    prompt_turns = sample.prompt if prompt and isinstance(sample.prompt, list) else []
+    for message in (*prompt_turns, *_read_turns(sample, completion)):
+        if message.images:
             return Score.failed(
                 "error",
                 "the model reads text only and this sample has images: it is not scored "

@@ -70,7 +70,7 @@ class _Likelihood:
         reference = _reference(sample.reference)
         if reference is None:
             return Score.failed("invalid", "reference: a non-empty string or number is needed")
-        if (unread := images_unread(sample)) is not None:
+        if (unread := images_unread(sample, completion="final")) is not None:
             return unread
         text = sample.text
         cut = text.rfind(self.marker)

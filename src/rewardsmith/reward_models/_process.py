@@ -129,7 +129,7 @@ class _StepModel(ModelReward):
         self.system = system
 
     def prepare(self, sample: Sample) -> Prepared | Score:
-        if (unread := images_unread(sample)) is not None:
+        if (unread := images_unread(sample, completion="assistant")) is not None:
             return unread
         conversation = dialogue(sample, strip_think=self.strip_think, system=self.system)
         if any(self.step_tag in text for _, text in conversation.prompt):
@@ -193,6 +193,8 @@ class _StepJudge:
         self.max_steps = max_steps
 
     def __call__(self, sample: Sample) -> Score:
+        if (unread := images_unread(sample, prompt=False, completion="final")) is not None:
+            return unread  # the prompt's images go to the judge; the steps' would not
         text = shown_answer(sample.text) if self.strip_think else sample.text
         steps = split_steps(text, self.separator)
         if not steps:

@@ -160,7 +160,7 @@ def _unreadable(rows: Sequence[Sequence[int]], references: int, max_length: int)
             name = f"reference {index + 1}" if index < references else "the prompt"
             return (
                 f"{name} takes {len(row)} tokens, more than max_length={max_length}: "
-                "the encoder reads a text whole or not at all"
+                "the dataset's texts are read whole or not at all"
             )
     return None
 
@@ -193,7 +193,9 @@ class _Similarity(ModelReward):
             return Score.failed(
                 "invalid", "reference: a non-empty string or list of strings is needed"
             )
-        if (unread := images_unread(sample, prompt=self.prompt == "discount")) is not None:
+        if (
+            unread := images_unread(sample, prompt=self.prompt == "discount", completion="final")
+        ) is not None:
             return unread
         tokenizer = self.tokenization.tokenizer
         prompt = prompt_text(sample) if self.prompt == "discount" else ""

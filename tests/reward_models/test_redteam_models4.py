@@ -412,7 +412,6 @@ CASES = [
             "read (tool calls rendered), not charged as empty",
             answer_by_tool_call_is_empty,
         ),
-        marks=hole("an answer given by a final tool call is charged as an empty answer"),
         id="rm-answer-by-tool-call-is-empty",
     ),
     pytest.param(

@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..judges._prompts import tool_calls_text
 from ..models import Message, Sample, Score
 from ..verifiers._completion_parts import THINK_CLOSE, THINK_OPEN
 from ..verifiers._words import visible
@@ -77,6 +78,11 @@ class Dialogue:
     response: Turns
     """The policy's turns: special-token strings are removed before rendering."""
 
+    @property
+    def answer(self) -> str:
+        """The last assistant turn's text (with its tool calls): the answer."""
+        return next((text for role, text in reversed(self.response) if role == "assistant"), "")
+
 
 @dataclass(frozen=True)
 class Encoded:
@@ -98,12 +104,23 @@ class Encoded:
         return out
 
 
-def _turns(value: str | Sequence[Message] | None, role: str) -> Turns:
+def _turn_text(message: Message, strip_think: bool) -> str:
+    """A turn as the model reads it: its text (an assistant's answer part with `strip_think`),
+    then the tool calls it makes as the judges show them (a turn that only calls a tool
+    commits something: it is not empty)."""
+    text = message.text
+    if strip_think and message.role == "assistant":
+        text = shown_answer(text)
+    calls = tool_calls_text(message)
+    return f"{text}\n{calls}" if text and calls else text or calls
+
+
+def _turns(value: str | Sequence[Message] | None, role: str, strip_think: bool = False) -> Turns:
     if value is None:
         return ()
     if isinstance(value, str):
         return ((role, value),)
-    return tuple((m.role, m.text) for m in value)
+    return tuple((m.role, _turn_text(m, strip_think)) for m in value)
 
 
 def prompt_text(sample: Sample) -> str:
@@ -207,12 +224,7 @@ def dialogue(sample: Sample, *, strip_think: bool, system: str | None = None) ->
         text = shown_answer(sample.completion) if strip_think else sample.completion
         response: Turns = (("assistant", text),)
     else:
-        response = _turns(sample.completion, "assistant")
-        if strip_think:
-            response = tuple(
-                (role, shown_answer(text) if role == "assistant" else text)
-                for role, text in response
-            )
+        response = _turns(sample.completion, "assistant", strip_think)
     return Dialogue(prompt, response)
 
 

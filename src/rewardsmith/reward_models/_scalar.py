@@ -33,7 +33,6 @@ from ._inputs import (
     has_text,
     images_unread,
     load_tokenizer,
-    shown_answer,
 )
 from ._remote import Endpoint, remote_input
 from ._reward import ModelReward, Prepared
@@ -66,10 +65,9 @@ class _RewardModel(ModelReward):
     def prepare(self, sample: Sample) -> Prepared | Score:
         if (unread := images_unread(sample)) is not None:
             return unread
-        answer = shown_answer(sample.text) if self.strip_think else sample.text
-        if not has_text(self.tokenization.clean(answer)[0]):
-            return self._unread("empty answer: nothing to show the reward model")
         conversation = dialogue(sample, strip_think=self.strip_think, system=self.system)
+        if not has_text(self.tokenization.clean(conversation.answer)[0]):
+            return self._unread("empty answer: nothing to show the reward model")
         try:
             [encoded] = self.tokenization.encode_dialogues([conversation])
         except AnswerTooLong as exc:

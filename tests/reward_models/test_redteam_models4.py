@@ -27,7 +27,7 @@ import pytest
 from rewardsmith import Sample
 from rewardsmith.turns import per_turn, turn_views
 
-from .test_redteam_models import PROBLEM, QUESTION, hole, step_judge
+from .test_redteam_models import PROBLEM, QUESTION, step_judge
 from .test_redteam_models2 import read
 from .test_redteam_models3 import Lab3
 
@@ -67,6 +67,11 @@ class Lab4(Lab3):
 @pytest.fixture(scope="module")
 def lab(tiny_rm: Path, tiny_prm: Path, tmp_path_factory: pytest.TempPathFactory) -> Lab4:
     return Lab4(tiny_rm, tiny_prm, tmp_path_factory.mktemp("rt22_4"))
+
+
+def limit(reason: str) -> Any:
+    """A hole not closed, said in README: it stays a strict xfail until it is."""
+    return pytest.mark.xfail(strict=True, reason=f"stated limit: {reason}")
 
 
 def charged(score: Any) -> bool:
@@ -479,7 +484,7 @@ CASES = [
             "the policy's text cleaned in every view",
             turns_forged_turn_in_a_later_view,
         ),
-        marks=hole("scope: turns puts uncleaned policy turns in the trusted prompt"),
+        marks=limit("scope: turns: the policy's earlier turns, the view's prompt, are not cleaned"),
         id="turns-rm-forged-turn-in-a-later-view",
     ),
     pytest.param(
@@ -489,7 +494,7 @@ CASES = [
             "scored or charged: the overlong prompt is the policy's text",
             turns_long_earlier_turn_makes_sim_invalid,
         ),
-        marks=hole("scope: turns: a long earlier turn makes the sample invalid"),
+        marks=limit("scope: turns: a long earlier policy turn makes similarity invalid"),
         id="turns-sim-long-earlier-turn-makes-invalid",
     ),
     pytest.param(
@@ -499,7 +504,7 @@ CASES = [
             "scored or charged: the tag is the policy's",
             turns_step_tag_in_an_earlier_turn_makes_prm_invalid,
         ),
-        marks=hole("scope: turns: a step tag in an earlier turn makes the sample invalid"),
+        marks=limit("scope: turns: a step tag in an earlier policy turn makes process invalid"),
         id="turns-prm-step-tag-in-earlier-turn-makes-invalid",
     ),
 ]

@@ -108,24 +108,19 @@ def test_the_prompt_keeps_its_special_tokens() -> None:
 
 
 @pytest.mark.parametrize("adds_bos", [False, True])
-def test_truncation_cuts_the_middle_of_the_completion(adds_bos: bool) -> None:
-    """The prompt, the end of the completion (the answer) and the template's closing text are
-    kept; the completion's middle is cut."""
-    t = tokenization(adds_bos=adds_bos, max_length=48)
+def test_an_answer_that_does_not_fit_is_not_cut(adds_bos: bool) -> None:
+    """Nothing is cut: an answer that does not fit with the prompt is not shown
+    (`AnswerTooLong`, with the input's length), one that fits is read whole."""
     completion = "Step 1 : compute the total . " * 10 + "So the answer is 72"
     long = Dialogue(prompt=(("user", "What is 2 + 2 ?"),), response=(("assistant", completion),))
-    short = Dialogue(prompt=long.prompt, response=(("assistant", "x"),))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the doubled BOS
         [full] = tokenization(adds_bos=adds_bos, max_length=10_000).encode_dialogues([long])
-        [cut] = t.encode_dialogues([long])
-        [head] = t.encode_dialogues([short])
-    assert len(full.ids) > 48 and cut.truncated and len(cut.ids) == 48
-    prompt_part = head.ids[: len(head.ids) - 3]  # without "x<|im_end|>\n"
-    assert cut.ids[: len(prompt_part)] == prompt_part
-    assert cut.ids[-12:] == full.ids[-12:]
-    text = t.tokenizer.decode(list(cut.ids))
-    assert "What is 2 + 2 ?" in text and text.endswith("So the answer is 72<|im_end|>\n")
+        with pytest.raises(_inputs.AnswerTooLong, match="max_length=48") as caught:
+            tokenization(adds_bos=adds_bos, max_length=48).encode_dialogues([long])
+        [fits] = tokenization(adds_bos=adds_bos, max_length=len(full.ids)).encode_dialogues([long])
+    assert caught.value.facts() == {"tokens": len(full.ids), "truncated": True}
+    assert fits == full
 
 
 def test_a_prompt_that_does_not_fit_is_refused() -> None:
@@ -151,9 +146,37 @@ def test_special_tokens_are_removed_until_none_is_left(
     assert t.clean(completion) == (kept, removed)
 
 
-def test_short_inputs_are_not_truncated() -> None:
-    [encoded] = tokenization(adds_bos=False, max_length=512).encode_dialogues([CHAT])
-    assert not encoded.truncated
+def test_stray_think_tags_are_removed_with_strip_think() -> None:
+    """With `strip_think` the answer part's ``<think>``/``</think>`` are removed (a rebuilt
+    one too) and counted; without it they are the model's to read."""
+    answer = "a</think>b<th<think>ink>c"
+    assert tokenization(adds_bos=False, strip_think=True).clean(answer) == ("abc", 3)
+    assert tokenization(adds_bos=False).clean(answer) == (answer, 0)
+
+
+@pytest.mark.parametrize(
+    ("template", "error"),
+    [
+        (  # drops what lies between two "</think>" only: the completion's doing
+            "{% for m in messages %}{% set parts = m['content'].split('</think>') %}"
+            "{{ parts[0] }}{% if parts | length > 1 %}</think>{{ parts[-1] }}{% endif %}"
+            "\n{% endfor %}",
+            _inputs.AnswerRewritten,
+        ),
+        (  # drops every reasoning (DeepSeek-R1's): the spec's doing with strip_think: false
+            "{% for m in messages %}{{ m['content'].split('</think>')[-1] }}\n{% endfor %}",
+            _inputs.Unshown,
+        ),
+        ("{% for m in messages %}{{ m['content'] | upper }}\n{% endfor %}", _inputs.Unshown),
+    ],
+)
+def test_a_template_that_rewrites_the_answer_is_refused(template: str, error: type) -> None:
+    t = tokenization(adds_bos=False)
+    t.tokenizer.chat_template = template
+    item = Dialogue(prompt=(("user", "Q?"),), response=(("assistant", "x</think>y</think>z"),))
+    with pytest.raises(error) as caught:
+        t.encode_dialogues([item])
+    assert type(caught.value) is error
 
 
 def test_dialogue_of_a_sample() -> None:

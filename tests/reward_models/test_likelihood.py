@@ -175,3 +175,12 @@ def test_a_reference_past_the_embedded_models_context_is_the_datasets() -> None:
     for gap in (" ", "\u3000", "\x85", "\n"):
         score = fn(Sample(id="g", prompt="Q?", completion=f"r A:{gap}17", reference=near_full))
         assert score.status == "ok", (repr(gap), score.detail)
+
+
+def test_an_image_prompt_is_not_scored_without_it(served: str) -> None:
+    """The model reads text only: a prompt with an image is an infrastructure error."""
+    image = {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}
+    prompt = [{"role": "user", "content": [image, {"type": "text", "text": "What is it ?"}]}]
+    fn = likelihood(backend="openai", base_url=served, marker="A:")
+    score = fn(Sample(id="i", prompt=prompt, completion="A: a cat", reference="a cat"))
+    assert score.status == "error" and score.cause == "infrastructure", score

@@ -130,9 +130,9 @@ def right_truncation_hides_the_answer(lab: Lab) -> None:
 
 def left_truncation_drops_the_question(lab: Lab) -> None:
     """With ``truncation: left`` a long completion pushed the question out: the same text then
-    earned the same ok score as an answer to any question. ``truncation`` is gone: an input
-    that does not fit keeps the prompt and the end of the completion (80 tokens: PROBLEM's
-    turn alone takes 58, and a prompt that does not fit is `invalid`)."""
+    earned the same ok score as an answer to any question. ``truncation`` is gone, and since
+    rt22 nothing is cut: an answer that does not fit with the prompt is not shown (80 tokens:
+    PROBLEM's turn alone takes 58, and a prompt that does not fit is `invalid`)."""
     with pytest.raises(TypeError, match="truncation"):
         lab.rm(max_length=48, truncation="left")
     rm = lab.rm(max_length=80)
@@ -403,7 +403,7 @@ def nested_special_tokens_reach_the_encoder(lab: Lab) -> None:
 def unclosed_think_is_empty(lab: Lab) -> None:
     for completion in ("<think>The capital of France is Paris.", "  \n\t"):
         score = sim_score(lab, completion)
-        assert score.status == "ok" and score.score == 0.0
+        assert score.status == "ok" and score.score == -1.0  # the lowest (since rt22 round 3)
         assert score.detail["reason"] == "empty answer"
 
 
@@ -720,9 +720,9 @@ CASES = [
     pytest.param(
         Attack(
             "<think> never closed / whitespace",
-            "0, 'empty answer'",
+            "-1 (the lowest), 'empty answer'",
             "-",
-            "0",
+            "the lowest",
             unclosed_think_is_empty,
         ),
         id="sim-unclosed-think-is-empty",

@@ -103,8 +103,8 @@ def test_threshold(encoder: str) -> None:
 @pytest.mark.parametrize(
     ("completion", "reference", "status", "score"),
     [
-        ("", "18", "ok", 0.0),  # the policy wrote nothing: wrong, not invalid
-        ("<think>18</think>", "18", "ok", 0.0),  # nothing after the reasoning
+        ("", "18", "ok", -1.0),  # the policy wrote nothing: the lowest, not invalid
+        ("<think>18</think>", "18", "ok", -1.0),  # nothing after the reasoning
         ("18", None, "not_applicable", None),
         ("18", {"a": 1}, "invalid", None),  # the dataset's reference is unusable
         ("18", [], "invalid", None),
@@ -186,7 +186,29 @@ def test_prompt_ignore_is_the_plain_cosine(encoder: str) -> None:
 
 def test_invisible_and_stray_think_close(sim: Any) -> None:
     empty = sim(Sample(id="1", completion="\u200b\u2060 \ufeff", reference=PARIS))
-    assert (empty.score, empty.detail["reason"]) == (0.0, "empty answer")
+    assert (empty.score, empty.detail["reason"]) == (-1.0, "empty answer")
     # everything after the first </think> is the answer: the stray one hides nothing
     shown = sim(Sample(id="2", completion="<think>x</think>Lyon.</think>" + PARIS, reference=PARIS))
     assert shown.detail["cosine"] < 0.99
+
+
+IMAGE = {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}
+
+
+@pytest.mark.parametrize("side", ["prompt", "completion"])
+def test_images_are_not_scored_without_them(sim: Any, side: str) -> None:
+    """The encoder reads text only: a sample with images is an infrastructure error."""
+    role = "user" if side == "prompt" else "assistant"
+    turn = [{"role": role, "content": [IMAGE, {"type": "text", "text": "A cat ."}]}]
+    fields = {"prompt": "What is it ?", "completion": "A cat .", side: turn}
+    score = sim(Sample(id="i", reference="A cat .", **fields))
+    assert score.status == "error" and score.cause == "infrastructure", score
+
+
+def test_prompt_images_are_not_read_with_prompt_ignore() -> None:
+    """With `prompt: ignore` the prompt is not read, so its images do not stop the score."""
+    turn = [{"role": "user", "content": [IMAGE, {"type": "text", "text": "What is it ?"}]}]
+    score = similarity(prompt="ignore")(
+        Sample(id="i", prompt=turn, completion="A cat .", reference="A cat .")
+    )
+    assert score.status == "ok" and score.score == pytest.approx(1.0, abs=1e-5), score

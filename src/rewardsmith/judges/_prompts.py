@@ -43,6 +43,7 @@ __all__ = [
     "parse_rating",
     "parse_yes_no",
     "render_conversation",
+    "tool_calls_text",
     "with_image_parts",
 ]
 
@@ -105,14 +106,19 @@ def _answer_parts(parts: list[ContentPart]) -> list[ContentPart]:
     return parts
 
 
+def tool_calls_text(message: Message) -> str:
+    """The tool calls a message makes, as text ("" without any): what a reader of the turn is
+    shown, since an agent's step is its calls as much as its text."""
+    if not message.tool_calls:
+        return ""
+    return f"tool calls: {json.dumps(message.tool_calls, ensure_ascii=False, default=str)}"
+
+
 def _escaped_content(message: Message, strip_think: bool = False) -> str:
     """A message's content, escaped, with a marker in place of each image part, then the
     tool calls it makes (an agent's step is its calls as much as its text). With
     `strip_think`, an assistant turn shows its answer, not its reasoning, as the judged one."""
-    calls = ""
-    if message.tool_calls:
-        listed = json.dumps(message.tool_calls, ensure_ascii=False, default=str)
-        calls = "\n" + escaped(f"tool calls: {listed}")
+    calls = "\n" + escaped(tool_calls_text(message)) if message.tool_calls else ""
     strip = strip_think and message.role == "assistant"
     if not isinstance(message.content, list):
         content = message.content or ""

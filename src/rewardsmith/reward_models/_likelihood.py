@@ -12,7 +12,9 @@ by `floor` (so the reward is bounded: [floor, 0]).
 
 The model is the judges' (their backends, reused): the embedded model (``backend: local``,
 SmolLM2-135M-Instruct by default) or any OpenAI-compatible server that returns prompt
-log-probabilities for ``/completions`` with ``echo`` (vLLM, llama.cpp's python server).
+log-probabilities for ``/completions`` with ``echo`` (vLLM, llama.cpp's python server). A
+log-probability that is not finite or is above 0 is the server's fault: an `error` with
+``cause: infrastructure``, never a score.
 
 A completion without the marker committed no answer: it scores the lowest reward (0, or
 `floor` in ``logprob`` mode) with the reason. What the reward does not catch: reasoning
@@ -38,7 +40,7 @@ from ..judges._backends import (
 )
 from ..models import Sample, Score
 from ..registry import RewardFn, reward
-from ._inputs import prompt_text
+from ._inputs import images_unread, prompt_text
 
 __all__ = ["likelihood"]
 
@@ -68,6 +70,8 @@ class _Likelihood:
         reference = _reference(sample.reference)
         if reference is None:
             return Score.failed("invalid", "reference: a non-empty string or number is needed")
+        if (unread := images_unread(sample, completion="final")) is not None:
+            return unread
         text = sample.text
         cut = text.rfind(self.marker)
         if cut < 0:
@@ -96,6 +100,12 @@ class _Likelihood:
             return Score.failed("error", f"likelihood backend: {exc}", cause="completion")
         except BackendError as exc:
             return Score.failed("error", f"likelihood backend: {exc}", cause="infrastructure")
+        if not all(math.isfinite(x) and x <= 0.0 for x in logprobs):  # the server's fault
+            return Score.failed(
+                "error",
+                f"likelihood backend: log-probabilities not finite and <= 0: {logprobs!r:.200}",
+                cause="infrastructure",
+            )
         mean_logprob = max(self.floor, math.fsum(logprobs) / len(logprobs))
         mean_prob = math.fsum(math.exp(x) for x in logprobs) / len(logprobs)
         value = mean_prob if self.mode == "prob" else mean_logprob

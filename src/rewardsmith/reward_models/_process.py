@@ -16,7 +16,10 @@ step gets the probability that it is correct:
   A step whose verdict the judge does not give in a reply it can parse (a step that tells the
   judge to reply something else) scores 0 (``detail.unparseable`` lists them). At most
   `max_steps` steps are judged (one call each): a completion with more scores 0 with the
-  reason, no judge asked.
+  reason, no judge asked; so does a master key (the judged rewards' `guard`: an answer
+  that is nothing but openers such as "Let's solve this step by step.", or empty), with
+  ``detail.guard``, read in the answer as shown and in the completion without its think
+  tags, whatever `strip_think` (an opener after a reasoning block is one still).
 
 Aggregation: ``min`` (the weakest step, as in the Qwen PRM papers' best-of-N), ``last``,
 ``prod`` and ``mean``. ``min`` and ``prod`` reward fewer steps (each step can only lower
@@ -29,8 +32,9 @@ A completion with no step, or with steps that do not all fit in `max_length` tok
 0 with the reason (no model asked): an unscored step is never assumed correct. For the PRM
 backends (``transformers``, ``vllm``), step tags and special tokens the policy writes are
 removed before the model reads the steps, until none is left (see `_inputs`); the model must
-return exactly one score per step (any other count is an `error`); and a prompt that
-contains the step tag is `invalid` (its tags would be scored as steps).
+return exactly one score per step (any other count is an `error`); a prompt that contains
+the step tag is `invalid` (its tags would be scored as steps); and steps the template
+rewrote are handled as `_inputs` says.
 """
 
 from __future__ import annotations
@@ -48,13 +52,16 @@ from ..models import Sample, Score
 from ..registry import RewardFn, reward
 from ._backend import check_common, model_client, tokenizer_folder
 from ._inputs import (
-    PromptTooLong,
+    AnswerTooLong,
     Template,
     Tokenization,
+    Unshown,
     dialogue,
     has_text,
+    images_unread,
     load_tokenizer,
     shown_answer,
+    without_think_tags,
 )
 from ._remote import remote_input
 from ._reward import ModelReward, Prepared
@@ -122,6 +129,8 @@ class _StepModel(ModelReward):
         self.system = system
 
     def prepare(self, sample: Sample) -> Prepared | Score:
+        if (unread := images_unread(sample, completion="assistant")) is not None:
+            return unread
         conversation = dialogue(sample, strip_think=self.strip_think, system=self.system)
         if any(self.step_tag in text for _, text in conversation.prompt):
             return Score.failed("invalid", f"the prompt contains the step tag {self.step_tag!r}")
@@ -133,14 +142,14 @@ class _StepModel(ModelReward):
         body = "".join(step + self.step_tag for step in steps)
         try:
             encoded = self.tokenization.encode(conversation.prompt, (("assistant", body),), removed)
-        except PromptTooLong as exc:
-            return Score.failed("invalid", str(exc))
-        if encoded.truncated:
+        except AnswerTooLong as exc:
             return _unscored(
                 f"the {len(steps)} steps did not fit in "
                 f"max_length={self.tokenization.max_length} tokens",
-                **encoded.facts(),
+                **exc.facts(),
             )
+        except Unshown as exc:
+            return exc.score()
         item: Any = encoded.ids
         if self.remote:
             item = remote_input(encoded.ids, self.tokenization.decode(encoded.ids), sample)
@@ -184,13 +193,22 @@ class _StepJudge:
         self.max_steps = max_steps
 
     def __call__(self, sample: Sample) -> Score:
+        if (unread := images_unread(sample, prompt=False, completion="final")) is not None:
+            return unread  # the prompt's images go to the judge; the steps' would not
         text = shown_answer(sample.text) if self.strip_think else sample.text
         steps = split_steps(text, self.separator)
         if not steps:
             return _no_steps(text)
         if len(steps) > self.max_steps:
             return _unscored(f"{len(steps)} steps, more than max_steps={self.max_steps}")
-        return self.judge.run(self._score(sample, steps))
+        return self._guarded(sample.text) or self.judge.run(self._score(sample, steps))
+
+    def _guarded(self, text: str) -> Score | None:
+        """The guard on the answer as a reader sees it and on the text without think tags,
+        whatever `strip_think`: a master key after a (empty) reasoning block is one still."""
+        return self.judge.guarded(shown_answer(text)) or self.judge.guarded(
+            without_think_tags(text)
+        )
 
     async def _score(self, sample: Sample, steps: list[str]) -> Score:
         problem = self.judge.conversation(sample)
@@ -311,6 +329,7 @@ def process(
         template=template,
         max_length=max_length,
         reserved=(step_tag,),
+        strip_think=strip_think,
     )
     step_ids = tokenization.tokenizer(step_tag, add_special_tokens=False)["input_ids"]
     if len(step_ids) != 1:

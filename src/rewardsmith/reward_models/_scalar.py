@@ -6,11 +6,13 @@ The score is the logit of `label` (``raw``), its sigmoid, or the softmax probabi
 `label` over the labels. Per-group z-scores and PAR are the spec's transforms on top
 (``transform: mean_std`` and ``transform: par`` with ``metadata.reference_rewards``).
 
-An answer with no visible character (nothing, or a ``<think>`` never closed) is not shown to
-the model: it committed nothing. It scores 0, the lowest, with ``sigmoid`` and ``softmax``;
-with ``raw`` logits, which have no lowest value, it is an `error` caused by the completion
-(charged below its group's lowest reward). An output that is not a finite number is an
-`error`.
+An answer with no visible character (nothing, or a ``<think>`` never closed; in a
+conversation, the last assistant turn's: tool text after it is no answer) is not shown to the
+model: it committed nothing; nor is one that does not fit in `max_length` tokens with the
+prompt: a model reads the whole answer. Either scores 0, the lowest, with ``sigmoid`` and
+``softmax``; with ``raw`` logits, which have no lowest value, it is an `error` caused by the
+completion (charged below its group's lowest reward). An output that is not a finite number
+is an `error`.
 """
 
 from __future__ import annotations
@@ -22,7 +24,16 @@ from ..combine._shaping import sigmoid
 from ..models import Sample, Score
 from ..registry import RewardFn, reward
 from ._backend import Backend, check_common, model_client, tokenizer_folder
-from ._inputs import PromptTooLong, Template, Tokenization, dialogue, has_text, load_tokenizer
+from ._inputs import (
+    AnswerTooLong,
+    Template,
+    Tokenization,
+    Unshown,
+    dialogue,
+    has_text,
+    images_unread,
+    load_tokenizer,
+)
 from ._remote import Endpoint, remote_input
 from ._reward import ModelReward, Prepared
 from ._transformers import Dtype, SequenceClassifier
@@ -52,21 +63,28 @@ class _RewardModel(ModelReward):
         self.system = system
 
     def prepare(self, sample: Sample) -> Prepared | Score:
+        if (unread := images_unread(sample)) is not None:
+            return unread
         conversation = dialogue(sample, strip_think=self.strip_think, system=self.system)
-        clean = self.tokenization.clean
-        if not any(has_text(clean(text)[0]) for _, text in conversation.response):
-            reason = "empty answer: nothing to show the reward model"
-            if self.normalize == "raw":
-                return Score.failed("error", reason, cause="completion")
-            return Score.ok(0.0, reason=reason)
+        if not has_text(self.tokenization.clean(conversation.answer)[0]):
+            return self._unread("empty answer: nothing to show the reward model")
         try:
             [encoded] = self.tokenization.encode_dialogues([conversation])
-        except PromptTooLong as exc:
-            return Score.failed("invalid", str(exc))
+        except AnswerTooLong as exc:
+            return self._unread(f"{exc}: a model reads the whole answer", **exc.facts())
+        except Unshown as exc:
+            return exc.score()
         item: Any = encoded.ids
         if self.remote:
             item = remote_input(encoded.ids, self.tokenization.decode(encoded.ids), sample)
         return Prepared((item,), encoded.facts())
+
+    def _unread(self, reason: str, **detail: Any) -> Score:
+        """An answer not shown to the model: the lowest score, 0, with ``sigmoid`` and
+        ``softmax``; raw logits have no lowest, so an `error` charged to the completion."""
+        if self.normalize == "raw":
+            return Score.failed("error", reason, cause="completion", **detail)
+        return Score.ok(0.0, reason=reason, **detail)
 
     def finish(self, sample: Sample, prepared: Prepared, outputs: list[Any]) -> Score:
         logits = _vector(outputs[0])
@@ -148,8 +166,8 @@ def reward_model(
         template: ``model`` (the RM's chat template) or ``none`` (texts concatenated).
         system: a system turn added before the prompt (when the prompt has none).
         strip_think: the model reads the answer, not the ``<think>`` reasoning.
-        max_length: at most this many tokens: a longer input keeps the prompt and the end of
-            the completion (its start is cut, ``detail.truncated``).
+        max_length: at most this many tokens: an answer that does not fit with the prompt
+            is not shown (scored as an empty one, ``detail.truncated``).
         label, normalize: the score is the logit of `label` (``raw``), its ``sigmoid``, or its
             ``softmax`` probability over the labels.
         batch_size: most inputs per forward pass (per request to a server).
@@ -162,6 +180,7 @@ def reward_model(
         load_tokenizer(tokenizer_folder(backend, model, tokenizer)),
         template=template,
         max_length=max_length,
+        strip_think=strip_think,
     )
     client = model_client(
         backend,

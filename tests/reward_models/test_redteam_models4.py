@@ -17,8 +17,6 @@ bundled MiniLM encoder, and the scripted step judge of the first table. `scope: 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +25,14 @@ import pytest
 from rewardsmith import Sample
 from rewardsmith.turns import per_turn, turn_views
 
+from .redteam_table import QUIET_TINY_MODELS, Attack
 from .test_redteam_models import PROBLEM, QUESTION, step_judge
 from .test_redteam_models2 import read
 from .test_redteam_models3 import Lab3
 
 pytest.importorskip("transformers")
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:.*BOS token:UserWarning"),
-    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
-]
+pytestmark = QUIET_TINY_MODELS
 
 R1_TEMPLATE = (
     "{{ bos_token }}{% for m in messages %}{% set content = m['content'] %}"
@@ -354,18 +350,6 @@ def turns_step_tag_in_an_earlier_turn_makes_prm_invalid(lab: Lab4) -> None:
 
 
 # -- the table -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Attack:
-    attack: str
-    """The input."""
-    today: str
-    """What it earns today."""
-    should: str
-    """What it should earn."""
-    check: Callable[..., None]
-    """Asserts the "should" (a hole's check fails today)."""
 
 
 CASES = [

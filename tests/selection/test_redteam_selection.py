@@ -41,6 +41,8 @@ from rewardsmith.selection import (
 )
 from tests.combine.helpers import ECHO, UNIT, ok, row, run, spec
 from tests.integrations.conftest import trl_normalize_then_sum
+from tests.redteam_rows import AT_MOST_HONEST, guard
+from tests.selection.redteam_helpers import EQUAL, vote_group
 
 TIMEOUT = Score.failed("timeout", "ran past timeout_s")  # caused by the completion (default)
 
@@ -275,25 +277,19 @@ def _whiten_all_equal_group() -> tuple[float, float]:
 # -- majority_vote ----------------------------------------------------------------------------
 
 
-def _votes(completions: list[str], **options: Any) -> list[Score]:
-    reward = majority_vote(**options)
-    samples = [Sample(id=str(i), completion=c, group="g") for i, c in enumerate(completions)]
-    return reward.group(samples, [reward(s) for s in samples])
-
-
 def _vote_hedge() -> tuple[float, float]:
     """Guard: two boxed answers (the majority's and another) vote for nothing: 0, as a wrong
     answer."""
     three, five = r"\boxed{3}", r"\boxed{5}"
-    attack = _votes([three, three, five, r"\boxed{3} or \boxed{5}"])
-    honest = _votes([three, three, five, five])
+    attack = vote_group([three, three, five, r"\boxed{3} or \boxed{5}"])
+    honest = vote_group([three, three, five, five])
     return attack[3].score, honest[3].score  # type: ignore[return-value]
 
 
 def _vote_list() -> tuple[float, float]:
     """Guard: a list `3, 5` is its own answer, not a vote for the majority `3`."""
     three = r"\boxed{3}"
-    attack = _votes([three, three, r"\boxed{5}", r"\boxed{3, 5}"])
+    attack = vote_group([three, three, r"\boxed{5}", r"\boxed{3, 5}"])
     return attack[3].score, 0.0  # type: ignore[return-value]
 
 
@@ -307,8 +303,8 @@ def _vote_without_unit() -> tuple[float, float]:
     the bare `5` ties as answering `5 cm` does (ties: none): 0."""
     cm, m, six = r"\boxed{5 \text{ cm}}", r"\boxed{5 \text{ m}}", r"\boxed{6 \text{ cm}}"
     rest = [cm, cm, m, m, six, six, six]
-    attack = _votes([r"\boxed{5}", *rest])
-    honest = _votes([cm, *rest])
+    attack = vote_group([r"\boxed{5}", *rest])
+    honest = vote_group([cm, *rest])
     return attack[0].score, honest[0].score  # type: ignore[return-value]
 
 
@@ -440,8 +436,6 @@ def _select_failed_scores_not_graded() -> tuple[float, float]:
     return _accuracy("error"), _accuracy(0.5)
 
 
-AT_MOST_HONEST: Callable[[float, float], bool] = lambda attack, honest: attack <= honest + 1e-9  # noqa: E731
-EQUAL: Callable[[float, float], bool] = lambda attack, honest: attack == pytest.approx(honest)  # noqa: E731
 AT_LEAST: Callable[[float, float], bool] = lambda after, before: after >= before  # noqa: E731
 
 
@@ -455,11 +449,6 @@ def hole(name: str, attack: Any, should: Any, today: str, reason: str) -> Any:
         id=name,
         marks=pytest.mark.xfail(strict=True, reason=f"redteam: {reason}"),
     )
-
-
-def guard(name: str, attack: Any, should: Any, today: str) -> Any:
-    """An attack that fails today."""
-    return pytest.param(name, attack, should, today, id=name)
 
 
 ROWS = [

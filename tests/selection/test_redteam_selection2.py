@@ -26,10 +26,9 @@ from typing import Any
 
 import pytest
 
-from rewardsmith import InputError, Sample, Score, select
+from rewardsmith import InputError, Sample, select
 from rewardsmith.io import read_samples
 from rewardsmith.selection import (
-    METHODS,
     Candidate,
     GroupOutcome,
     Vote,
@@ -41,26 +40,8 @@ from rewardsmith.selection import (
 from rewardsmith.selection._clusters import MAX_COMPARISONS_PER_VOTE
 from rewardsmith.selection._methods import vote_weights
 from tests.combine.helpers import ECHO
-
-BOX = r"\boxed{{{}}}".format
-
-
-def _votes(completions: list[str], **options: Any) -> list[Score]:
-    """`majority_vote` on one group, as the engine runs it (read each, then the group step)."""
-    reward = majority_vote(**options)
-    samples = [Sample(id=str(i), completion=c, group="g") for i, c in enumerate(completions)]
-    return reward.group(samples, [reward(s) for s in samples])
-
-
-def _score(scores: list[Score], index: int) -> float:
-    value = scores[index].score
-    assert value is not None
-    return value
-
-
-def _choose(method: str, candidates: list[Candidate], weights: str = "sigmoid") -> Any:
-    return METHODS[method].choose(candidates, weights, 1.0)  # type: ignore[arg-type]
-
+from tests.redteam_rows import AT_MOST_HONEST, guard
+from tests.selection.redteam_helpers import BOX, EQUAL, choose, score_at, vote_group
 
 # -- empty answers ----------------------------------------------------------------------------
 
@@ -73,17 +54,17 @@ def _vote_empty_spellings_win() -> tuple[float, float]:
     """Four samples box nothing, each spelled differently, one boxes a real answer `3`. The
     four share the key '' and so one cluster: the majority, each paid 1 (the real answer 0).
     Honest comparison: the same four with a plainly empty `\\boxed{}` (no answer): 0."""
-    attack = _votes([BOX(e) for e in EMPTY_SPELLINGS[:4]] + [BOX(3)])
-    honest = _votes([r"\boxed{}"] * 4 + [BOX(3)])
-    return _score(attack, 0), _score(honest, 0)
+    attack = vote_group([BOX(e) for e in EMPTY_SPELLINGS[:4]] + [BOX(3)])
+    honest = vote_group([r"\boxed{}"] * 4 + [BOX(3)])
+    return score_at(attack, 0), score_at(honest, 0)
 
 
 def _vote_all_empty_group_paid() -> tuple[float, float]:
     """A degenerate group: every sample boxes `\\text{}`. Each scores 1 (a unanimous
     majority), where a group of plainly empty boxes scores 0 each."""
-    attack = _votes([BOX(r"\text{}")] * 4)
-    honest = _votes([r"\boxed{}"] * 4)
-    return max(_score(attack, i) for i in range(4)), max(_score(honest, i) for i in range(4))
+    attack = vote_group([BOX(r"\text{}")] * 4)
+    honest = vote_group([r"\boxed{}"] * 4)
+    return max(score_at(attack, i) for i in range(4)), max(score_at(honest, i) for i in range(4))
 
 
 def _read_empty_spellings() -> tuple[float, float]:
@@ -103,13 +84,15 @@ def _normalized_minus_sign() -> tuple[float, float]:
     `exact` the three are simply the majority (1 each) and the two `3` get 0. Returns the
     score of a `3` sample: the wrong majority should not pay the answers it contradicts."""
     texts = [BOX(3), BOX(3), BOX(-3), BOX(-3), BOX(-3)]
-    return _score(_votes(texts, cluster="normalized"), 0), _score(_votes(texts, cluster="exact"), 0)
+    return score_at(vote_group(texts, cluster="normalized"), 0), score_at(
+        vote_group(texts, cluster="exact"), 0
+    )
 
 
 def _vote_two_forms_one_vote() -> tuple[float, float]:
     """Guard: a completion that boxes one (wrong) answer in two forms (`0.5` and
     `\\frac{1}{2}`) is one vote, not two: the votes its cluster gets, against 1."""
-    attack = _votes([r"\boxed{0.5} and \boxed{\frac{1}{2}}", BOX(3), BOX(3)])
+    attack = vote_group([r"\boxed{0.5} and \boxed{\frac{1}{2}}", BOX(3), BOX(3)])
     assert attack[0].detail["clusters"] == [1, 2]
     return float(attack[0].detail["votes"]), 1.0
 
@@ -118,15 +101,17 @@ def _vote_approx_hedge() -> tuple[float, float]:
     """Guard: `5 \\approx 4` shares a bucket with both 5 and 4 but is the same answer as its
     exact side only: it votes for 5 as a plain `5` does, never for the majority 4."""
     rest = [BOX(4), BOX(4), BOX(4), BOX(5), BOX(5)]
-    attack = _votes([*rest, BOX(r"5 \approx 4")])
-    honest = _votes([*rest, BOX(5)])
-    return _score(attack, 5), _score(honest, 5)
+    attack = vote_group([*rest, BOX(r"5 \approx 4")])
+    honest = vote_group([*rest, BOX(5)])
+    return score_at(attack, 5), score_at(honest, 5)
 
 
 def _vote_or_hedge() -> tuple[float, float]:
     """Guard: `3 \\text{ or } 4` is its own answer (the set {3, 4}), not a vote for 3."""
     rest = [BOX(3), BOX(3), BOX(4)]
-    return _score(_votes([*rest, BOX(r"3 \text{ or } 4")]), 3), _score(_votes([*rest, BOX(7)]), 3)
+    return score_at(vote_group([*rest, BOX(r"3 \text{ or } 4")]), 3), score_at(
+        vote_group([*rest, BOX(7)]), 3
+    )
 
 
 def _vote_restated_question() -> tuple[float, float]:
@@ -138,13 +123,13 @@ def _vote_restated_question() -> tuple[float, float]:
         Sample(id=str(i), prompt=prompt, completion=t, group="g") for i, t in enumerate(texts)
     ]
     scores = reward.group(samples, [reward(s) for s in samples])
-    return _score(scores, 0), 0.0
+    return score_at(scores, 0), 0.0
 
 
 def _vote_no_answers_pay_nothing() -> tuple[float, float]:
     """Guard: a group where nobody commits to an answer pays nobody."""
-    scores = _votes(["hmm", "no idea", r"\boxed{}", r"\boxed{3} or \boxed{4}"])
-    return max(_score(scores, i) for i in range(4)), 0.0
+    scores = vote_group(["hmm", "no idea", r"\boxed{}", r"\boxed{3} or \boxed{4}"])
+    return max(score_at(scores, i) for i in range(4)), 0.0
 
 
 def _comparisons_cap_counts_no_answers() -> tuple[float, float]:
@@ -167,7 +152,7 @@ def _prm_prod_signed_steps() -> tuple[float, float]:
     `prm_prod_max` (and `prm_prod_vote`: 25 is >= 0, so the negative-vote check passes).
     Returns 1.0 when the bad candidate is picked."""
     group = [Candidate("good", "1", 0, steps=(0.9, 0.9)), Candidate("bad", "2", 1, steps=(-5, -5))]
-    picks = [_choose(m, group).index for m in ("prm_prod_max", "prm_prod_vote")]
+    picks = [choose(m, group).index for m in ("prm_prod_max", "prm_prod_vote")]
     return float(any(i == 1 for i in picks)), 0.0
 
 
@@ -176,7 +161,7 @@ def _prm_mean_overflow() -> tuple[float, float]:
     the method: one candidate's scores end the whole `select` run. 1.0 when it raises."""
     group = [Candidate("0", "1", 0, steps=(1e308, 1e308)), Candidate("1", "2", 1, steps=(0.9,))]
     try:
-        _choose("prm_mean_max", group)
+        choose("prm_mean_max", group)
     except OverflowError:
         return 1.0, 0.0
     return 0.0, 0.0
@@ -188,7 +173,7 @@ def _infinite_pick_score() -> tuple[float, float]:
     many of the two picks have a non-finite score (no pick, score None, has none)."""
     prod = [Candidate("0", "1", 0, steps=(1e200, 1e200)), Candidate("1", "2", 1, steps=(0.9,))]
     raw = [Candidate("0", "1", 0, score=1e308), Candidate("1", "1", 0, score=1e308)]
-    picks = [_choose("prm_prod_max", prod), _choose("weighted_majority", raw, "raw")]
+    picks = [choose("prm_prod_max", prod), choose("weighted_majority", raw, "raw")]
     return float(sum(p.score is not None and not math.isfinite(p.score) for p in picks)), 0.0
 
 
@@ -208,7 +193,7 @@ def _failed_scores_do_not_vote() -> tuple[float, float]:
     scored 0 do not outvote one right answer scored 1 (1.0: the wrong cluster wins)."""
     group = [Candidate(str(i), "7", 0, score=None, failed_by="completion") for i in range(3)]
     group += [Candidate("3", "7", 0, score=0.0), Candidate("4", "5", 1, score=1.0)]
-    picked = _choose("weighted_majority", group).index
+    picked = choose("weighted_majority", group).index
     return float(group[picked].answer == "7"), 0.0
 
 
@@ -218,7 +203,7 @@ def _oracle_accuracy_vs_pass_at_k() -> tuple[float, float]:
     two disagree on the same groups. Returns (graded accuracy groups, graded pass@k
     groups)."""
     group = [Candidate("0", "1", 0, correct=False), Candidate("1", "2", 1, correct=None)]
-    outcome = GroupOutcome(group, _choose("oracle", group), _choose("majority", group))
+    outcome = GroupOutcome(group, choose("oracle", group), choose("majority", group))
     summary = summarize([outcome], method="oracle", cluster="math", k=None)
     assert summary is not None
     return float(summary["graded"]["accuracy"]), float(summary["graded"]["pass@k"])
@@ -356,14 +341,7 @@ def _output_is_input() -> tuple[float, float]:
         return float(data.read_text() == text), 1.0
 
 
-AT_MOST_HONEST: Callable[[float, float], bool] = lambda attack, honest: attack <= honest + 1e-9  # noqa: E731
-EQUAL: Callable[[float, float], bool] = lambda attack, honest: attack == pytest.approx(honest)  # noqa: E731
 NOT_BELOW: Callable[[float, float], bool] = lambda value, bound: value >= bound  # noqa: E731
-
-
-def guard(name: str, attack: Any, should: Any, today: str) -> Any:
-    """An attack that fails today."""
-    return pytest.param(name, attack, should, today, id=name)
 
 
 ROWS = [

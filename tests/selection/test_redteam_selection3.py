@@ -28,37 +28,18 @@ from typing import Any
 
 import pytest
 
-from rewardsmith import InputError, Sample, Score, select
+from rewardsmith import InputError, Sample, select
 from rewardsmith.io import read_samples
 from rewardsmith.selection import (
-    METHODS,
     Candidate,
     GroupOutcome,
-    majority_vote,
     read_vote,
     summarize,
 )
 from rewardsmith.selection._votes import _normalized
 from rewardsmith.verifiers.math import math
-
-BOX = r"\boxed{{{}}}".format
-
-
-def _votes(completions: list[str], **options: Any) -> list[Score]:
-    """`majority_vote` on one group, as the engine runs it (read each, then the group step)."""
-    reward = majority_vote(**options)
-    samples = [Sample(id=str(i), completion=c, group="g") for i, c in enumerate(completions)]
-    return reward.group(samples, [reward(s) for s in samples])
-
-
-def _score(scores: list[Score], index: int) -> float:
-    value = scores[index].score
-    assert value is not None
-    return value
-
-
-def _choose(method: str, candidates: list[Candidate], weights: str = "sigmoid") -> Any:
-    return METHODS[method].choose(candidates, weights, 1.0)  # type: ignore[arg-type]
+from tests.redteam_rows import AT_MOST_HONEST, guard
+from tests.selection.redteam_helpers import BOX, EQUAL, choose, score_at, vote_group
 
 
 def _answers_read(spellings: list[str]) -> float:
@@ -102,17 +83,17 @@ def _vote_blank_spellings_win() -> tuple[float, float]:
     """rt22 row 1 again, with spellings the fix missed: four samples box a blank (four
     spellings of `\\enspace`, one key), one boxes a real `3`. The four are the majority, each
     paid 1, the `3` 0. Honest comparison: four plainly empty `\\boxed{}` (no answer): 0."""
-    attack = _votes([BOX(s) for s in ENSPACE_SPELLINGS] + [BOX(3)])
-    honest = _votes([r"\boxed{}"] * 4 + [BOX(3)])
-    return _score(attack, 0), _score(honest, 0)
+    attack = vote_group([BOX(s) for s in ENSPACE_SPELLINGS] + [BOX(3)])
+    honest = vote_group([r"\boxed{}"] * 4 + [BOX(3)])
+    return score_at(attack, 0), score_at(honest, 0)
 
 
 def _vote_all_blank_group_paid() -> tuple[float, float]:
     """Every sample of the group boxes `\\enspace`: a unanimous majority, 1 each, where a
     group of empty boxes pays 0."""
-    attack = _votes([BOX(r"\enspace")] * 4)
-    honest = _votes([r"\boxed{}"] * 4)
-    return max(_score(attack, i) for i in range(4)), max(_score(honest, i) for i in range(4))
+    attack = vote_group([BOX(r"\enspace")] * 4)
+    honest = vote_group([r"\boxed{}"] * 4)
+    return max(score_at(attack, i) for i in range(4)), max(score_at(honest, i) for i in range(4))
 
 
 def _read_blank_spellings() -> tuple[float, float]:
@@ -157,9 +138,9 @@ def _empty_set_spaced_no_answer() -> tuple[float, float]:
     judged = math()(Sample(id="0", completion=BOX(r"\{ \}"), reference=r"\{\}"))
     assert judged.score == 1.0
     rest = [BOX(5), BOX(5)]
-    attack = _votes([BOX(s) for s in EMPTY_SET_SPACED[:3]] + rest)
-    honest = _votes([BOX(r"\{\}")] * 3 + rest)
-    return _score(attack, 0), _score(honest, 0)
+    attack = vote_group([BOX(s) for s in EMPTY_SET_SPACED[:3]] + rest)
+    honest = vote_group([BOX(r"\{\}")] * 3 + rest)
+    return score_at(attack, 0), score_at(honest, 0)
 
 
 def _read_empty_set_spaced() -> tuple[float, float]:
@@ -231,8 +212,10 @@ def _normalized_unicode_dash_minus() -> tuple[float, float]:
     paid 1 for agreeing with the majority it contradicts; under `exact` each gets 0.
     Returns the best score of a dashed sample under normalized, and under exact."""
     texts = [BOX(3)] * 3 + [BOX("\u20133"), BOX("\u20103"), BOX("\u20113")]
-    normalized, exact = _votes(texts, cluster="normalized"), _votes(texts, cluster="exact")
-    return max(_score(normalized, i) for i in (3, 4, 5)), max(_score(exact, i) for i in (3, 4, 5))
+    normalized, exact = vote_group(texts, cluster="normalized"), vote_group(texts, cluster="exact")
+    return max(score_at(normalized, i) for i in (3, 4, 5)), max(
+        score_at(exact, i) for i in (3, 4, 5)
+    )
 
 
 def _normalized_sign_before_point() -> tuple[float, float]:
@@ -266,7 +249,7 @@ def _prm_boundaries() -> tuple[float, float]:
 
     def prod(steps: tuple[float, ...]) -> Any:
         group = [Candidate("0", "1", 0, steps=steps), Candidate("1", "2", 1, steps=(0.5,))]
-        return _choose("prm_prod_max", group)
+        return choose("prm_prod_max", group)
 
     wrong = 0
     for steps, picked in [((1.0, 1.0), 0), ((0.0, 1.0), 1), ((-0.0,), 1), ((1.0, 5e-324), 1)]:
@@ -275,7 +258,7 @@ def _prm_boundaries() -> tuple[float, float]:
         wrong += prod(steps).index is not None
     for method in ("prm_min_vote", "prm_last_vote", "prm_mean_vote", "prm_prod_vote"):
         group = [Candidate("0", "1", 0, steps=(-0.0,)), Candidate("1", "2", 1, steps=(0.0,))]
-        wrong += _choose(method, group).index != 0
+        wrong += choose(method, group).index != 0
     return float(wrong), 0.0
 
 
@@ -292,7 +275,7 @@ def _prm_vote_no_answer_group_ungraded() -> tuple[float, float]:
             Candidate("0", None, None, steps=steps, correct=False),
             Candidate("1", None, None, steps=(0.5,), correct=False),
         ]
-        outcome = GroupOutcome(group, _choose(method, group), _choose("majority", group))
+        outcome = GroupOutcome(group, choose(method, group), choose("majority", group))
         summary = summarize([outcome], method=method, cluster="math", k=None)
         assert summary is not None
         graded += summary["graded"]["accuracy"]
@@ -310,7 +293,7 @@ def _oracle_matches_pass_at_k() -> tuple[float, float]:
     for size in range(1, 5):
         for verdicts in itertools.product([True, False, None], repeat=size):
             group = [Candidate(str(i), str(i), i, correct=v) for i, v in enumerate(verdicts)]
-            outcome = GroupOutcome(group, _choose("oracle", group), _choose("majority", group))
+            outcome = GroupOutcome(group, choose("oracle", group), choose("majority", group))
             summary = summarize([outcome], method="oracle", cluster="math", k=None)
             if summary is None:
                 continue
@@ -427,15 +410,6 @@ def _json_is_output() -> tuple[float, float]:
         code = _run(["--input", "F.jsonl", "--output", "o.jsonl", "--json", "o.jsonl"], folder)
         refused = code == 2  # before anything is written: there is no o.jsonl to read
         return float(refused or '"id": "a"' in (folder / "o.jsonl").read_text()), 1.0
-
-
-AT_MOST_HONEST: Callable[[float, float], bool] = lambda attack, honest: attack <= honest + 1e-9  # noqa: E731
-EQUAL: Callable[[float, float], bool] = lambda attack, honest: attack == pytest.approx(honest)  # noqa: E731
-
-
-def guard(name: str, attack: Any, should: Any, today: str) -> Any:
-    """An attack that fails today."""
-    return pytest.param(name, attack, should, today, id=name)
 
 
 ROWS = [

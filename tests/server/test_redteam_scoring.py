@@ -19,7 +19,6 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +30,8 @@ from rewardsmith.integrations._remote import RemoteEngine
 from rewardsmith.spec import load_spec
 
 from . import conftest
-from .conftest import SPEC, TOKEN, Server
-from .test_redteam_server import FakeServer, reply
+from .conftest import SPEC, TOKEN, Server, Servers
+from .test_redteam_server import FakeServer, exchange, reply
 
 pytest.importorskip("httptools")
 httpx = pytest.importorskip("httpx")
@@ -49,12 +48,8 @@ STALL_BOUND_S = 3.0
 attack below held it 6.5 s when this file was written)."""
 
 
-@dataclass
-class World:
+class World(Servers):
     """Servers started as rows need them, stopped after the module."""
-
-    tmp: Path
-    started: dict[str, Server] = field(default_factory=dict)
 
     def spec(self, name: str, text: str) -> Path:
         path = self.tmp / f"{name}.yaml"
@@ -78,10 +73,6 @@ class World:
             self.server(name).url + path, content=content, headers=sent, timeout=HANG_S
         )
 
-    def close(self) -> None:
-        for running in self.started.values():
-            running.stop()
-
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
@@ -92,20 +83,6 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 
 def triples(results: Any) -> list[tuple[str, str, float | None]]:
     return [(r.id, r.status, r.reward) for r in results]
-
-
-def raw(port: int, request: bytes, wait_s: float = 10.0) -> bytes:
-    """Send raw bytes on a fresh connection; what comes back until close or `wait_s` quiet."""
-    with socket.create_connection(("127.0.0.1", port)) as sock:
-        sock.settimeout(wait_s)
-        sock.sendall(request)
-        got = b""
-        try:
-            while chunk := sock.recv(65536):
-                got += chunk
-        except (TimeoutError, ConnectionResetError):
-            pass
-        return got
 
 
 def fake_engine(behaviour: Any, **options: Any) -> tuple[FakeServer, RemoteEngine]:
@@ -330,9 +307,9 @@ def test_guard_the_token_only_in_the_authorization_header(world: World) -> None:
         assert "results" not in answer.text
     length = b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
     folded = b"POST /v1/score HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer\r\n " + TOKEN.encode()
-    assert not raw(server.port, folded + b"\r\n" + length + body).startswith(b"HTTP/1.1 200")
+    assert not exchange(server.port, folded + b"\r\n" + length + body).startswith(b"HTTP/1.1 200")
     shouted = b"POST /v1/score HTTP/1.1\r\nHost: x\r\nAUTHORIZATION: bEaReR   " + TOKEN.encode()
-    assert raw(server.port, shouted + b"\r\n" + length + body).startswith(b"HTTP/1.1 200")
+    assert exchange(server.port, shouted + b"\r\n" + length + body).startswith(b"HTTP/1.1 200")
 
 
 def test_guard_ids_and_order_on_the_threaded_path(world: World) -> None:

@@ -23,7 +23,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,7 @@ from rewardsmith._exceptions import ConfigError
 from rewardsmith.integrations._remote import SPEC_HEADER, RemoteEngine, spec_fingerprint
 from rewardsmith.spec import load_spec
 
-from .conftest import ROOT, SPEC, TOKEN, Server, free_port
+from .conftest import ROOT, SPEC, TOKEN, Server, Servers, free_port
 
 pytest.importorskip("httptools")
 httpx = pytest.importorskip("httpx")
@@ -59,12 +58,8 @@ UTF-8 (JavaScript tools that cut a string between the halves of an emoji write t
 # -- the world the attacks run in --------------------------------------------------------
 
 
-@dataclass
-class World:
+class World(Servers):
     """Lazily started servers and a scratch directory, shared by the rows of this module."""
-
-    tmp: Path
-    started: dict[str, Server] = field(default_factory=dict)
 
     def server(self, name: str = "scripted") -> Server:
         """`scripted`: the tests' scripted reward (score = completion length; "die" kills
@@ -127,10 +122,6 @@ class World:
             for fd in passed:
                 os.close(fd)
         return done, output
-
-    def close(self) -> None:
-        for running in self.started.values():
-            running.stop()
 
 
 @pytest.fixture(scope="module")

@@ -279,9 +279,12 @@ def test_guard_false_drops_advantages_and_absent_keeps_them(parity: tuple[Server
 BASE = """\
 rewards:
   s: {type: "tests.engine.rewards_for_tests:scripted", weight: 1}
-  c: {type: "tests.engine.rewards_for_tests:constant", value: 0.5}
+  c:
+    type: "tests.engine.rewards_for_tests:constant"
+    transform: {type: clip, min: 0, max: 1}
+    value: 0.5
 timeout_s: 1
-"""
+"""  # c is clipped: a gate needs a known range (the only_if row)
 CHANGES = {
     "weight": BASE.replace("weight: 1}", "weight: 2}"),
     "reward param": BASE.replace("value: 0.5", "value: 0.25"),
@@ -294,10 +297,10 @@ CHANGES = {
         "weight: 1}", "weight: 1, transform: {type: clip, max: 0.25}}"
     ),
     "timeout_s": BASE.replace("timeout_s: 1", "timeout_s: 2"),
-    "only_if": BASE.replace("value: 0.5", "value: 0.5, only_if: s"),
+    "only_if": BASE.replace("value: 0.5", "value: 0.5\n    only_if: s"),
     "scope": BASE.replace("weight: 1}", "weight: 1, scope: turns}"),
-    "order": "rewards:\n"
-    + "".join(reversed(BASE.splitlines(keepends=True)[1:3]))
+    "order": "rewards:\n"  # c's four lines, then s's
+    + "".join(BASE.splitlines(keepends=True)[2:6] + BASE.splitlines(keepends=True)[1:2])
     + "timeout_s: 1\n",
 }
 
